@@ -1,0 +1,300 @@
+#pragma once
+/// @file
+/// The generic Kubernetes API client: any resource (custom resources included), discovery,
+/// server-side apply, watches and pod logs. Objects are nlohmann::json values in the API's own
+/// shape (apiVersion, kind, metadata, spec, status).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tfk8s/config.hpp"
+#include "tfk8s/error.hpp"
+
+namespace tfk8s {
+
+using Json = nlohmann::json;
+
+namespace internal {
+class Connection;
+class HttpTransport;
+}  // namespace internal
+
+/// One kind of resource as the server serves it (from discovery or written by hand).
+struct ResourceType {
+  std::string group;      ///< "" for the core group.
+  std::string version;    ///< e.g. "v1".
+  std::string kind;       ///< e.g. "StatefulSet".
+  std::string plural;     ///< URL segment, e.g. "statefulsets".
+  bool namespaced = true; ///< Whether objects live in a namespace.
+
+  /// "apps/v1", or "v1" for the core group.
+  [[nodiscard]] std::string ApiVersion() const;
+  /// The collection path, e.g. "/apis/apps/v1/namespaces/ns/statefulsets" (ns ignored when the
+  /// resource is cluster-scoped; empty ns on a namespaced resource means all namespaces).
+  [[nodiscard]] std::string CollectionPath(std::string_view ns) const;
+  /// The object path, with an optional subresource ("status", "scale", "log").
+  [[nodiscard]] std::string ObjectPath(std::string_view ns, std::string_view name,
+                                       std::string_view subresource = {}) const;
+  bool operator==(const ResourceType&) const = default;
+};
+
+/// Options of list calls.
+struct ListOptions {
+  std::string label_selector;        ///< e.g. "app=web,tier!=db".
+  std::string field_selector;        ///< e.g. "spec.nodeName=node-1".
+  std::int64_t limit = 0;            ///< Page size; 0 = server default (no paging).
+  std::string continue_token;        ///< From the previous page's metadata.continue.
+  std::string resource_version;      ///< "" (most recent, quorum read), "0" (any, cache) or a RV.
+  std::string resource_version_match;///< "NotOlderThan" or "Exact" (with resource_version).
+  std::optional<int> timeout_seconds;///< Server-side bound of the call.
+};
+
+/// Options shared by write calls.
+struct WriteOptions {
+  bool dry_run = false;              ///< Send dryRun=All: validated and admitted, not persisted.
+  std::string field_manager;         ///< Recorded in managedFields; "" = server default.
+};
+
+/// Options of server-side apply.
+struct ApplyOptions {
+  std::string field_manager = "tfk8s";///< The owner of the applied fields.
+  bool force = false;                 ///< Take over fields owned by other managers.
+  bool dry_run = false;               ///< dryRun=All.
+};
+
+/// How a patch body is interpreted.
+enum class PatchType { kMerge, kStrategicMerge, kJson };
+
+/// Options of delete calls.
+struct DeleteOptions {
+  std::string propagation_policy;              ///< "Foreground", "Background", "Orphan" or "".
+  std::optional<std::int64_t> grace_period_seconds;
+  std::string precondition_uid;                ///< Delete only this incarnation.
+  std::string precondition_resource_version;   ///< Delete only this version.
+  bool dry_run = false;
+};
+
+/// Options of pod log calls.
+struct LogOptions {
+  std::string container;                   ///< Required when the pod has several containers.
+  bool follow = false;                     ///< Stream until the container ends.
+  std::optional<std::int64_t> tail_lines;  ///< Only the last N lines.
+  std::optional<std::int64_t> since_seconds;
+  std::optional<std::int64_t> limit_bytes;
+  bool timestamps = false;                 ///< Prefix each line with an RFC 3339 timestamp.
+  bool previous = false;                   ///< The previous (crashed) instance.
+};
+
+/// The type of a watch event.
+enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError, kUnknown };
+/// "ADDED", "MODIFIED" …
+std::string_view ToString(WatchEventType type);
+/// Parses "ADDED" … (anything else is kUnknown).
+WatchEventType ParseWatchEventType(std::string_view text);
+
+/// One event of a watch.
+struct WatchEvent {
+  WatchEventType type = WatchEventType::kUnknown;
+  Json object;  ///< The object (a Status object for kError).
+};
+
+/// Options of watches.
+struct WatchOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;      ///< Start after this version ("" = list first / now).
+  bool allow_bookmarks = true;       ///< Ask for BOOKMARK events (kept internally for resume).
+  std::optional<int> timeout_seconds;///< Server-side duration of one watch request.
+};
+
+/// One result of ApplyAll().
+struct ApplyResult {
+  Json object;                 ///< What the server returned (empty on error).
+  std::exception_ptr error;    ///< Set when this object failed.
+  [[nodiscard]] bool ok() const { return !error; }
+  /// The error's message, or "".
+  [[nodiscard]] std::string error_message() const;
+};
+
+class WatchStream;
+class LogStream;
+class Informer;
+
+/// A Kubernetes API client. A cheap, copyable handle: copies share one connection pool, one
+/// credential source, one rate limiter and one discovery cache. Thread-safe.
+class Client {
+ public:
+  /// Connects with an explicit configuration. Throws ConfigError when it is inconsistent.
+  explicit Client(ClientConfig config);
+  /// Loads the configuration automatically (kubeconfig, then in-cluster); see LoadDefaultConfig.
+  static Client FromDefault(const KubeconfigOptions& options = {});
+  /// For tests: a client over a given transport.
+  Client(ClientConfig config, std::shared_ptr<internal::HttpTransport> transport);
+
+  /// The configuration in use (secrets intact; print it with ToString()).
+  [[nodiscard]] const ClientConfig& config() const;
+  /// The namespace used when a call gets "" for a namespaced resource.
+  [[nodiscard]] const std::string& default_namespace() const;
+
+  // ---- discovery -------------------------------------------------------------------------
+  /// The resource type for apiVersion + kind, from discovery (cached). Throws NotFound when the
+  /// server does not serve it.
+  ResourceType Resolve(std::string_view api_version, std::string_view kind);
+  /// The first of `versions` (in order of preference) in which the server serves group/kind,
+  /// e.g. ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"}).
+  ResourceType ResolvePreferred(std::string_view group, std::string_view kind,
+                                const std::vector<std::string>& versions);
+  /// Every group version the server serves ("v1", "apps/v1", …), preferred versions first.
+  std::vector<std::string> ServerGroupVersions();
+  /// The server's /version document.
+  Json ServerVersion();
+  /// Forgets cached discovery (after installing a CRD, say).
+  void InvalidateDiscovery();
+
+  // ---- reads ---------------------------------------------------------------------------
+  /// GET one object (or a subresource such as "status" or "scale").
+  Json Get(const ResourceType& type, std::string_view ns, std::string_view name,
+           std::string_view subresource = {});
+  /// One page of a list (the List object, with metadata.continue / resourceVersion).
+  Json List(const ResourceType& type, std::string_view ns, const ListOptions& options = {});
+  /// Every page of a list, concatenated; the result's metadata.resourceVersion is the first
+  /// page's, as a list-then-watch needs. `page_size` 0 means one request.
+  Json ListAll(const ResourceType& type, std::string_view ns, ListOptions options = {},
+               std::int64_t page_size = 500);
+
+  // ---- writes ----------------------------------------------------------------------------
+  /// POST a new object (namespace from `ns`, else metadata.namespace, else the default).
+  Json Create(const ResourceType& type, std::string_view ns, const Json& object,
+              const WriteOptions& options = {});
+  /// PUT an object; metadata.resourceVersion, when present, makes it conditional (Conflict).
+  Json Replace(const ResourceType& type, std::string_view ns, const Json& object,
+               const WriteOptions& options = {}, std::string_view subresource = {});
+  /// PATCH an object (or a subresource).
+  Json Patch(const ResourceType& type, std::string_view ns, std::string_view name, PatchType type_,
+             const Json& patch, const WriteOptions& options = {},
+             std::string_view subresource = {});
+  /// DELETE an object; returns the server's answer (the object, or a Status).
+  Json Delete(const ResourceType& type, std::string_view ns, std::string_view name,
+              const DeleteOptions& options = {});
+  /// DELETE every object matching the selectors in a namespace (deletecollection).
+  Json DeleteCollection(const ResourceType& type, std::string_view ns,
+                        const ListOptions& selectors, const DeleteOptions& options = {});
+  /// Server-side apply of one complete object (apiVersion, kind, metadata.name required).
+  Json Apply(const Json& object, const ApplyOptions& options = {});
+  /// Server-side apply of many objects at once, concurrently (bounded by `max_in_flight` and the
+  /// rate limiter). One result per object, in input order; failures are reported per object.
+  std::vector<ApplyResult> ApplyAll(const std::vector<Json>& objects,
+                                    const ApplyOptions& options = {}, int max_in_flight = 32);
+
+  // ---- object conveniences (type from apiVersion/kind) ----------------------------------------
+  /// Get by apiVersion/kind/namespace/name.
+  Json Get(std::string_view api_version, std::string_view kind, std::string_view ns,
+           std::string_view name);
+  /// Delete by apiVersion/kind/namespace/name.
+  Json Delete(std::string_view api_version, std::string_view kind, std::string_view ns,
+              std::string_view name, const DeleteOptions& options = {});
+
+  // ---- streams ---------------------------------------------------------------------------
+  /// A raw watch from options.resource_version (no relist; see Informer for that).
+  WatchStream Watch(const ResourceType& type, std::string_view ns, const WatchOptions& options);
+  /// A pod's logs, whole (not follow).
+  std::string ReadLogs(std::string_view ns, std::string_view pod, LogOptions options = {});
+  /// A pod's logs as a stream of lines (follow or not).
+  LogStream StreamLogs(std::string_view ns, std::string_view pod, const LogOptions& options = {});
+
+  /// Internal: the shared connection.
+  [[nodiscard]] const std::shared_ptr<internal::Connection>& connection() const { return conn_; }
+
+ private:
+  std::shared_ptr<internal::Connection> conn_;
+};
+
+/// A raw watch: events in order as the server sends them. Move-only; Cancel() from any thread.
+class WatchStream {
+ public:
+  WatchStream(WatchStream&&) noexcept;
+  WatchStream& operator=(WatchStream&&) noexcept;
+  ~WatchStream();
+  /// The next event; nullopt on timeout or when the stream ended (then ended() is true and
+  /// the transport error, if any, has been thrown). Server ERROR events are returned as events.
+  std::optional<WatchEvent> Next(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  /// True once the server closed the stream or it was cancelled.
+  [[nodiscard]] bool ended() const;
+  /// Stops the stream; Next() then returns nullopt. Thread-safe, idempotent.
+  void Cancel();
+
+ private:
+  friend class Client;
+  struct Impl;
+  explicit WatchStream(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Pod log lines as they arrive. Move-only; Cancel() from any thread.
+class LogStream {
+ public:
+  LogStream(LogStream&&) noexcept;
+  LogStream& operator=(LogStream&&) noexcept;
+  ~LogStream();
+  /// The next complete line (without '\n'); nullopt on timeout or at the end (see ended()).
+  std::optional<std::string> NextLine(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  /// True when the log is finished (container ended, not following, or cancelled).
+  [[nodiscard]] bool ended() const;
+  /// Stops the stream. Thread-safe, idempotent.
+  void Cancel();
+
+ private:
+  friend class Client;
+  struct Impl;
+  explicit LogStream(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// List-then-watch with resume: lists (paginated), then watches from the list's
+/// resourceVersion with bookmarks; after a clean close it resumes from the last seen version
+/// without redelivering events; on 410 Gone it relists and emits only the differences against
+/// what it already delivered (ADDED / MODIFIED / DELETED); on failures it backs off
+/// exponentially with jitter. Cancel() from any thread.
+class Informer {
+ public:
+  /// Watches `type` in `ns` ("" = all namespaces for namespaced types) with the selectors of
+  /// `selectors`. When selectors.resource_version is set, no initial list is made: the watch
+  /// resumes from that version (e.g. one saved before a restart), and if the server has
+  /// compacted it away (410 Gone) the informer relists.
+  Informer(Client client, ResourceType type, std::string ns, ListOptions selectors = {});
+  Informer(Informer&&) noexcept;
+  Informer& operator=(Informer&&) noexcept;
+  ~Informer();
+
+  /// The next event; nullopt on timeout or after Cancel(). BOOKMARK events are consumed
+  /// internally. Throws a typed error for failures that retrying cannot fix (Forbidden …).
+  std::optional<WatchEvent> Next(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  /// Runs until `on_event` returns false or Cancel() is called.
+  void Run(const std::function<bool(const WatchEvent&)>& on_event);
+  /// Stops Next()/Run(). Thread-safe, idempotent.
+  void Cancel();
+  /// The objects currently known, keyed "namespace/name".
+  [[nodiscard]] std::vector<Json> Snapshot() const;
+  /// The last resourceVersion seen (from an event, a bookmark or a list).
+  [[nodiscard]] std::string resource_version() const;
+  /// How many times the informer had to relist (first list excluded).
+  [[nodiscard]] int relist_count() const;
+
+  /// Server-side duration of each watch request (a random value in [min, 2*min) like
+  /// client-go's reflector). Set before the first Next().
+  void set_watch_timeout(std::chrono::seconds min_timeout);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tfk8s

@@ -1,0 +1,100 @@
+#pragma once
+/// @file
+/// Connection configuration: loading (kubeconfig, in-cluster) is separate from using (Client).
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tfk8s/retry.hpp"
+
+namespace tfk8s {
+
+/// A client.authentication.k8s.io exec credential plugin (kubeconfig `users[].user.exec`).
+struct ExecConfig {
+  std::string api_version;   ///< client.authentication.k8s.io/v1 or /v1beta1.
+  std::string command;       ///< Resolved like kubeconfig paths (relative to the file's folder
+                             ///< when it contains a '/'), else looked up in PATH.
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;  ///< Added to the inherited environment.
+  std::string install_hint;  ///< Shown when the command cannot be found.
+  std::string interactive_mode = "IfAvailable";  ///< Never, IfAvailable or Always.
+  bool provide_cluster_info = false;             ///< Pass the cluster in KUBERNETES_EXEC_INFO.
+};
+
+/// Everything a Client needs to reach and authenticate to one API server.
+/// Secrets (token, key, password) are held in memory only and never printed.
+struct ClientConfig {
+  std::string server;            ///< e.g. "https://127.0.0.1:6443".
+  std::string ca_pem;            ///< Trusted CA bundle (PEM), from -data or the file.
+  std::string ca_file;           ///< Where ca_pem came from (for messages); may be empty.
+  bool insecure_skip_tls_verify = false;  ///< Rejected together with a CA.
+  std::string tls_server_name;   ///< SNI and certificate name check override.
+  std::string proxy_url;         ///< http(s)://, socks5:// proxy for every request.
+
+  std::string token;             ///< Bearer token (static).
+  std::string token_file;        ///< Bearer token file, re-read periodically and after a 401.
+  std::string client_cert_pem;   ///< Client certificate (PEM), in memory.
+  std::string client_key_pem;    ///< Client private key (PEM), in memory only.
+  std::string username;          ///< Basic auth user (rare).
+  std::string password;          ///< Basic auth password (rare).
+  std::optional<ExecConfig> exec;///< Exec credential plugin.
+
+  std::string default_namespace = "default";  ///< From the context or in-cluster namespace file.
+  std::string context;           ///< The kubeconfig context used, if any.
+  std::string source;            ///< Human description of where this came from.
+
+  std::chrono::milliseconds connect_timeout{30'000};  ///< TCP + TLS connect bound (<= 30 s).
+  std::chrono::milliseconds request_timeout{60'000};  ///< Per-request bound (not for streams).
+  std::chrono::seconds token_file_refresh{60};        ///< Re-read period of token_file.
+  RetryPolicy retry;                                  ///< Retry policy of every request.
+  RateLimit rate_limit;                               ///< Client-side rate limit.
+  std::string user_agent = "tfk8s/0.1";               ///< User-Agent header.
+
+  /// Checks internal consistency (server URL, CA with insecure, cert without key …).
+  /// Throws ConfigError naming the field.
+  void Validate() const;
+  /// A readable dump with every secret shown as REDACTED.
+  [[nodiscard]] std::string ToString() const;
+};
+
+/// How to load a kubeconfig.
+struct KubeconfigOptions {
+  /// Explicit file. When empty: the KUBECONFIG list (':'-separated, merged, first value of
+  /// each key wins), else ~/.kube/config.
+  std::string path;
+  /// Context name; empty means `current-context`.
+  std::string context;
+  /// Overrides the context's namespace when not empty.
+  std::string namespace_override;
+};
+
+/// Loads a kubeconfig (see KubeconfigOptions). Relative file paths in it are resolved against
+/// the folder of the file that defined them. Throws ConfigError naming the file and field.
+ClientConfig LoadKubeconfig(const KubeconfigOptions& options = {});
+
+/// Loads a kubeconfig from YAML text (for tests and embedding); `origin` names it in errors
+/// and is the base for relative paths when it is a file path.
+ClientConfig LoadKubeconfigFromString(const std::string& yaml, const std::string& origin,
+                                      const KubeconfigOptions& options = {});
+
+/// Where in-cluster configuration is read from (overridable for tests).
+struct InClusterOptions {
+  std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+  /// Environment lookup; defaults to getenv. Used for KUBERNETES_SERVICE_HOST/_PORT.
+  std::map<std::string, std::string> env_override;
+  bool use_env_override = false;
+};
+
+/// In-cluster configuration: KUBERNETES_SERVICE_HOST/_PORT (IPv6 bracketed), the service
+/// account token (as token_file: re-read, last good token kept), CA and namespace file.
+ClientConfig LoadInClusterConfig(const InClusterOptions& options = {});
+
+/// The automatic choice: kubeconfig (explicit path, KUBECONFIG, ~/.kube/config) and then
+/// in-cluster. Throws ConfigError listing everything that was tried when nothing is found.
+ClientConfig LoadDefaultConfig(const KubeconfigOptions& options = {});
+
+}  // namespace tfk8s

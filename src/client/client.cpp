@@ -1,0 +1,478 @@
+#include "tfk8s/client.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+#include <thread>
+
+#include "client/connection.hpp"
+
+namespace tfk8s {
+
+using internal::Connection;
+using internal::Query;
+using internal::RequestSpec;
+using internal::UrlEncode;
+
+// ---- ResourceType -------------------------------------------------------------------------
+
+std::string ResourceType::ApiVersion() const {
+  return group.empty() ? version : group + "/" + version;
+}
+
+std::string ResourceType::CollectionPath(std::string_view ns) const {
+  std::string path = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  if (namespaced && !ns.empty()) path += "/namespaces/" + UrlEncode(ns);
+  return path + "/" + plural;
+}
+
+std::string ResourceType::ObjectPath(std::string_view ns, std::string_view name,
+                                     std::string_view subresource) const {
+  std::string path = CollectionPath(ns) + "/" + UrlEncode(name);
+  if (!subresource.empty()) path += "/" + std::string(subresource);
+  return path;
+}
+
+std::string_view ToString(WatchEventType type) {
+  switch (type) {
+    case WatchEventType::kAdded: return "ADDED";
+    case WatchEventType::kModified: return "MODIFIED";
+    case WatchEventType::kDeleted: return "DELETED";
+    case WatchEventType::kBookmark: return "BOOKMARK";
+    case WatchEventType::kError: return "ERROR";
+    case WatchEventType::kUnknown: break;
+  }
+  return "UNKNOWN";
+}
+
+WatchEventType ParseWatchEventType(std::string_view text) {
+  if (text == "ADDED") return WatchEventType::kAdded;
+  if (text == "MODIFIED") return WatchEventType::kModified;
+  if (text == "DELETED") return WatchEventType::kDeleted;
+  if (text == "BOOKMARK") return WatchEventType::kBookmark;
+  if (text == "ERROR") return WatchEventType::kError;
+  return WatchEventType::kUnknown;
+}
+
+std::string ApplyResult::error_message() const {
+  if (!error) return {};
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+// ---- construction ---------------------------------------------------------------------------
+
+Client::Client(ClientConfig config)
+    : Client(std::move(config), internal::MakeCurlTransport()) {}
+
+Client::Client(ClientConfig config, std::shared_ptr<internal::HttpTransport> transport)
+    : conn_(std::make_shared<Connection>(std::move(config), std::move(transport))) {}
+
+Client Client::FromDefault(const KubeconfigOptions& options) {
+  return Client(LoadDefaultConfig(options));
+}
+
+const ClientConfig& Client::config() const { return conn_->config(); }
+const std::string& Client::default_namespace() const { return conn_->config().default_namespace; }
+
+namespace {
+
+std::string NamespaceFor(const Client& c, const ResourceType& type, std::string_view ns,
+                         const Json* object = nullptr) {
+  if (!type.namespaced) return {};
+  if (!ns.empty()) return std::string(ns);
+  if (object) {
+    if (auto m = object->find("metadata"); m != object->end() && m->is_object()) {
+      std::string from_object = m->value("namespace", "");
+      if (!from_object.empty()) return from_object;
+    }
+  }
+  return c.default_namespace();
+}
+
+std::string NameOf(const Json& object, std::string_view what) {
+  if (auto m = object.find("metadata"); m != object.end() && m->is_object()) {
+    std::string name = m->value("name", "");
+    if (!name.empty()) return name;
+  }
+  throw ValidationError("metadata.name", "", fmt::format("{} needs a metadata.name", what));
+}
+
+Json ParseBody(const internal::HttpResponse& r, std::string_view context) {
+  if (r.body.empty()) return Json::object();
+  Json j = Json::parse(r.body, nullptr, false);
+  if (j.is_discarded()) {
+    throw TransportError(fmt::format("{}: the server's answer is not JSON ({} bytes)", context,
+                                     r.body.size()),
+                         true);
+  }
+  return j;
+}
+
+std::string Describe(std::string_view verb, const ResourceType& type, std::string_view ns,
+                     std::string_view name = {}) {
+  std::string what = fmt::format("{} {}", verb, type.plural);
+  if (!type.group.empty()) what += "." + type.group;
+  if (!ns.empty() || !name.empty()) what += " ";
+  if (!ns.empty()) what += std::string(ns) + (name.empty() ? "" : "/");
+  what += name;
+  return what;
+}
+
+void AddListQuery(Query& q, const ListOptions& o) {
+  q.AddIf(!o.label_selector.empty(), "labelSelector", o.label_selector);
+  q.AddIf(!o.field_selector.empty(), "fieldSelector", o.field_selector);
+  q.AddIf(o.limit > 0, "limit", std::to_string(o.limit));
+  q.AddIf(!o.continue_token.empty(), "continue", o.continue_token);
+  q.AddIf(!o.resource_version.empty(), "resourceVersion", o.resource_version);
+  q.AddIf(!o.resource_version_match.empty(), "resourceVersionMatch", o.resource_version_match);
+  if (o.timeout_seconds) q.Add("timeoutSeconds", std::to_string(*o.timeout_seconds));
+}
+
+void AddWriteQuery(Query& q, bool dry_run, std::string_view field_manager) {
+  q.AddIf(dry_run, "dryRun", "All");
+  q.AddIf(!field_manager.empty(), "fieldManager", field_manager);
+}
+
+// Splits "apps/v1" into ("apps", "v1") and "v1" into ("", "v1").
+std::pair<std::string, std::string> SplitApiVersion(std::string_view api_version) {
+  auto slash = api_version.find('/');
+  if (slash == std::string_view::npos) return {"", std::string(api_version)};
+  return {std::string(api_version.substr(0, slash)), std::string(api_version.substr(slash + 1))};
+}
+
+}  // namespace
+
+// ---- discovery ----------------------------------------------------------------------------
+
+namespace {
+
+std::vector<ResourceType> LoadResources(Connection& conn, const std::string& group,
+                                        const std::string& version) {
+  RequestSpec spec;
+  spec.path = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  spec.idempotent = true;
+  spec.context = "discover " + (group.empty() ? version : group + "/" + version);
+  Json j = ParseBody(conn.Execute(spec), spec.context);
+  std::vector<ResourceType> out;
+  for (const auto& r : j.value("resources", Json::array())) {
+    std::string name = r.value("name", "");
+    if (name.empty() || name.find('/') != std::string::npos) continue;  // skip subresources
+    out.push_back(ResourceType{group, version, r.value("kind", ""), name,
+                               r.value("namespaced", false)});
+  }
+  return out;
+}
+
+void LoadGroups(Connection& conn) {
+  // Caller holds discovery_mu.
+  if (conn.groups_loaded) return;
+  RequestSpec core;
+  core.path = "/api";
+  core.idempotent = true;
+  core.context = "discover /api";
+  Json api = ParseBody(conn.Execute(core), core.context);
+  conn.versions_by_group[""] = api.value("versions", std::vector<std::string>{});
+  RequestSpec groups;
+  groups.path = "/apis";
+  groups.idempotent = true;
+  groups.context = "discover /apis";
+  Json apis = ParseBody(conn.Execute(groups), groups.context);
+  for (const auto& g : apis.value("groups", Json::array())) {
+    std::vector<std::string> versions;
+    std::string preferred = g.value("preferredVersion", Json::object()).value("version", "");
+    if (!preferred.empty()) versions.push_back(preferred);
+    for (const auto& v : g.value("versions", Json::array())) {
+      std::string ver = v.value("version", "");
+      if (ver != preferred) versions.push_back(ver);
+    }
+    conn.versions_by_group[g.value("name", "")] = std::move(versions);
+  }
+  conn.groups_loaded = true;
+}
+
+const std::vector<ResourceType>& ResourcesFor(Connection& conn, const std::string& group,
+                                              const std::string& version) {
+  // Caller holds discovery_mu.
+  std::string key = group.empty() ? version : group + "/" + version;
+  auto it = conn.resources_by_group_version.find(key);
+  if (it == conn.resources_by_group_version.end()) {
+    it = conn.resources_by_group_version.emplace(key, LoadResources(conn, group, version)).first;
+  }
+  return it->second;
+}
+
+}  // namespace
+
+ResourceType Client::Resolve(std::string_view api_version, std::string_view kind) {
+  auto [group, version] = SplitApiVersion(api_version);
+  std::lock_guard lock(conn_->discovery_mu);
+  std::vector<ResourceType> resources;
+  try {
+    resources = ResourcesFor(*conn_, group, version);
+  } catch (const NotFound&) {
+    throw NotFound(ErrorKind::kNotFound,
+                   fmt::format("the server does not serve {} (kind {})", api_version, kind), 404,
+                   "NotFound");
+  }
+  for (const auto& r : resources) {
+    if (r.kind == kind) return r;
+  }
+  throw NotFound(ErrorKind::kNotFound,
+                 fmt::format("the server serves {} but no kind {} in it", api_version, kind), 404,
+                 "NotFound");
+}
+
+ResourceType Client::ResolvePreferred(std::string_view group, std::string_view kind,
+                                      const std::vector<std::string>& versions) {
+  {
+    std::lock_guard lock(conn_->discovery_mu);
+    LoadGroups(*conn_);
+    auto it = conn_->versions_by_group.find(std::string(group));
+    std::vector<std::string> served = it == conn_->versions_by_group.end()
+                                          ? std::vector<std::string>{}
+                                          : it->second;
+    for (const auto& v : versions) {
+      if (std::find(served.begin(), served.end(), v) == served.end()) continue;
+      for (const auto& r : ResourcesFor(*conn_, std::string(group), v)) {
+        if (r.kind == kind) return r;
+      }
+    }
+  }
+  throw NotFound(ErrorKind::kNotFound,
+                 fmt::format("the server serves {} in none of the versions {}", kind,
+                             fmt::join(versions, ", ")),
+                 404, "NotFound");
+}
+
+std::vector<std::string> Client::ServerGroupVersions() {
+  std::lock_guard lock(conn_->discovery_mu);
+  LoadGroups(*conn_);
+  std::vector<std::string> out;
+  for (const auto& v : conn_->versions_by_group[""]) out.push_back(v);
+  for (const auto& [group, versions] : conn_->versions_by_group) {
+    if (group.empty()) continue;
+    for (const auto& v : versions) out.push_back(group + "/" + v);
+  }
+  return out;
+}
+
+Json Client::ServerVersion() {
+  RequestSpec spec;
+  spec.path = "/version";
+  spec.idempotent = true;
+  spec.context = "get /version";
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+void Client::InvalidateDiscovery() {
+  std::lock_guard lock(conn_->discovery_mu);
+  conn_->resources_by_group_version.clear();
+  conn_->versions_by_group.clear();
+  conn_->groups_loaded = false;
+}
+
+// ---- reads --------------------------------------------------------------------------------
+
+Json Client::Get(const ResourceType& type, std::string_view ns, std::string_view name,
+                 std::string_view subresource) {
+  std::string n = NamespaceFor(*this, type, ns);
+  RequestSpec spec;
+  spec.path = type.ObjectPath(n, name, subresource);
+  spec.idempotent = true;
+  spec.context = Describe("get", type, n, name);
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+Json Client::List(const ResourceType& type, std::string_view ns, const ListOptions& options) {
+  Query q;
+  AddListQuery(q, options);
+  RequestSpec spec;
+  spec.path = type.CollectionPath(ns) + q.str();
+  spec.idempotent = true;
+  spec.context = Describe("list", type, ns);
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions options,
+                     std::int64_t page_size) {
+  options.limit = page_size;
+  Json result = List(type, ns, options);
+  Json& items = result["items"];
+  if (!items.is_array()) items = Json::array();
+  std::string next = result.value("metadata", Json::object()).value("continue", "");
+  while (!next.empty()) {
+    // Later pages must not repeat the version constraint: the continue token carries it.
+    ListOptions page = options;
+    page.continue_token = next;
+    page.resource_version.clear();
+    page.resource_version_match.clear();
+    Json more = List(type, ns, page);
+    for (auto& item : more["items"]) items.push_back(std::move(item));
+    next = more.value("metadata", Json::object()).value("continue", "");
+  }
+  if (result.contains("metadata")) result["metadata"].erase("continue");
+  return result;
+}
+
+// ---- writes -------------------------------------------------------------------------------
+
+Json Client::Create(const ResourceType& type, std::string_view ns, const Json& object,
+                    const WriteOptions& options) {
+  std::string n = NamespaceFor(*this, type, ns, &object);
+  Query q;
+  AddWriteQuery(q, options.dry_run, options.field_manager);
+  RequestSpec spec;
+  spec.method = "POST";
+  spec.path = type.CollectionPath(n) + q.str();
+  spec.body = object.dump();
+  spec.content_type = "application/json";
+  std::string name = object.value("metadata", Json::object()).value("name", "");
+  spec.context = Describe("create", type, n, name);
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+Json Client::Replace(const ResourceType& type, std::string_view ns, const Json& object,
+                     const WriteOptions& options, std::string_view subresource) {
+  std::string n = NamespaceFor(*this, type, ns, &object);
+  std::string name = NameOf(object, "replace");
+  Query q;
+  AddWriteQuery(q, options.dry_run, options.field_manager);
+  RequestSpec spec;
+  spec.method = "PUT";
+  spec.path = type.ObjectPath(n, name, subresource) + q.str();
+  spec.body = object.dump();
+  spec.content_type = "application/json";
+  spec.context = Describe("replace", type, n, name);
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+Json Client::Patch(const ResourceType& type, std::string_view ns, std::string_view name,
+                   PatchType patch_type, const Json& patch, const WriteOptions& options,
+                   std::string_view subresource) {
+  std::string n = NamespaceFor(*this, type, ns);
+  Query q;
+  AddWriteQuery(q, options.dry_run, options.field_manager);
+  RequestSpec spec;
+  spec.method = "PATCH";
+  spec.path = type.ObjectPath(n, name, subresource) + q.str();
+  spec.body = patch.dump();
+  switch (patch_type) {
+    case PatchType::kMerge: spec.content_type = "application/merge-patch+json"; break;
+    case PatchType::kStrategicMerge:
+      spec.content_type = "application/strategic-merge-patch+json";
+      break;
+    case PatchType::kJson: spec.content_type = "application/json-patch+json"; break;
+  }
+  spec.context = Describe("patch", type, n, name);
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+Json Client::Delete(const ResourceType& type, std::string_view ns, std::string_view name,
+                    const DeleteOptions& options) {
+  std::string n = NamespaceFor(*this, type, ns);
+  Json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
+  if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
+  if (!options.precondition_uid.empty()) body["preconditions"]["uid"] = options.precondition_uid;
+  if (!options.precondition_resource_version.empty()) {
+    body["preconditions"]["resourceVersion"] = options.precondition_resource_version;
+  }
+  if (options.dry_run) body["dryRun"] = Json::array({"All"});
+  RequestSpec spec;
+  spec.method = "DELETE";
+  spec.path = type.ObjectPath(n, name);
+  spec.body = body.dump();
+  spec.content_type = "application/json";
+  spec.context = Describe("delete", type, n, name);
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+Json Client::DeleteCollection(const ResourceType& type, std::string_view ns,
+                              const ListOptions& selectors, const DeleteOptions& options) {
+  std::string n = NamespaceFor(*this, type, ns);
+  Query q;
+  AddListQuery(q, selectors);
+  Json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
+  if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
+  if (options.dry_run) body["dryRun"] = Json::array({"All"});
+  RequestSpec spec;
+  spec.method = "DELETE";
+  spec.path = type.CollectionPath(n) + q.str();
+  spec.body = body.dump();
+  spec.content_type = "application/json";
+  spec.context = Describe("deletecollection", type, n);
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+Json Client::Apply(const Json& object, const ApplyOptions& options) {
+  if (!object.is_object()) throw ValidationError("object", "", "apply needs a JSON object");
+  std::string api_version = object.value("apiVersion", "");
+  std::string kind = object.value("kind", "");
+  if (api_version.empty()) throw ValidationError("apiVersion", "", "apply needs an apiVersion");
+  if (kind.empty()) throw ValidationError("kind", "", "apply needs a kind");
+  std::string name = NameOf(object, "apply");
+  if (options.field_manager.empty()) {
+    throw ValidationError("fieldManager", "", "server-side apply needs a field manager");
+  }
+  ResourceType type = Resolve(api_version, kind);
+  std::string n = NamespaceFor(*this, type, "", &object);
+  Json body = object;
+  if (type.namespaced) body["metadata"]["namespace"] = n;
+  Query q;
+  AddWriteQuery(q, options.dry_run, options.field_manager);
+  q.AddIf(options.force, "force", "true");
+  RequestSpec spec;
+  spec.method = "PATCH";
+  spec.path = type.ObjectPath(n, name) + q.str();
+  spec.body = body.dump();  // JSON is YAML: the apply content type accepts it
+  spec.content_type = "application/apply-patch+yaml";
+  spec.context = Describe("apply", type, n, name);
+  return ParseBody(conn_->Execute(spec), spec.context);
+}
+
+std::vector<ApplyResult> Client::ApplyAll(const std::vector<Json>& objects,
+                                          const ApplyOptions& options, int max_in_flight) {
+  std::vector<ApplyResult> results(objects.size());
+  if (objects.empty()) return results;
+  // Resolve every kind first (one discovery request per group version, shared by all objects),
+  // so workers only send the apply requests themselves.
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    while (true) {
+      std::size_t i = next.fetch_add(1);
+      if (i >= objects.size()) return;
+      try {
+        results[i].object = Apply(objects[i], options);
+      } catch (...) {
+        results[i].error = std::current_exception();
+      }
+    }
+  };
+  std::size_t threads =
+      std::min<std::size_t>(objects.size(), static_cast<std::size_t>(std::max(1, max_in_flight)));
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  return results;
+}
+
+Json Client::Get(std::string_view api_version, std::string_view kind, std::string_view ns,
+                 std::string_view name) {
+  return Get(Resolve(api_version, kind), ns, name);
+}
+
+Json Client::Delete(std::string_view api_version, std::string_view kind, std::string_view ns,
+                    std::string_view name, const DeleteOptions& options) {
+  return Delete(Resolve(api_version, kind), ns, name, options);
+}
+
+}  // namespace tfk8s

@@ -1,0 +1,447 @@
+// Watches, informers and pod logs: everything that reads a response as it arrives.
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "client/connection.hpp"
+#include "tfk8s/client.hpp"
+
+namespace tfk8s {
+
+using internal::HttpStream;
+using internal::Query;
+using internal::RequestSpec;
+
+// ---- WatchStream --------------------------------------------------------------------------
+
+struct WatchStream::Impl {
+  std::shared_ptr<HttpStream> stream;
+  internal::WatchDecoder decoder;
+  std::deque<WatchEvent> ready;
+  std::atomic<bool> cancelled{false};
+  bool ended = false;
+  std::string context;
+};
+
+WatchStream::WatchStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WatchStream::WatchStream(WatchStream&&) noexcept = default;
+WatchStream& WatchStream::operator=(WatchStream&&) noexcept = default;
+WatchStream::~WatchStream() {
+  if (impl_) impl_->stream->Cancel();
+}
+
+bool WatchStream::ended() const { return impl_->ended; }
+
+void WatchStream::Cancel() {
+  impl_->cancelled = true;
+  impl_->stream->Cancel();
+}
+
+std::optional<WatchEvent> WatchStream::Next(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (impl_->ready.empty()) {
+    if (impl_->ended || impl_->cancelled) {
+      impl_->ended = true;
+      return std::nullopt;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    std::string chunk;
+    auto r = impl_->stream->Read(&chunk, std::min(left, std::chrono::milliseconds(250)));
+    if (!chunk.empty()) {
+      for (auto& ev : impl_->decoder.Feed(chunk)) impl_->ready.push_back(std::move(ev));
+    }
+    if (r == HttpStream::ReadResult::kEnd) {
+      impl_->ended = true;
+      if (impl_->ready.empty()) {
+        if (auto error = impl_->stream->error(); error && !impl_->cancelled) {
+          std::rethrow_exception(error);
+        }
+        return std::nullopt;
+      }
+    }
+  }
+  WatchEvent ev = std::move(impl_->ready.front());
+  impl_->ready.pop_front();
+  return ev;
+}
+
+WatchStream Client::Watch(const ResourceType& type, std::string_view ns,
+                          const WatchOptions& options) {
+  std::string n = type.namespaced ? std::string(ns) : std::string();
+  Query q;
+  q.Add("watch", "true");
+  q.AddIf(!options.label_selector.empty(), "labelSelector", options.label_selector);
+  q.AddIf(!options.field_selector.empty(), "fieldSelector", options.field_selector);
+  q.AddIf(!options.resource_version.empty(), "resourceVersion", options.resource_version);
+  q.AddIf(options.allow_bookmarks, "allowWatchBookmarks", "true");
+  if (options.timeout_seconds) q.Add("timeoutSeconds", std::to_string(*options.timeout_seconds));
+  RequestSpec spec;
+  spec.path = type.CollectionPath(n) + q.str();
+  spec.idempotent = true;
+  spec.context = fmt::format("watch {}{}{}", type.plural, n.empty() ? "" : " in ", n);
+  auto impl = std::make_unique<WatchStream::Impl>();
+  impl->stream = conn_->OpenStream(spec);
+  impl->context = spec.context;
+  return WatchStream(std::move(impl));
+}
+
+// ---- logs -----------------------------------------------------------------------------------
+
+namespace {
+
+std::string LogPath(std::string_view ns, std::string_view pod, const LogOptions& o) {
+  Query q;
+  q.AddIf(!o.container.empty(), "container", o.container);
+  q.AddIf(o.follow, "follow", "true");
+  if (o.tail_lines) q.Add("tailLines", std::to_string(*o.tail_lines));
+  if (o.since_seconds) q.Add("sinceSeconds", std::to_string(*o.since_seconds));
+  if (o.limit_bytes) q.Add("limitBytes", std::to_string(*o.limit_bytes));
+  q.AddIf(o.timestamps, "timestamps", "true");
+  q.AddIf(o.previous, "previous", "true");
+  return fmt::format("/api/v1/namespaces/{}/pods/{}/log{}", internal::UrlEncode(ns),
+                     internal::UrlEncode(pod), q.str());
+}
+
+}  // namespace
+
+std::string Client::ReadLogs(std::string_view ns, std::string_view pod, LogOptions options) {
+  options.follow = false;
+  std::string n = ns.empty() ? default_namespace() : std::string(ns);
+  RequestSpec spec;
+  spec.path = LogPath(n, pod, options);
+  spec.accept = "*/*";
+  spec.idempotent = true;
+  spec.context = fmt::format("logs of pod {}/{}", n, pod);
+  return conn_->Execute(spec).body;
+}
+
+struct LogStream::Impl {
+  std::shared_ptr<HttpStream> stream;
+  std::string buffer;
+  std::atomic<bool> cancelled{false};
+  bool ended = false;
+};
+
+LogStream::LogStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LogStream::LogStream(LogStream&&) noexcept = default;
+LogStream& LogStream::operator=(LogStream&&) noexcept = default;
+LogStream::~LogStream() {
+  if (impl_) impl_->stream->Cancel();
+}
+
+bool LogStream::ended() const { return impl_->ended; }
+
+void LogStream::Cancel() {
+  impl_->cancelled = true;
+  impl_->stream->Cancel();
+}
+
+std::optional<std::string> LogStream::NextLine(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto nl = impl_->buffer.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = impl_->buffer.substr(0, nl);
+      impl_->buffer.erase(0, nl + 1);
+      return line;
+    }
+    if (impl_->ended || impl_->cancelled) {
+      impl_->ended = true;
+      if (!impl_->buffer.empty() && !impl_->cancelled) {  // a last line without '\n'
+        std::string line;
+        line.swap(impl_->buffer);
+        return line;
+      }
+      return std::nullopt;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    auto r = impl_->stream->Read(&impl_->buffer, std::min(left, std::chrono::milliseconds(250)));
+    if (r == HttpStream::ReadResult::kEnd) {
+      impl_->ended = true;
+      if (auto error = impl_->stream->error(); error && !impl_->cancelled) {
+        std::rethrow_exception(error);
+      }
+    }
+  }
+}
+
+LogStream Client::StreamLogs(std::string_view ns, std::string_view pod,
+                             const LogOptions& options) {
+  std::string n = ns.empty() ? default_namespace() : std::string(ns);
+  RequestSpec spec;
+  spec.path = LogPath(n, pod, options);
+  spec.accept = "*/*";
+  spec.idempotent = true;
+  spec.context = fmt::format("logs of pod {}/{}", n, pod);
+  auto impl = std::make_unique<LogStream::Impl>();
+  impl->stream = conn_->OpenStream(spec);
+  return LogStream(std::move(impl));
+}
+
+// ---- Informer ------------------------------------------------------------------------------
+
+namespace {
+
+std::string KeyOf(const Json& object) {
+  const Json& m = object.value("metadata", Json::object());
+  std::string ns = m.value("namespace", "");
+  std::string name = m.value("name", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::string VersionOf(const Json& object) {
+  return object.value("metadata", Json::object()).value("resourceVersion", "");
+}
+
+}  // namespace
+
+struct Informer::Impl {
+  Client client;
+  ResourceType type;
+  std::string ns;
+  ListOptions selectors;
+  std::chrono::seconds min_watch_timeout{300};
+
+  mutable std::mutex mu;                 // guards store, resource_version, watch
+  std::map<std::string, Json> store;     // what the caller has been told about
+  std::string resource_version;
+  std::optional<WatchStream> watch;
+  std::atomic<bool> cancelled{false};
+  std::deque<WatchEvent> pending;        // events produced by a (re)list
+  bool listed = false;
+  int relists = 0;
+  int consecutive_failures = 0;
+
+  Impl(Client c, ResourceType t, std::string n, ListOptions s)
+      : client(std::move(c)), type(std::move(t)), ns(std::move(n)), selectors(std::move(s)) {
+    // Resuming from a saved version: the caller already has the state up to it.
+    if (!selectors.resource_version.empty()) {
+      resource_version = selectors.resource_version;
+      listed = true;
+    }
+  }
+
+  // Lists everything and queues the differences against the store as events.
+  void Relist() {
+    ListOptions o = selectors;
+    o.resource_version.clear();  // a (re)list reads the latest state
+    o.resource_version_match.clear();
+    Json list = client.ListAll(type, ns, o);
+    std::map<std::string, Json> fresh;
+    for (auto& item : list["items"]) {
+      // List items carry no apiVersion/kind; restore them so events look like watch events.
+      item["apiVersion"] = type.ApiVersion();
+      item["kind"] = type.kind;
+      fresh.emplace(KeyOf(item), std::move(item));
+    }
+    std::lock_guard lock(mu);
+    for (auto& [key, obj] : fresh) {
+      auto it = store.find(key);
+      if (it == store.end()) {
+        pending.push_back({WatchEventType::kAdded, obj});
+      } else if (VersionOf(it->second) != VersionOf(obj)) {
+        pending.push_back({WatchEventType::kModified, obj});
+      }
+    }
+    for (auto& [key, obj] : store) {
+      if (!fresh.count(key)) pending.push_back({WatchEventType::kDeleted, obj});
+    }
+    store = std::move(fresh);
+    resource_version = list.value("metadata", Json::object()).value("resourceVersion", "");
+    if (listed) ++relists;
+    listed = true;
+  }
+
+  void OpenWatch() {
+    WatchOptions w;
+    w.label_selector = selectors.label_selector;
+    w.field_selector = selectors.field_selector;
+    {
+      std::lock_guard lock(mu);
+      w.resource_version = resource_version;
+    }
+    w.allow_bookmarks = true;
+    // Spread reconnects of many informers, like client-go's reflector.
+    auto min = min_watch_timeout.count();
+    w.timeout_seconds = static_cast<int>(min + static_cast<long>(
+                                                   client.connection()->Random01() * min));
+    WatchStream s = client.Watch(type, ns, w);
+    std::lock_guard lock(mu);
+    watch.emplace(std::move(s));
+    if (cancelled) watch->Cancel();
+  }
+
+  void Backoff() {
+    ++consecutive_failures;
+    auto base = std::chrono::milliseconds(200) * (1 << std::min(consecutive_failures, 7));
+    auto wait = std::min<std::chrono::milliseconds>(base, std::chrono::seconds(30));
+    auto jittered = std::chrono::milliseconds(static_cast<std::int64_t>(
+        wait.count() * (0.5 + client.connection()->Random01())));
+    auto until = std::chrono::steady_clock::now() + jittered;
+    while (!cancelled && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  // Applies a watch event to the store; returns false for events to swallow.
+  bool Apply(WatchEvent& ev) {
+    std::lock_guard lock(mu);
+    std::string rv = VersionOf(ev.object);
+    if (!rv.empty()) resource_version = rv;
+    switch (ev.type) {
+      case WatchEventType::kBookmark: return false;
+      case WatchEventType::kAdded:
+      case WatchEventType::kModified: {
+        std::string key = KeyOf(ev.object);
+        auto it = store.find(key);
+        // After a resume, the server may replay an event we already reflected from a relist.
+        if (it != store.end() && VersionOf(it->second) == rv) return false;
+        ev.type = it == store.end() ? WatchEventType::kAdded : WatchEventType::kModified;
+        store[key] = ev.object;
+        return true;
+      }
+      case WatchEventType::kDeleted:
+        return store.erase(KeyOf(ev.object)) > 0;
+      default:
+        return true;
+    }
+  }
+};
+
+Informer::Informer(Client client, ResourceType type, std::string ns, ListOptions selectors)
+    : impl_(std::make_unique<Impl>(std::move(client), std::move(type), std::move(ns),
+                                   std::move(selectors))) {}
+Informer::Informer(Informer&&) noexcept = default;
+Informer& Informer::operator=(Informer&&) noexcept = default;
+Informer::~Informer() {
+  if (impl_) Cancel();
+}
+
+void Informer::set_watch_timeout(std::chrono::seconds min_timeout) {
+  impl_->min_watch_timeout = std::max(std::chrono::seconds(1), min_timeout);
+}
+
+void Informer::Cancel() {
+  impl_->cancelled = true;
+  std::lock_guard lock(impl_->mu);
+  if (impl_->watch) impl_->watch->Cancel();
+}
+
+std::vector<Json> Informer::Snapshot() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<Json> out;
+  for (const auto& [key, obj] : impl_->store) out.push_back(obj);
+  return out;
+}
+
+std::string Informer::resource_version() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->resource_version;
+}
+
+int Informer::relist_count() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->relists;
+}
+
+std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
+  auto& d = *impl_;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!d.cancelled) {
+    {
+      std::lock_guard lock(d.mu);
+      if (!d.pending.empty()) {
+        WatchEvent ev = std::move(d.pending.front());
+        d.pending.pop_front();
+        return ev;
+      }
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+
+    try {
+      if (!d.listed) {
+        d.Relist();
+        continue;
+      }
+      bool have_watch;
+      {
+        std::lock_guard lock(d.mu);
+        have_watch = d.watch.has_value() && !d.watch->ended();
+      }
+      if (!have_watch) {
+        d.OpenWatch();
+        continue;
+      }
+      std::optional<WatchEvent> ev = d.watch->Next(std::min(left, std::chrono::milliseconds(500)));
+      if (!ev) {
+        if (d.watch->ended()) {
+          // A clean close (server timeout): resume from the last version, nothing redelivered.
+          std::lock_guard lock(d.mu);
+          d.watch.reset();
+        }
+        continue;
+      }
+      d.consecutive_failures = 0;
+      if (ev->type == WatchEventType::kError) {
+        int code = ev->object.value("code", 0);
+        if (code == 410) {
+          // Our resourceVersion was compacted away: list again and report the differences.
+          {
+            std::lock_guard lock(d.mu);
+            d.watch.reset();
+          }
+          d.Relist();
+          continue;
+        }
+        ThrowApiError(code, ev->object.dump(), "watch " + d.type.plural);
+      }
+      if (d.Apply(*ev)) return ev;
+    } catch (const Gone&) {
+      {
+        std::lock_guard lock(d.mu);
+        d.watch.reset();
+      }
+      d.Relist();
+    } catch (const TransportError&) {
+      if (d.cancelled) break;
+      {
+        std::lock_guard lock(d.mu);
+        d.watch.reset();
+      }
+      d.Backoff();
+    } catch (const ServerError&) {
+      {
+        std::lock_guard lock(d.mu);
+        d.watch.reset();
+      }
+      d.Backoff();
+    } catch (const TooManyRequests&) {
+      {
+        std::lock_guard lock(d.mu);
+        d.watch.reset();
+      }
+      d.Backoff();
+    }
+  }
+  return std::nullopt;
+}
+
+void Informer::Run(const std::function<bool(const WatchEvent&)>& on_event) {
+  while (!impl_->cancelled) {
+    auto ev = Next(std::chrono::seconds(1));
+    if (ev && !on_event(*ev)) return;
+  }
+}
+
+}  // namespace tfk8s

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs every system dependency of tfk8s from Debian's packages.
+# Idempotent and non-interactive; safe to run again. Needs root (or sudo).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+
+PACKAGES=(
+  # build
+  build-essential cmake ninja-build pkg-config git
+  # library dependencies
+  libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev
+  libyaml-cpp-dev pybind11-dev
+  # python side (Debian's interpreter /usr/bin/python3)
+  python3 python3-dev python3-pybind11 python3-pytest python3-yaml
+  python3-nbclient python3-ipykernel python3-nbformat python3-kubernetes
+  # local cluster: build Kubernetes from Debian's source, run etcd
+  golang-go rsync etcd-server golang-github-modern-go-reflect2-dev dpkg-dev
+  openssl curl procps iproute2
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+# A deb-src entry so `apt-get source kubernetes` works (the local cluster builds from it).
+SRC_LIST=/etc/apt/sources.list.d/tfk8s-debian-src.sources
+need_update=0
+if ! grep -rqs "^Types:.*deb-src" /etc/apt/sources.list.d/ /etc/apt/sources.list 2>/dev/null \
+   && ! grep -qs "^deb-src" /etc/apt/sources.list 2>/dev/null; then
+  echo "install-deps: adding a deb-src entry ($SRC_LIST)"
+  $SUDO tee "$SRC_LIST" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  need_update=1
+fi
+
+if [ ${#missing[@]} -gt 0 ] || [ $need_update -eq 1 ]; then
+  echo "install-deps: apt-get update"
+  $SUDO apt-get update -qq
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
