@@ -43,6 +43,10 @@ void WatchStream::Cancel() {
 }
 
 std::optional<WatchEvent> WatchStream::Next(std::chrono::milliseconds timeout) {
+  if (impl_->cancelled) {
+    impl_->ended = true;
+    return std::nullopt;
+  }
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (impl_->ready.empty()) {
     if (impl_->ended || impl_->cancelled) {
