@@ -388,6 +388,12 @@ class CurlTransport final : public HttpTransport,
       long status = 0;
       curl_easy_getinfo(t->easy.get(), CURLINFO_RESPONSE_CODE, &status);
       t->response.status = static_cast<int>(status);
+      long version = 0;
+      curl_easy_getinfo(t->easy.get(), CURLINFO_HTTP_VERSION, &version);
+      t->response.http_version = version == CURL_HTTP_VERSION_2_0   ? 20
+                                 : version == CURL_HTTP_VERSION_1_1 ? 11
+                                 : version == CURL_HTTP_VERSION_1_0 ? 10
+                                                                    : 0;
       t->promise.set_value(std::move(t->response));
     } else {
       t->promise.set_exception(ErrorFor(code, t->error_buffer, t->request, t->got_bytes));

@@ -40,6 +40,7 @@ struct HttpRequest {
 /// A complete response. Header names are lower-case.
 struct HttpResponse {
   int status = 0;
+  int http_version = 0;  ///< 11 for HTTP/1.1, 20 for HTTP/2 (0 when unknown).
   std::map<std::string, std::string> headers;
   std::string body;
 };
