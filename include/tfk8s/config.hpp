@@ -15,37 +15,42 @@ namespace tfk8s {
 
 /// A client.authentication.k8s.io exec credential plugin (kubeconfig `users[].user.exec`).
 struct ExecConfig {
-  std::string api_version;   ///< client.authentication.k8s.io/v1 or /v1beta1.
-  std::string command;       ///< Resolved like kubeconfig paths (relative to the file's folder
-                             ///< when it contains a '/'), else looked up in PATH.
-  std::vector<std::string> args;
-  std::vector<std::pair<std::string, std::string>> env;  ///< Added to the inherited environment.
+  std::string api_version;        ///< client.authentication.k8s.io/v1 or /v1beta1.
+  std::string command;            ///< Resolved like kubeconfig paths (relative to the file's folder
+                                  ///< when it contains a '/'), else looked up in PATH.
+  std::vector<std::string> args;  ///< Arguments (redacted by ToString: they may hold secrets).
+  /// Added to (and overriding) the inherited environment; values are redacted by ToString.
+  std::vector<std::pair<std::string, std::string>> env;
   std::string install_hint;  ///< Shown when the command cannot be found.
-  std::string interactive_mode = "IfAvailable";  ///< Never, IfAvailable or Always.
-  bool provide_cluster_info = false;             ///< Pass the cluster in KUBERNETES_EXEC_INFO.
+  /// Never, IfAvailable or Always (required in kubeconfig for v1). The plugin gets our stdin
+  /// only when interactive; otherwise stdin is /dev/null. Always without a terminal is an error.
+  std::string interactive_mode = "IfAvailable";
+  bool provide_cluster_info = false;  ///< Pass the cluster in KUBERNETES_EXEC_INFO.
 };
 
 /// Everything a Client needs to reach and authenticate to one API server.
 /// Secrets (token, key, password) are held in memory only and never printed.
 struct ClientConfig {
-  std::string server;            ///< e.g. "https://127.0.0.1:6443".
-  std::string ca_pem;            ///< Trusted CA bundle (PEM), from -data or the file.
-  std::string ca_file;           ///< Where ca_pem came from (for messages); may be empty.
+  std::string server;                     ///< e.g. "https://127.0.0.1:6443".
+  std::string ca_pem;                     ///< Trusted CA bundle (PEM), from -data or the file.
+  std::string ca_file;                    ///< Where ca_pem came from (for messages); may be empty.
   bool insecure_skip_tls_verify = false;  ///< Rejected together with a CA.
-  std::string tls_server_name;   ///< SNI and certificate name check override.
-  std::string proxy_url;         ///< http(s)://, socks5:// proxy for every request.
+  std::string tls_server_name;            ///< SNI and certificate name check override.
+  std::string proxy_url;                  ///< http(s)://, socks5:// proxy for every request.
 
-  std::string token;             ///< Bearer token (static).
-  std::string token_file;        ///< Bearer token file, re-read periodically and after a 401.
-  std::string client_cert_pem;   ///< Client certificate (PEM), in memory.
-  std::string client_key_pem;    ///< Client private key (PEM), in memory only.
-  std::string username;          ///< Basic auth user (rare).
-  std::string password;          ///< Basic auth password (rare).
-  std::optional<ExecConfig> exec;///< Exec credential plugin.
+  std::string token;  ///< Bearer token (static); with token_file, only a fallback.
+  /// Bearer token file, read by the credential provider (not at load): re-read every
+  /// token_file_refresh and after a 401, keeping the last good token when a re-read fails.
+  std::string token_file;
+  std::string client_cert_pem;     ///< Client certificate (PEM), in memory.
+  std::string client_key_pem;      ///< Client private key (PEM), in memory only.
+  std::string username;            ///< Basic auth user (rare).
+  std::string password;            ///< Basic auth password (rare).
+  std::optional<ExecConfig> exec;  ///< Exec credential plugin.
 
   std::string default_namespace = "default";  ///< From the context or in-cluster namespace file.
-  std::string context;           ///< The kubeconfig context used, if any.
-  std::string source;            ///< Human description of where this came from.
+  std::string context;                        ///< The kubeconfig context used, if any.
+  std::string source;                         ///< Human description of where this came from.
 
   std::chrono::milliseconds connect_timeout{30'000};  ///< TCP + TLS connect bound (<= 30 s).
   std::chrono::milliseconds request_timeout{60'000};  ///< Per-request bound (not for streams).
@@ -57,7 +62,9 @@ struct ClientConfig {
   /// Checks internal consistency (server URL, CA with insecure, cert without key …).
   /// Throws ConfigError naming the field.
   void Validate() const;
-  /// A readable dump with every secret shown as REDACTED.
+  /// A readable multi-line dump for logs. Token, password, client key, exec args and env values
+  /// and any user:password in the server or proxy URL show as REDACTED; the client certificate
+  /// shows as its size.
   [[nodiscard]] std::string ToString() const;
 };
 
@@ -94,7 +101,9 @@ struct InClusterOptions {
 ClientConfig LoadInClusterConfig(const InClusterOptions& options = {});
 
 /// The automatic choice: kubeconfig (explicit path, KUBECONFIG, ~/.kube/config) and then
-/// in-cluster. Throws ConfigError listing everything that was tried when nothing is found.
+/// in-cluster. Falls back to in-cluster only when no kubeconfig file exists (one that exists but
+/// is broken is reported, never skipped) and no context was requested. Throws ConfigError
+/// listing everything that was tried, and why each failed, when nothing is found.
 ClientConfig LoadDefaultConfig(const KubeconfigOptions& options = {});
 
 }  // namespace tfk8s

@@ -13,10 +13,12 @@ namespace tfk8s::internal {
 
 /// What to attach to a request.
 struct Credentials {
-  std::string bearer_token;     ///< Empty: no Authorization header.
-  std::string client_cert_pem;  ///< Empty: no client certificate.
-  std::string client_key_pem;
-  std::uint64_t generation = 0; ///< Changes every time the source produces new credentials.
+  std::string bearer_token;      ///< Empty: no Authorization header.
+  std::string client_cert_pem;   ///< Empty: no client certificate.
+  std::string client_key_pem;    ///< Set exactly when client_cert_pem is.
+  std::string username;          ///< Basic auth user; empty: no basic auth.
+  std::string password;          ///< Basic auth password (only with username).
+  std::uint64_t generation = 0;  ///< Changes every time the source produces new credentials.
 };
 
 /// A source of credentials shared by every request of one Client. Thread-safe.
@@ -33,8 +35,12 @@ class CredentialProvider {
 /// Clock injected for tests.
 using Clock = std::function<std::chrono::system_clock::time_point()>;
 
-/// Builds the provider for a config: exec plugin > token file > static token/cert.
-/// `cluster_server`/`cluster_ca_pem` feed KUBERNETES_EXEC_INFO when provide_cluster_info is set.
+/// Builds the provider for a config: exec plugin > token file > static token/cert/basic auth.
+/// The config's client certificate and basic auth ride along with every source (an exec plugin
+/// that returns a certificate replaces the config's). With provide_cluster_info, the config's
+/// server, CA, tls-server-name and proxy are passed to the plugin in KUBERNETES_EXEC_INFO.
+/// A token file is re-read every config.token_file_refresh and after a 401; config.token, when
+/// also set, is used until the file has been read once. An empty `clock` means system_clock.
 std::shared_ptr<CredentialProvider> MakeCredentialProvider(const ClientConfig& config,
                                                            Clock clock = {});
 

@@ -1,5 +1,7 @@
 #include "client/connection.hpp"
 
+#include "util/base64.hpp"
+
 #include <fmt/format.h>
 
 #include <thread>
@@ -108,26 +110,10 @@ HttpRequest Connection::BuildRequest(const RequestSpec& spec, const Credentials&
   if (!spec.content_type.empty()) req.headers.push_back("Content-Type: " + spec.content_type);
   if (!creds.bearer_token.empty()) {
     req.headers.push_back("Authorization: Bearer " + creds.bearer_token);
-  } else if (!config_.username.empty()) {
+  } else if (!creds.username.empty()) {
     // Basic auth: rare, kept for completeness. The header value is never logged.
-    static constexpr char kB64[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string in = config_.username + ":" + config_.password;
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-      unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 |
-                   (unsigned char)in[i + 2];
-      out += {kB64[v >> 18], kB64[(v >> 12) & 63], kB64[(v >> 6) & 63], kB64[v & 63]};
-    }
-    if (i + 1 == in.size()) {
-      unsigned v = (unsigned char)in[i] << 16;
-      out += {kB64[v >> 18], kB64[(v >> 12) & 63], '=', '='};
-    } else if (i + 2 == in.size()) {
-      unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
-      out += {kB64[v >> 18], kB64[(v >> 12) & 63], kB64[(v >> 6) & 63], '='};
-    }
-    req.headers.push_back("Authorization: Basic " + out);
+    req.headers.push_back("Authorization: Basic " +
+                          internal::Base64Encode(creds.username + ":" + creds.password));
   }
   req.body = spec.body;
   req.timeout = spec.timeout.count() < 0 ? config_.request_timeout : spec.timeout;
