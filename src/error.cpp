@@ -29,6 +29,7 @@ std::string_view ToString(ErrorKind kind) {
     case ErrorKind::kTooManyRequests: return "TooManyRequests";
     case ErrorKind::kTimeout: return "Timeout";
     case ErrorKind::kServerError: return "ServerError";
+    case ErrorKind::kWorkloadFailed: return "WorkloadFailed";
     case ErrorKind::kUnknown: return "Unknown";
   }
   return "Unknown";

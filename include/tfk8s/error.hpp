@@ -32,6 +32,7 @@ enum class ErrorKind {
   kTooManyRequests, ///< HTTP 429.
   kTimeout,         ///< HTTP 504, reason Timeout, or a client-side deadline.
   kServerError,     ///< Any other 5xx.
+  kWorkloadFailed,  ///< A workload failed or cannot start (TFCluster::Wait and the like).
   kUnknown,         ///< Any other status.
 };
 

@@ -1,0 +1,235 @@
+#pragma once
+/// @file
+/// Team queues (a namespace with a ResourceQuota), quota usage, pre-flight checks that any
+/// workload calls before creating anything, and node placement checks.
+///
+/// The pre-flight functions work on *rendered objects* (what a workload would send), so every
+/// workload — TFCluster, DevInstance, ScheduledJob, or raw objects — shares one arithmetic.
+/// The arithmetic follows the apiserver's quota evaluators (k8s.io/kubernetes/pkg/quota/v1/
+/// evaluator/core), so a pre-flight answer agrees with what admission later decides.
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfk8s/client.hpp"
+#include "tfk8s/quantity.hpp"
+
+namespace tfk8s {
+
+/// Amounts keyed by quota resource name: "requests.cpu", "limits.memory",
+/// "requests.nvidia.com/gpu", "requests.storage", "pods", "services",
+/// "persistentvolumeclaims", and the short forms "cpu"/"memory" (= requests.*).
+using ResourceList = std::map<std::string, Quantity>;
+
+/// Adds every amount of `b` to `a` (keys missing in `a` start at zero).
+void AddTo(ResourceList& a, const ResourceList& b);
+/// "pods=3, requests.cpu=6, requests.memory=12Gi" (sorted by key); "" for an empty list.
+std::string ToString(const ResourceList& list);
+/// Parses a {"name": "quantity"} map (strings or JSON numbers); a bad quantity throws
+/// ValidationError naming `field`[name] and the value.
+ResourceList ParseResourceList(const Json& object, std::string_view field);
+
+/// What admission does to pods and claims before the quota sees them, for demand computations
+/// that must agree with the apiserver in a namespace that has LimitRanges or a default class.
+struct DemandContext {
+  /// LimitRange objects of the namespace: their Container `defaultRequest` / `default` fill in
+  /// what containers leave out, as the LimitRanger admission plugin does.
+  std::vector<Json> limit_ranges;
+  /// StorageClass given to claims without one (the DefaultStorageClass admission plugin); ""
+  /// when the cluster has no default class.
+  std::string default_storage_class;
+};
+
+/// What creating `objects` would add to a namespace's quota usage: pods of Pods, Deployments,
+/// ReplicaSets, StatefulSets, Jobs (parallelism) and CronJobs (one run) × replicas, with
+/// Kubernetes' rules for init containers (max of init vs sum of app containers); Services;
+/// PersistentVolumeClaims and their requested storage. Pure.
+///
+/// Details, all as the apiserver counts them: container requests default to their limits when
+/// only limits are given; extended resources (nvidia.com/gpu) count only as
+/// "requests.<name>"; a Job runs min(parallelism, completions) pods at once; suspended CronJobs
+/// and terminated Pods add no compute; a StatefulSet's volumeClaimTemplates add one claim per
+/// replica; object counts ("count/deployments.apps", "configmaps", …) are included; NodePort and
+/// LoadBalancer Services add "services.nodeports" (one per port) and "services.loadbalancers".
+/// DaemonSets are not counted (their pod count depends on the nodes). Malformed objects throw
+/// ValidationError naming the field.
+ResourceList QuotaDemandOf(const std::vector<Json>& objects);
+/// As above, with the namespace's admission defaults (LimitRanges, default StorageClass).
+ResourceList QuotaDemandOf(const std::vector<Json>& objects, const DemandContext& context);
+/// Quota demand of `replicas` pods made from `pod_template`: a PodTemplateSpec
+/// ({metadata, spec}), a bare PodSpec ({containers: …}) or a whole Pod.
+ResourceList PodDemandOf(const Json& pod_template, std::int64_t replicas,
+                         const DemandContext& context = {});
+
+/// One resource that does not fit.
+struct Shortfall {
+  std::string resource;   ///< e.g. "requests.nvidia.com/gpu".
+  std::string quota;      ///< The ResourceQuota that limits it.
+  Quantity requested;     ///< What the objects need.
+  Quantity used;          ///< Already used in the namespace.
+  Quantity hard;          ///< The quota's hard limit.
+  Quantity remaining;     ///< hard - used (may be negative when over-committed).
+};
+
+/// Result of a pre-flight check.
+struct FitResult {
+  bool fits = true;
+  std::vector<Shortfall> shortfalls;  ///< Empty when it fits.
+  std::vector<std::string> problems;  ///< Other reasons (e.g. node placement), human readable.
+  /// One line per shortfall/problem, e.g.
+  /// "requests.nvidia.com/gpu: requested 8, remaining 4 (hard 4, used 0) in quota team-a".
+  [[nodiscard]] std::string Message() const;
+  /// Appends `other`'s shortfalls and problems (fits becomes false if `other` does not fit).
+  void Merge(const FitResult& other);
+};
+
+/// Checks `objects` against every ResourceQuota of namespace `ns` (hard - used vs demand).
+/// A namespace without quota always fits. Reads from the server; sends no writes.
+///
+/// Applies the namespace's LimitRange defaults first (LimitRanger runs before the quota), honours
+/// quota scopes (Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass), and
+/// reports as a problem a pod that the server would refuse with "failed quota: must specify
+/// limits.cpu" (a quota on cpu/memory requires every container to state them). Objects that
+/// already exist are counted again: call it before the first create, not on a re-apply.
+FitResult CheckQuota(Client& client, const std::string& ns, const std::vector<Json>& objects);
+
+/// CheckQuota for `replicas` pods made from `pod_template` (PodTemplateSpec, PodSpec or Pod).
+FitResult CheckQuotaForPods(Client& client, const std::string& ns, const Json& pod_template,
+                            std::int64_t replicas);
+
+/// The pure core of CheckQuota: `quotas` are ResourceQuota objects as the server returns them
+/// (spec.hard, status.used). Usage missing from a status counts as zero.
+FitResult EvaluateQuota(const std::vector<Json>& objects, const std::vector<Json>& quotas,
+                        const DemandContext& context = {});
+
+/// Checks that every pod the objects would create could *ever* be placed on some node: a node
+/// whose labels satisfy the pod's nodeSelector / required node affinity, whose taints the pod
+/// tolerates, and whose allocatable cpu, memory and extended resources (nvidia.com/gpu) are at
+/// least the pod's requests. Problems name the pod template and the unmatched label or the
+/// resource and the numbers. Reads nodes; sends no writes.
+FitResult CheckPlacement(Client& client, const std::vector<Json>& objects);
+
+/// The pure core of CheckPlacement over the given Node objects.
+FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<Json>& nodes);
+
+// ---- team queues ---------------------------------------------------------------------------
+
+/// Label on a queue's Namespace ("true") and on its ResourceQuota / LimitRange (the queue name).
+inline constexpr std::string_view kQueueLabel = "tfk8s.io/queue";
+/// Label on every object tfk8s manages.
+inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
+
+/// Optional per-container defaults and bounds for a queue (a LimitRange of type Container), so
+/// pods that state no resources are still admitted in a namespace whose quota limits cpu/memory.
+/// Keys are container resource names ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu").
+struct LimitRangeSpec {
+  std::map<std::string, std::string> default_requests;  ///< e.g. {"cpu": "500m"}.
+  std::map<std::string, std::string> default_limits;    ///< e.g. {"cpu": "1", "memory": "2Gi"}.
+  std::map<std::string, std::string> max;               ///< Per-container maximum (optional).
+  std::map<std::string, std::string> min;               ///< Per-container minimum (optional).
+};
+
+/// A team's queue: a namespace, its ResourceQuota and an optional LimitRange, all named `name`.
+struct QuotaSpec {
+  std::string name;                                 ///< Namespace (= queue) name, DNS-1123 label.
+  std::map<std::string, std::string> labels;        ///< Extra Namespace labels.
+  std::map<std::string, std::string> annotations;   ///< Namespace annotations.
+  /// Hard limits, e.g. {"requests.cpu": "32", "requests.nvidia.com/gpu": "4"}. Known keys:
+  /// requests./limits. cpu, memory, ephemeral-storage; cpu, memory; requests.<extended>;
+  /// requests.storage, <class>.storageclass.storage.k8s.io/requests.storage|
+  /// persistentvolumeclaims; object counts (pods, services, persistentvolumeclaims, secrets,
+  /// configmaps, replicationcontrollers, resourcequotas, services.nodeports,
+  /// services.loadbalancers, count/<resource>[.<group>]). "limits.nvidia.com/gpu" is refused:
+  /// extended resources can only be limited through "requests.".
+  std::map<std::string, std::string> hard;
+  std::optional<LimitRangeSpec> limit_range;        ///< Container defaults, when set.
+};
+
+/// Checks a spec without sending anything; throws ValidationError(field, value, why), e.g.
+/// field "hard[limits.nvidia.com/gpu]".
+void ValidateQuotaSpec(const QuotaSpec& spec);
+
+/// A copy of `spec` over-committed by `ratio` (>= 1, up to 1/1000 precision): limits.cpu and
+/// limits.memory become requests.* × ratio, and the LimitRange's default limits become its
+/// default requests × ratio (for cpu and memory). Keys without a requests.* value are left alone.
+QuotaSpec OverCommitted(QuotaSpec spec, double ratio);
+
+/// The objects of a queue, in apply order: Namespace (labelled tfk8s.io/queue=true and
+/// app.kubernetes.io/managed-by=tfk8s), ResourceQuota, and the LimitRange when requested.
+/// Validates first. Pure.
+std::vector<Json> RenderQuota(const QuotaSpec& spec);
+
+/// Options of ApplyQuota.
+struct ApplyQuotaOptions {
+  bool wait_ready = true;  ///< Wait until the quota controller has computed usage.
+  std::chrono::milliseconds ready_timeout{std::chrono::seconds(30)};  ///< Bound of the wait.
+  bool force = false;      ///< Take over fields owned by other field managers.
+};
+
+/// Usage of one resource of one quota.
+struct ResourceUsage {
+  std::string resource;  ///< e.g. "requests.cpu".
+  Quantity hard;         ///< Limit.
+  Quantity used;         ///< Current usage (status.used; zero when not computed yet).
+  Quantity remaining;    ///< hard - used (negative when over-committed).
+  /// used / hard (0 when hard is zero), for bars and percentages.
+  [[nodiscard]] double Fraction() const;
+};
+
+/// Usage of one ResourceQuota.
+struct QuotaUsage {
+  std::string ns;                        ///< Namespace (the queue).
+  std::string name;                      ///< ResourceQuota name.
+  std::vector<ResourceUsage> resources;  ///< Sorted by resource name.
+  bool ready = false;  ///< The quota controller computed usage for every hard resource.
+  /// The entry for `resource`, if the quota limits it.
+  [[nodiscard]] std::optional<ResourceUsage> Find(std::string_view resource) const;
+};
+
+/// Server-side applies the queue (Namespace first, then ResourceQuota and LimitRange; a
+/// LimitRange left from an earlier spec is deleted when the spec has none), then waits until the
+/// quota has usage (see WaitForQuotaReady). Returns the quota's usage.
+QuotaUsage ApplyQuota(Client& client, const QuotaSpec& spec, const ApplyQuotaOptions& options = {});
+
+/// Deletes the queue's ResourceQuota and LimitRange, or the whole namespace (and everything in
+/// it) when `delete_namespace`. Missing objects are not an error.
+void DeleteQuota(Client& client, const std::string& name, bool delete_namespace = false);
+
+/// Hard, used and remaining of one ResourceQuota object. Pure.
+QuotaUsage UsageOf(const Json& resource_quota);
+/// Usage of every ResourceQuota in `ns`.
+std::vector<QuotaUsage> GetQuotaUsage(Client& client, const std::string& ns);
+/// Usage of every tfk8s queue in the cluster, in one list call (ResourceQuotas labelled
+/// tfk8s.io/queue, all namespaces), sorted by namespace.
+std::vector<QuotaUsage> ListQueues(Client& client);
+
+/// Table rows: a header ("NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "REMAINING", "USE%")
+/// then one row per resource. For any renderer (Python's _repr_html_, a web portal).
+std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& usages);
+/// The rows as an aligned text table.
+std::string FormatUsageTable(const std::vector<QuotaUsage>& usages);
+/// The rows as an HTML <table> (escaped; resources at or over their limit marked).
+std::string FormatUsageHtml(const std::vector<QuotaUsage>& usages);
+
+/// Waits until every ResourceQuota in `ns` has status for each hard resource and its status.hard
+/// equals spec.hard (the quota controller has caught up), driven by a watch. Until then the
+/// apiserver refuses quota'd creates with 403 "status unknown for quota". Throws Timeout.
+void WaitForQuotaReady(Client& client, const std::string& ns, std::chrono::milliseconds timeout);
+
+/// True for the apiserver's transient 403 "status unknown for quota: <name>" (a quota was just
+/// created or changed and the controller has not computed its usage yet).
+bool IsQuotaStatusUnknown(const std::exception& error);
+
+/// Runs `write` and retries it while it fails with IsQuotaStatusUnknown, for at most `budget`
+/// (short backoff from 50 ms); any other error, or the last one, is rethrown.
+Json RetryWhileQuotaUnknown(const std::function<Json()>& write,
+                            std::chrono::milliseconds budget = std::chrono::seconds(10));
+
+}  // namespace tfk8s

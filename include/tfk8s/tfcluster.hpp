@@ -1,0 +1,285 @@
+#pragma once
+/// @file
+/// TFCluster: a distributed TensorFlow cluster (ps / worker / chief / evaluator, an optional
+/// Jupyter+SSH session and TensorBoard, shared storage) as one typed object. The spec renders
+/// (purely) to ordinary Kubernetes objects; the TFCluster class applies, waits, reports, streams
+/// logs, scales and deletes through a Client. No operator is needed.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tfk8s/client.hpp"
+#include "tfk8s/quota.hpp"
+
+namespace tfk8s {
+
+/// How the TensorFlow program distributes work (decides which roles are allowed).
+enum class TFStrategy {
+  kParameterServer,      ///< ps + workers, optional chief (tf.distribute.experimental.ParameterServerStrategy).
+  kMultiWorkerMirrored,  ///< workers, optional chief, no ps (MultiWorkerMirroredStrategy).
+};
+
+/// How replicas are rendered.
+enum class TFTopology {
+  /// Default. One headless Service and one single-replica Job per replica, named
+  /// `<cluster>-<role>-<index>` (TFJob's naming), all created concurrently; TF_CONFIG names the
+  /// Services, so rescheduling never changes an address. Jobs give each replica a restart policy
+  /// and a completion state (the cluster succeeds when the chief's Job completes).
+  kPerReplica,
+  /// The seed's first design: one StatefulSet per role with podManagementPolicy Parallel (so the
+  /// ordered start-up timeout cannot happen) and a governing headless Service; addresses are
+  /// `<cluster>-<role>-<i>.<cluster>-<role>`, the task index is the pod's ordinal.
+  kStatefulSet,
+};
+
+/// "parameter-server" / "multi-worker-mirrored".
+std::string ToString(TFStrategy s);
+/// "per-replica" / "statefulset".
+std::string ToString(TFTopology t);
+
+/// Compute resources of one replica. Empty strings mean "not set". GPUs are requested and limited
+/// equally (extended resources cannot be over-committed).
+struct TFResources {
+  std::string cpu;           ///< Request, e.g. "2" or "500m".
+  std::string memory;        ///< Request, e.g. "8Gi".
+  std::string cpu_limit;     ///< Limit; empty = same as the request.
+  std::string memory_limit;  ///< Limit; empty = same as the request.
+  int gpus = 0;              ///< nvidia.com/gpu (requests = limits).
+};
+
+/// One environment variable.
+struct TFEnvVar {
+  std::string name;
+  std::string value;
+};
+
+/// One TensorFlow role (ps, worker, chief or evaluator).
+struct TFRoleSpec {
+  int replicas = 0;                   ///< 0 disables the role (chief and evaluator: 0 or 1).
+  std::string image;                  ///< Empty: the cluster's gpu_image when gpus > 0, else cpu_image.
+  std::vector<std::string> command;   ///< Container command (empty: the image's entrypoint).
+  std::vector<std::string> args;      ///< Container args.
+  std::string script;                 ///< Alternative to command: run with `/bin/sh -c`.
+  std::vector<TFEnvVar> env;          ///< Extra environment (after the TF variables).
+  std::map<std::string, std::string> pod_annotations;  ///< Added to the replicas' pods.
+  TFResources resources;
+  int port = 2222;                    ///< gRPC port.
+  std::string restart_policy = "OnFailure";  ///< OnFailure or Never (per-replica topology).
+  int backoff_limit = 3;              ///< Retries of a replica's Job (per-replica topology).
+  std::string cputype;                ///< Placement override (else the cluster's).
+  std::string gputype;                ///< Placement override for GPU replicas (else the cluster's).
+};
+
+/// Shared storage mounted in every pod.
+struct TFStorageSpec {
+  std::string existing_claim;         ///< Mount this PVC; empty: create `<cluster>-data`.
+  std::string size = "10Gi";          ///< For a created PVC.
+  std::string storage_class;          ///< For a created PVC; empty = cluster default.
+  std::vector<std::string> access_modes{"ReadWriteMany"};  ///< For a created PVC.
+  std::string mount_path = "/data";   ///< Where every pod sees it.
+};
+
+/// The seed's client: a Job running Jupyter (and sshd) with two Services.
+struct TFSessionSpec {
+  std::string image;                  ///< Empty: the cluster's cpu_image.
+  std::vector<std::string> command;   ///< Empty: the image's entrypoint (RESOURCE_TYPE=session).
+  std::vector<std::string> args;
+  TFResources resources;
+  int jupyter_port = 8888;
+  int ssh_port = 22;
+  std::string service_type = "ClusterIP";  ///< ClusterIP or NodePort (the seed used NodePort).
+};
+
+/// TensorBoard: a Deployment (or ReplicaSet, as in the seed) plus a Service.
+struct TFTensorBoardSpec {
+  std::string image;                  ///< Empty: the cluster's cpu_image.
+  std::string log_dir = "logs";       ///< Relative to the storage mount path (or absolute).
+  int port = 6006;
+  std::string service_type = "ClusterIP";
+  bool use_replicaset = false;        ///< Render a ReplicaSet like the seed instead of a Deployment.
+  TFResources resources;
+};
+
+/// Where pods may run, in the seeds' node-label vocabulary.
+struct TFPlacement {
+  bool tensorflow_nodes_only = true;  ///< Require nodetype=tensorflow.
+  std::string cputype;                ///< For ps / chief / evaluator / session / TensorBoard (and CPU workers).
+  std::string gputype;                ///< For GPU workers.
+  std::string pool = "shared";        ///< "shared" or "unshared".
+  std::string private_name;           ///< Owner of unshared nodes (required when pool is unshared).
+};
+
+/// The whole cluster. Validate() checks everything before any request is sent.
+struct TFClusterSpec {
+  std::string name;
+  std::string namespace_name = "default";
+  std::map<std::string, std::string> labels;   ///< Added to every object.
+  TFStrategy strategy = TFStrategy::kParameterServer;
+  TFTopology topology = TFTopology::kPerReplica;
+  std::string cpu_image = "tensorflow/tensorflow:2.4.0";
+  std::string gpu_image = "tensorflow/tensorflow:2.4.0-gpu";
+  TFRoleSpec ps;
+  TFRoleSpec worker;
+  TFRoleSpec chief;
+  TFRoleSpec evaluator;
+  std::optional<TFSessionSpec> session;
+  std::optional<TFTensorBoardSpec> tensorboard;
+  std::optional<TFStorageSpec> storage;
+  TFPlacement placement;
+
+  /// Throws ValidationError naming the field, the value and the rule.
+  void Validate() const;
+  /// The spec as JSON (stored in the root object, so a cluster can be loaded back).
+  [[nodiscard]] Json ToJson() const;
+  /// Inverse of ToJson(); throws ValidationError naming the field on bad input.
+  static TFClusterSpec FromJson(const Json& json);
+};
+
+/// The roles in TF_CONFIG order.
+inline constexpr const char* kTFRoles[] = {"chief", "ps", "worker", "evaluator"};
+
+/// TF_CONFIG's "cluster" object: role → addresses (evaluator excluded, as TensorFlow wants).
+Json TFClusterAddresses(const TFClusterSpec& spec);
+/// The full TF_CONFIG of one replica.
+Json TFConfigFor(const TFClusterSpec& spec, const std::string& role, int index);
+/// CLUSTER_SPEC in the seed's format: `ps|h:2222;h:2222,worker|h:2222;…` (chief appended).
+std::string SeedClusterSpec(const TFClusterSpec& spec);
+
+/// Extra inputs of rendering that come from the server.
+struct TFRenderOptions {
+  std::string root_uid;  ///< UID of the root object; empty renders no ownerReferences.
+};
+
+/// Renders every object of the cluster, root ConfigMap first. Pure: validates, then builds JSON.
+std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptions& options = {});
+
+/// One replica's row of the status table.
+struct TFReplicaStatus {
+  std::string role;
+  int index = 0;
+  std::string pod;        ///< Empty while no pod exists.
+  std::string phase;      ///< Pending, Running, Succeeded, Failed, or "Missing".
+  std::string node;
+  int restarts = 0;
+  std::string reason;     ///< Why it is not running (Unschedulable: …, ImagePullBackOff, …).
+};
+
+/// The cluster's condition.
+enum class TFClusterPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+/// "Pending", "Running", …
+std::string ToString(TFClusterPhase phase);
+
+/// Status of the whole cluster.
+struct TFClusterStatus {
+  TFClusterPhase phase = TFClusterPhase::kUnknown;
+  std::string message;                    ///< Why (first failing replica, or progress).
+  std::vector<TFReplicaStatus> replicas;  ///< ps, worker, chief, evaluator, then session.
+  /// A fixed-width text table.
+  [[nodiscard]] std::string Table() const;
+  /// Replicas not Running (or not Succeeded).
+  [[nodiscard]] int NotReady() const;
+};
+
+/// What Wait() waits for.
+enum class TFWaitFor {
+  kReady,     ///< Every replica Running (or already Succeeded).
+  kFinished,  ///< Succeeded or Failed.
+};
+
+/// Options of TFCluster::Apply.
+struct TFApplyOptions {
+  bool dry_run = false;        ///< Server-side dry run of every object; nothing is stored.
+  bool preflight = true;       ///< Check quota and node placement before creating anything.
+  bool prune = true;           ///< Delete objects of the cluster no longer rendered (scale down).
+};
+
+/// Options of TFCluster::Delete.
+struct TFDeleteOptions {
+  bool foreground = false;     ///< Foreground cascading (the root goes last) instead of background.
+  bool keep_storage = false;   ///< Keep the created PVC (it is released from the cluster first).
+  std::optional<std::chrono::milliseconds> wait;  ///< Wait until every object is gone.
+};
+
+/// Options of TFCluster::Logs.
+struct TFLogOptions {
+  std::string role;            ///< Empty: every replica; else one role.
+  int index = -1;              ///< With role: one replica.
+  bool follow = false;
+  std::optional<std::int64_t> tail_lines;
+  std::optional<std::int64_t> since_seconds;
+  bool timestamps = false;
+  std::chrono::milliseconds pending_wait{std::chrono::minutes(2)};  ///< Wait for pods to start.
+};
+
+/// One line of merged logs.
+struct TFLogLine {
+  std::string replica;  ///< e.g. "worker-1".
+  std::string line;
+  /// "[worker-1] line".
+  [[nodiscard]] std::string Prefixed() const { return "[" + replica + "] " + line; }
+};
+
+/// A live cluster: the spec plus a client.
+class TFCluster {
+ public:
+  /// Validates the spec (throws ValidationError); sends nothing.
+  TFCluster(Client client, TFClusterSpec spec);
+  /// Loads an existing cluster from its root object (the stored spec).
+  static TFCluster Load(Client client, const std::string& ns, const std::string& name);
+  /// Names of the clusters in a namespace.
+  static std::vector<std::string> List(Client client, const std::string& ns);
+
+  /// The spec.
+  [[nodiscard]] const TFClusterSpec& spec() const { return spec_; }
+  /// Replaces the spec (validated); call Apply() to converge the cluster to it.
+  void set_spec(TFClusterSpec spec);
+
+  /// Pre-flight checks without creating anything: quota headroom and node placement.
+  FitResult Preflight();
+  /// Creates or updates every object (server-side apply, concurrently). Throws QuotaExceeded
+  /// (pre-flight) or the first object's error; nothing is created when the pre-flight fails.
+  /// Returns the applied objects.
+  std::vector<Json> Apply(const TFApplyOptions& options = {});
+  /// Changes one role's replica count and applies (adds or removes replicas, updates TF_CONFIG).
+  void Scale(const std::string& role, int replicas);
+  /// The status table and condition (one list of pods, jobs and events).
+  TFClusterStatus Status();
+  /// Waits, driven by watches, until the condition holds; fails fast (throws TFClusterFailed)
+  /// when a replica cannot start (unschedulable with no node that could ever fit, image pull
+  /// failure, crash loop, OOMKilled, pods refused by quota) or the cluster failed.
+  TFClusterStatus Wait(TFWaitFor what, std::chrono::milliseconds timeout,
+                       const std::function<void(const TFClusterStatus&)>& on_progress = {});
+  /// Logs of one replica or all of them merged, delivered line by line to `on_line` until it
+  /// returns false, the logs end, or (with follow) every replica has finished.
+  void Logs(const TFLogOptions& options, const std::function<bool(const TFLogLine&)>& on_line);
+  /// Deletes the cluster through the root object (cascading).
+  void Delete(const TFDeleteOptions& options = {});
+  /// After success: deletes the ps/worker/evaluator replicas (TFJob's cleanPodPolicy Running).
+  void CleanUpAfterSuccess();
+  /// Every rendered object as a multi-document YAML stream for `kubectl apply -f`.
+  [[nodiscard]] std::string ToYaml() const;
+
+ private:
+  std::vector<Json> Children() const;
+  void RecreateJob(const Json& job, const ApplyOptions& apply);
+  Client client_;
+  TFClusterSpec spec_;
+};
+
+/// Thrown by TFCluster::Wait when the cluster failed or cannot start; carries the status.
+class TFClusterFailed : public Error {
+ public:
+  /// @param status the status at the time of failure.
+  TFClusterFailed(std::string what, TFClusterStatus status);
+  /// The status when the failure was detected.
+  [[nodiscard]] const TFClusterStatus& status() const noexcept { return status_; }
+
+ private:
+  TFClusterStatus status_;
+};
+
+}  // namespace tfk8s

@@ -1,0 +1,767 @@
+// TFCluster lifecycle: apply (with pre-flight and pruning), status, wait (watch driven),
+// logs, scale, delete. All I/O goes through the generic Client.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "tfk8s/tfcluster.hpp"
+#include "tfk8s/yaml.hpp"
+#include "workloads/tfcluster_internal.hpp"
+
+namespace tfk8s {
+
+using internal::ReplicaName;
+using internal::RoleOf;
+using internal::RoleName;
+
+namespace {
+
+const ResourceType kConfigMaps{"", "v1", "ConfigMap", "configmaps", true};
+const ResourceType kPods{"", "v1", "Pod", "pods", true};
+const ResourceType kServices{"", "v1", "Service", "services", true};
+const ResourceType kPvcs{"", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true};
+const ResourceType kEvents{"", "v1", "Event", "events", true};
+const ResourceType kJobs{"batch", "v1", "Job", "jobs", true};
+const ResourceType kStatefulSets{"apps", "v1", "StatefulSet", "statefulsets", true};
+const ResourceType kDeployments{"apps", "v1", "Deployment", "deployments", true};
+const ResourceType kReplicaSets{"apps", "v1", "ReplicaSet", "replicasets", true};
+
+// Every kind a cluster may own besides the root (for pruning and status).
+const ResourceType* const kOwnedKinds[] = {&kServices, &kJobs,        &kStatefulSets,
+                                           &kDeployments, &kReplicaSets, &kPvcs};
+
+// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
+// destroyed temporary.
+std::vector<Json> Items(Json list) {
+  std::vector<Json> out;
+  if (auto it = list.find("items"); it != list.end() && it->is_array()) {
+    for (auto& item : *it) out.push_back(std::move(item));
+  }
+  return out;
+}
+
+std::string Selector(const TFClusterSpec& spec) {
+  return std::string(kClusterLabel) + "=" + spec.name;
+}
+
+std::string Name(const Json& o) { return o.value("metadata", Json::object()).value("name", ""); }
+
+std::string LabelOf(const Json& o, const char* key) {
+  const Json& labels = o.value("metadata", Json::object()).value("labels", Json::object());
+  return labels.value(key, "");
+}
+
+}  // namespace
+
+std::string ToString(TFClusterPhase phase) {
+  switch (phase) {
+    case TFClusterPhase::kPending: return "Pending";
+    case TFClusterPhase::kRunning: return "Running";
+    case TFClusterPhase::kSucceeded: return "Succeeded";
+    case TFClusterPhase::kFailed: return "Failed";
+    case TFClusterPhase::kUnknown: break;
+  }
+  return "Unknown";
+}
+
+TFClusterFailed::TFClusterFailed(std::string what, TFClusterStatus status)
+    : Error(ErrorKind::kWorkloadFailed, std::move(what)), status_(std::move(status)) {}
+
+std::string TFClusterStatus::Table() const {
+  std::string out = fmt::format("{:<10} {:>5}  {:<36} {:<10} {:<16} {:>8}  {}\n", "ROLE", "INDEX",
+                                "POD", "PHASE", "NODE", "RESTARTS", "REASON");
+  for (const auto& r : replicas) {
+    out += fmt::format("{:<10} {:>5}  {:<36} {:<10} {:<16} {:>8}  {}\n", r.role, r.index,
+                       r.pod.empty() ? "-" : r.pod, r.phase, r.node.empty() ? "-" : r.node,
+                       r.restarts, r.reason);
+  }
+  out += fmt::format("cluster: {}{}{}\n", ToString(phase), message.empty() ? "" : ": ", message);
+  return out;
+}
+
+int TFClusterStatus::NotReady() const {
+  int n = 0;
+  for (const auto& r : replicas) n += (r.phase != "Running" && r.phase != "Succeeded");
+  return n;
+}
+
+// ---- status computation (pure, from listed objects) -----------------------------------------
+
+namespace {
+
+struct ReplicaKey {
+  std::string role;
+  int index;
+};
+
+std::vector<ReplicaKey> ExpectedReplicas(const TFClusterSpec& spec) {
+  std::vector<ReplicaKey> out;
+  for (const char* role : {"chief", "ps", "worker", "evaluator"}) {
+    for (int i = 0; i < RoleOf(spec, role).replicas; ++i) out.push_back({role, i});
+  }
+  if (spec.session) out.push_back({"session", 0});
+  return out;
+}
+
+// Index of a pod within its role: the label (per-replica) or the StatefulSet ordinal.
+int PodIndex(const Json& pod) {
+  std::string label = LabelOf(pod, kIndexLabel);
+  if (!label.empty()) return std::atoi(label.c_str());
+  std::string name = Name(pod);
+  auto dash = name.rfind('-');
+  if (dash == std::string::npos) return 0;
+  return std::atoi(name.c_str() + dash + 1);
+}
+
+// Why a pod is not running, from its conditions and container states; "" when nothing is wrong.
+// `fatal` is set for states that will not heal by waiting.
+std::string PodProblem(const Json& pod, bool* fatal) {
+  *fatal = false;
+  const Json& status = pod.value("status", Json::object());
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+      return fmt::format("{}: {}", c.value("reason", "Unschedulable"), c.value("message", ""));
+    }
+  }
+  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+    for (const auto& cs : status.value(list, Json::array())) {
+      const Json& state = cs.value("state", Json::object());
+      if (auto w = state.find("waiting"); w != state.end()) {
+        std::string reason = w->value("reason", "");
+        if (reason == "ErrImagePull" || reason == "ImagePullBackOff" ||
+            reason == "InvalidImageName" || reason == "CrashLoopBackOff" ||
+            reason == "CreateContainerConfigError") {
+          *fatal = true;
+          std::string msg = w->value("message", "");
+          return msg.empty() ? reason : reason + ": " + msg;
+        }
+        if (!reason.empty() && reason != "ContainerCreating" && reason != "PodInitializing") {
+          return reason;
+        }
+      }
+      if (auto t = state.find("terminated"); t != state.end()) {
+        std::string reason = t->value("reason", "");
+        if (reason == "OOMKilled") *fatal = true;
+        int code = t->value("exitCode", 0);
+        if (code != 0) return fmt::format("{} (exit code {})", reason.empty() ? "Error" : reason, code);
+      }
+      const Json& last = cs.value("lastState", Json::object());
+      if (auto t = last.find("terminated"); t != last.end() &&
+                                            t->value("reason", "") == "OOMKilled") {
+        *fatal = true;
+        return "OOMKilled";
+      }
+    }
+  }
+  return {};
+}
+
+int Restarts(const Json& pod) {
+  int n = 0;
+  for (const auto& cs : pod.value("status", Json::object()).value("containerStatuses", Json::array())) {
+    n += cs.value("restartCount", 0);
+  }
+  return n;
+}
+
+std::string JobCondition(const Json& job, const char* type) {
+  for (const auto& c : job.value("status", Json::object()).value("conditions", Json::array())) {
+    if (c.value("type", "") == type && c.value("status", "") == "True") {
+      std::string reason = c.value("reason", type);
+      std::string message = c.value("message", "");
+      return message.empty() ? reason : reason + ": " + message;
+    }
+  }
+  return {};
+}
+
+struct Observed {
+  std::vector<Json> pods;
+  std::vector<Json> jobs;
+  std::vector<std::string> quota_rejections;  // FailedCreate events of our controllers
+};
+
+TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
+                              std::vector<std::string>* fatal_reasons) {
+  TFClusterStatus st;
+  std::map<std::pair<std::string, int>, const Json*> newest;
+  for (const auto& pod : seen.pods) {
+    if (pod.value("metadata", Json::object()).contains("deletionTimestamp")) continue;
+    std::string role = LabelOf(pod, kRoleLabel);
+    if (role.empty()) continue;
+    auto key = std::make_pair(role, role == "session" ? 0 : PodIndex(pod));
+    const Json*& slot = newest[key];
+    std::string created = pod["metadata"].value("creationTimestamp", "");
+    if (!slot || (*slot)["metadata"].value("creationTimestamp", "") < created) slot = &pod;
+  }
+  std::map<std::string, const Json*> jobs_by_name;
+  for (const auto& j : seen.jobs) jobs_by_name[Name(j)] = &j;
+
+  bool any_failed = false;
+  std::string fail_message;
+  for (const auto& key : ExpectedReplicas(spec)) {
+    TFReplicaStatus r;
+    r.role = key.role;
+    r.index = key.index;
+    auto it = newest.find({key.role, key.index});
+    std::string job_name = key.role == "session" ? spec.name + "-session"
+                                                 : ReplicaName(spec, key.role, key.index);
+    const Json* job = spec.topology == TFTopology::kPerReplica || key.role == "session"
+                          ? (jobs_by_name.count(job_name) ? jobs_by_name[job_name] : nullptr)
+                          : nullptr;
+    if (it != newest.end()) {
+      const Json& pod = *it->second;
+      r.pod = Name(pod);
+      r.phase = pod.value("status", Json::object()).value("phase", "Pending");
+      r.node = pod.value("spec", Json::object()).value("nodeName", "");
+      r.restarts = Restarts(pod);
+      bool fatal = false;
+      r.reason = PodProblem(pod, &fatal);
+      if (fatal && fatal_reasons) {
+        fatal_reasons->push_back(fmt::format("{}-{}: {}", r.role, r.index, r.reason));
+      }
+    } else {
+      r.phase = "Missing";
+    }
+    if (job) {
+      std::string complete = JobCondition(*job, "Complete");
+      std::string failed = JobCondition(*job, "Failed");
+      if (!complete.empty()) r.phase = "Succeeded";
+      if (!failed.empty()) {
+        r.phase = "Failed";
+        r.reason = failed;
+      }
+    }
+    if (r.phase == "Failed" && r.role != "session") {
+      any_failed = true;
+      if (fail_message.empty()) {
+        fail_message = fmt::format("{}-{} failed{}{}", r.role, r.index,
+                                   r.reason.empty() ? "" : ": ", r.reason);
+      }
+    }
+    st.replicas.push_back(std::move(r));
+  }
+
+  auto find = [&](const std::string& role, int index) -> const TFReplicaStatus* {
+    for (const auto& r : st.replicas) {
+      if (r.role == role && r.index == index) return &r;
+    }
+    return nullptr;
+  };
+  // TensorFlow's convention: the chief (or worker 0 without one) decides success.
+  const TFReplicaStatus* decider = spec.chief.replicas > 0 ? find("chief", 0) : find("worker", 0);
+  if (decider && decider->phase == "Succeeded") {
+    st.phase = TFClusterPhase::kSucceeded;
+    st.message = fmt::format("{}-0 completed", decider->role);
+  } else if (any_failed) {
+    st.phase = TFClusterPhase::kFailed;
+    st.message = fail_message;
+  } else if (!seen.quota_rejections.empty()) {
+    st.phase = TFClusterPhase::kPending;
+    st.message = seen.quota_rejections.front();
+    if (fatal_reasons) fatal_reasons->push_back(seen.quota_rejections.front());
+  } else if (st.NotReady() == 0) {
+    st.phase = TFClusterPhase::kRunning;
+    st.message = fmt::format("{} replicas running", st.replicas.size());
+  } else {
+    st.phase = TFClusterPhase::kPending;
+    for (const auto& r : st.replicas) {
+      if (r.phase != "Running" && r.phase != "Succeeded") {
+        st.message = fmt::format("{} of {} replicas not ready; {}-{}: {}", st.NotReady(),
+                                 st.replicas.size(), r.role, r.index,
+                                 r.reason.empty() ? r.phase : r.reason);
+        break;
+      }
+    }
+  }
+  return st;
+}
+
+}  // namespace
+
+// ---- TFCluster ------------------------------------------------------------------------------
+
+TFCluster::TFCluster(Client client, TFClusterSpec spec)
+    : client_(std::move(client)), spec_(std::move(spec)) {
+  spec_.Validate();
+}
+
+void TFCluster::set_spec(TFClusterSpec spec) {
+  spec.Validate();
+  if (spec.name != spec_.name || spec.namespace_name != spec_.namespace_name) {
+    throw ValidationError("name", spec.name, "a cluster cannot be renamed or moved; delete it");
+  }
+  spec_ = std::move(spec);
+}
+
+TFCluster TFCluster::Load(Client client, const std::string& ns, const std::string& name) {
+  Json root = client.Get(kConfigMaps, ns, name);
+  if (LabelOf(root, kClusterLabel) != name) {
+    throw NotFound(ErrorKind::kNotFound,
+                   fmt::format("configmap {}/{} exists but is not a tfk8s cluster", ns, name), 404,
+                   "NotFound");
+  }
+  std::string text = root.value("data", Json::object()).value(kSpecKey, "");
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    throw ValidationError("data." + std::string(kSpecKey), name, "the stored spec is not JSON");
+  }
+  return TFCluster(std::move(client), TFClusterSpec::FromJson(j));
+}
+
+std::vector<std::string> TFCluster::List(Client client, const std::string& ns) {
+  ListOptions o;
+  o.label_selector = std::string(kComponentLabel) + "=root,app.kubernetes.io/managed-by=tfk8s";
+  std::vector<std::string> names;
+  for (const auto& cm : Items(client.ListAll(kConfigMaps, ns, o))) {
+    std::string n = LabelOf(cm, kClusterLabel);
+    if (!n.empty()) names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<Json> TFCluster::Children() const {
+  auto all = RenderTFCluster(spec_);
+  all.erase(all.begin());  // the root
+  return all;
+}
+
+FitResult TFCluster::Preflight() {
+  std::vector<Json> children = Children();
+  // Only what does not exist yet adds to the quota usage (re-applies and scale-ups).
+  std::set<std::pair<std::string, std::string>> existing;
+  for (const ResourceType* t : kOwnedKinds) {
+    ListOptions o;
+    o.label_selector = Selector(spec_);
+    try {
+      for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
+        existing.insert({t->kind, Name(item)});
+      }
+    } catch (const NotFound&) {
+    }
+  }
+  std::vector<Json> fresh;
+  for (const auto& c : children) {
+    if (!existing.count({c.value("kind", ""), Name(c)})) fresh.push_back(c);
+  }
+  FitResult quota = CheckQuota(client_, spec_.namespace_name, fresh);
+  FitResult nodes = CheckPlacement(client_, children);
+  FitResult out = quota;
+  out.fits = quota.fits && nodes.fits;
+  out.problems.insert(out.problems.end(), nodes.problems.begin(), nodes.problems.end());
+  return out;
+}
+
+std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
+  spec_.Validate();
+  if (options.preflight) {
+    FitResult fit = Preflight();
+    if (!fit.fits) {
+      std::vector<std::string> resources;
+      for (const auto& s : fit.shortfalls) resources.push_back(s.resource);
+      std::string what = fmt::format("TFCluster {}/{} does not fit; nothing was created: {}",
+                                     spec_.namespace_name, spec_.name, fit.Message());
+      if (!fit.shortfalls.empty()) {
+        throw QuotaExceeded(what, "Forbidden", fit.Message(), {}, resources);
+      }
+      throw TFClusterFailed(what, TFClusterStatus{TFClusterPhase::kFailed, fit.Message(), {}});
+    }
+  }
+  ApplyOptions apply;
+  apply.dry_run = options.dry_run;
+  apply.force = true;  // tfk8s owns these objects' fields
+  auto rendered = RenderTFCluster(spec_);
+  Json root = client_.Apply(rendered.front(), apply);
+  TFRenderOptions ro;
+  ro.root_uid = root["metadata"].value("uid", "");
+  rendered = RenderTFCluster(spec_, ro);
+  std::vector<Json> children(rendered.begin() + 1, rendered.end());
+  auto results = client_.ApplyAll(children, apply);
+  std::vector<Json> applied{root};
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto& r = results[i];
+    if (!r.ok() && !options.dry_run && children[i].value("kind", "") == "Job") {
+      // A Job's pod template is immutable: a changed replica (new TF_CONFIG after a scale, a
+      // new image) is replaced, which restarts it with the new configuration.
+      try {
+        std::rethrow_exception(r.error);
+      } catch (const Invalid&) {
+        RecreateJob(children[i], apply);
+        r.object = client_.Get(kJobs, spec_.namespace_name, Name(children[i]));
+        r.error = nullptr;
+      } catch (...) {
+      }
+    }
+    if (!r.ok()) std::rethrow_exception(r.error);
+    applied.push_back(std::move(r.object));
+  }
+  if (options.prune && !options.dry_run) {
+    // Converge down: delete what this spec no longer renders (e.g. workers 5 → 3).
+    std::set<std::pair<std::string, std::string>> wanted;
+    for (const auto& c : children) wanted.insert({c.value("kind", ""), Name(c)});
+    DeleteOptions del;
+    del.propagation_policy = "Background";
+    for (const ResourceType* t : kOwnedKinds) {
+      ListOptions o;
+      o.label_selector = Selector(spec_);
+      for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
+        if (wanted.count({t->kind, Name(item)})) continue;
+        // A PVC the user asked to keep is no longer labelled as ours (see Delete).
+        try {
+          client_.Delete(*t, spec_.namespace_name, Name(item), del);
+        } catch (const NotFound&) {
+        }
+      }
+    }
+  }
+  return applied;
+}
+
+void TFCluster::RecreateJob(const Json& job, const ApplyOptions& apply) {
+  const std::string& ns = spec_.namespace_name;
+  std::string name = Name(job);
+  DeleteOptions del;
+  del.propagation_policy = "Foreground";  // the old pod goes before the new one comes
+  try {
+    client_.Delete(kJobs, ns, name, del);
+  } catch (const NotFound&) {
+  }
+  ListOptions sel;
+  sel.field_selector = "metadata.name=" + name;
+  Informer watch(client_, kJobs, ns, sel);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  bool gone = false;
+  while (!gone && std::chrono::steady_clock::now() < deadline) {
+    auto ev = watch.Next(std::chrono::milliseconds(500));
+    gone = (ev && ev->type == WatchEventType::kDeleted) || (!ev && watch.Snapshot().empty());
+  }
+  if (!gone) {
+    throw Timeout(ErrorKind::kTimeout,
+                  fmt::format("job {}/{} was not deleted in time to be replaced", ns, name));
+  }
+  client_.Apply(job, apply);
+}
+
+void TFCluster::Scale(const std::string& role, int replicas) {
+  TFClusterSpec next = spec_;
+  internal::MutableRoleOf(next, role).replicas = replicas;
+  set_spec(std::move(next));
+  Apply();
+}
+
+TFClusterStatus TFCluster::Status() {
+  ListOptions o;
+  o.label_selector = Selector(spec_);
+  Observed seen;
+  for (auto& p : Items(client_.ListAll(kPods, spec_.namespace_name, o))) {
+    seen.pods.push_back(std::move(p));
+  }
+  for (auto& j : Items(client_.ListAll(kJobs, spec_.namespace_name, o))) {
+    seen.jobs.push_back(std::move(j));
+  }
+  return ComputeStatus(spec_, seen, nullptr);
+}
+
+namespace {
+
+// Runs an informer on a thread, keeping the latest objects and signalling every change.
+class Tracker {
+ public:
+  Tracker(Client client, const ResourceType& type, const std::string& ns, ListOptions sel,
+          std::mutex* mu, std::condition_variable* cv, std::atomic<int>* changes)
+      : informer_(std::move(client), type, ns, std::move(sel)) {
+    thread_ = std::thread([this, mu, cv, changes] {
+      try {
+        while (!stop_) {
+          auto ev = informer_.Next(std::chrono::milliseconds(500));
+          if (!ev) continue;
+          {
+            std::lock_guard lock(*mu);
+            ++*changes;
+          }
+          cv->notify_all();
+        }
+      } catch (...) {
+        std::lock_guard lock(*mu);
+        error_ = std::current_exception();
+        cv->notify_all();
+      }
+    });
+  }
+  ~Tracker() {
+    stop_ = true;
+    informer_.Cancel();
+    if (thread_.joinable()) thread_.join();
+  }
+  std::vector<Json> Snapshot() const { return informer_.Snapshot(); }
+  std::exception_ptr error() const { return error_; }
+
+ private:
+  Informer informer_;
+  std::atomic<bool> stop_{false};
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeout,
+                                const std::function<void(const TFClusterStatus&)>& on_progress) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<int> changes{0};
+  ListOptions sel;
+  sel.label_selector = Selector(spec_);
+  ListOptions failed_creates;
+  failed_creates.field_selector = "reason=FailedCreate";
+  Tracker pods(client_, kPods, spec_.namespace_name, sel, &mu, &cv, &changes);
+  Tracker jobs(client_, kJobs, spec_.namespace_name, sel, &mu, &cv, &changes);
+  Tracker events(client_, kEvents, spec_.namespace_name, failed_creates, &mu, &cv, &changes);
+
+  // Unschedulable pods fail fast only when no node could ever take them (else capacity may
+  // free up); that judgement is the placement check's.
+  std::optional<FitResult> placement;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last_table;
+  int seen_changes = -1;
+  while (true) {
+    Observed seen;
+    seen.pods = pods.Snapshot();
+    seen.jobs = jobs.Snapshot();
+    std::set<std::string> job_uids;
+    for (const auto& j : seen.jobs) job_uids.insert(j["metadata"].value("uid", ""));
+    for (const auto& e : events.Snapshot()) {
+      const Json& involved = e.value("involvedObject", Json::object());
+      std::string message = e.value("message", "");
+      if (job_uids.count(involved.value("uid", "")) &&
+          message.find("exceeded quota") != std::string::npos) {
+        seen.quota_rejections.push_back(
+            fmt::format("{} cannot create pods: {}", involved.value("name", ""), message));
+      }
+    }
+    std::vector<std::string> fatal;
+    TFClusterStatus st = ComputeStatus(spec_, seen, &fatal);
+    for (const auto& r : st.replicas) {
+      if (r.reason.rfind("Unschedulable", 0) != 0) continue;
+      if (!placement) placement = CheckPlacement(client_, Children());
+      if (!placement->fits) fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index,
+                                                        placement->Message()));
+      break;
+    }
+    std::string table = st.Table();
+    if (on_progress && table != last_table) on_progress(st);
+    last_table = table;
+
+    if (st.phase == TFClusterPhase::kFailed) {
+      throw TFClusterFailed(fmt::format("TFCluster {}/{} failed: {}", spec_.namespace_name,
+                                        spec_.name, st.message),
+                            st);
+    }
+    if (!fatal.empty()) {
+      throw TFClusterFailed(fmt::format("TFCluster {}/{} cannot start: {}", spec_.namespace_name,
+                                        spec_.name, fatal.front()),
+                            st);
+    }
+    if (st.phase == TFClusterPhase::kSucceeded) return st;
+    if (what == TFWaitFor::kReady && st.phase == TFClusterPhase::kRunning) return st;
+
+    std::unique_lock lock(mu);
+    for (const Tracker* t : {&pods, &jobs, &events}) {
+      if (auto e = t->error()) std::rethrow_exception(e);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Timeout(ErrorKind::kTimeout,
+                    fmt::format("TFCluster {}/{}: not {} after {} ms: {}", spec_.namespace_name,
+                                spec_.name, what == TFWaitFor::kReady ? "ready" : "finished",
+                                timeout.count(), st.message));
+    }
+    seen_changes = changes;
+    // Woken by any watch event; the bounded wait only re-checks the deadline.
+    cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                               std::chrono::seconds(1)),
+                  [&] { return changes != seen_changes; });
+  }
+}
+
+void TFCluster::Logs(const TFLogOptions& options,
+                     const std::function<bool(const TFLogLine&)>& on_line) {
+  // Which replicas: resolve each to a running (or finished) pod, waiting for pending ones.
+  std::vector<ReplicaKey> wanted;
+  for (const auto& k : ExpectedReplicas(spec_)) {
+    if (!options.role.empty() && k.role != options.role) continue;
+    if (options.index >= 0 && k.index != options.index) continue;
+    wanted.push_back(k);
+  }
+  if (wanted.empty()) {
+    throw ValidationError("role", options.role + (options.index >= 0 ? "-" + std::to_string(options.index) : ""),
+                          "no such replica in this cluster");
+  }
+
+  // A bounded queue: producers (one per pod) block when the consumer is behind.
+  constexpr std::size_t kMaxQueued = 4096;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<TFLogLine> queue;
+  int producers_left = static_cast<int>(wanted.size());
+  std::atomic<bool> stop{false};
+  std::exception_ptr first_error;
+  std::vector<std::thread> threads;
+  std::vector<std::shared_ptr<std::optional<LogStream>>> streams;
+
+  for (const auto& key : wanted) {
+    auto slot = std::make_shared<std::optional<LogStream>>();
+    streams.push_back(slot);
+    threads.emplace_back([&, key, slot] {
+      std::string replica = fmt::format("{}-{}", key.role, key.index);
+      try {
+        // Wait until the replica has a pod whose container started.
+        std::string pod;
+        auto until = std::chrono::steady_clock::now() + options.pending_wait;
+        while (!stop && std::chrono::steady_clock::now() < until) {
+          for (const auto& r : Status().replicas) {
+            if (r.role == key.role && r.index == key.index && !r.pod.empty() &&
+                (r.phase == "Running" || r.phase == "Succeeded" || r.phase == "Failed")) {
+              pod = r.pod;
+            }
+          }
+          if (!pod.empty()) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        }
+        if (pod.empty()) {
+          throw Timeout(ErrorKind::kTimeout,
+                        fmt::format("replica {} has no started pod after {} ms", replica,
+                                    options.pending_wait.count()));
+        }
+        LogOptions lo;
+        lo.follow = options.follow;
+        lo.tail_lines = options.tail_lines;
+        lo.since_seconds = options.since_seconds;
+        lo.timestamps = options.timestamps;
+        {
+          std::lock_guard lock(mu);
+          if (stop) return;
+          slot->emplace(client_.StreamLogs(spec_.namespace_name, pod, lo));
+        }
+        while (!stop) {
+          auto line = (*slot)->NextLine(std::chrono::milliseconds(500));
+          if (!line) {
+            if ((*slot)->ended()) break;
+            continue;
+          }
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return stop || queue.size() < kMaxQueued; });
+          if (stop) break;
+          queue.push_back({replica, std::move(*line)});
+          cv.notify_all();
+        }
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!first_error) first_error = std::current_exception();
+      }
+      std::lock_guard lock(mu);
+      --producers_left;
+      cv.notify_all();
+    });
+  }
+
+  auto finish = [&] {
+    {
+      std::lock_guard lock(mu);
+      stop = true;
+      for (auto& s : streams) {
+        if (*s) (*s)->Cancel();
+      }
+    }
+    cv.notify_all();
+    for (auto& t : threads) t.join();
+  };
+  try {
+    while (true) {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return !queue.empty() || producers_left == 0; });
+      if (queue.empty()) break;
+      TFLogLine line = std::move(queue.front());
+      queue.pop_front();
+      cv.notify_all();
+      lock.unlock();
+      if (!on_line(line)) break;
+    }
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+void TFCluster::Delete(const TFDeleteOptions& options) {
+  const std::string& ns = spec_.namespace_name;
+  if (options.keep_storage && spec_.storage && spec_.storage->existing_claim.empty()) {
+    // Release the PVC first: no owner, no cluster label, so neither the garbage collector nor
+    // a later prune removes it.
+    try {
+      client_.Patch(kPvcs, ns, internal::ClaimName(spec_), PatchType::kJson,
+                    Json::array({{{"op", "remove"}, {"path", "/metadata/ownerReferences"}},
+                                 {{"op", "remove"},
+                                  {"path", "/metadata/labels/tfk8s.io~1cluster"}}}));
+    } catch (const NotFound&) {
+    } catch (const ApiError&) {
+      // Already released (nothing to remove): fine.
+    }
+  }
+  DeleteOptions del;
+  del.propagation_policy = options.foreground || options.wait ? "Foreground" : "Background";
+  std::string root_uid;
+  try {
+    root_uid = client_.Get(kConfigMaps, ns, spec_.name)["metadata"].value("uid", "");
+    del.precondition_uid = root_uid;
+    client_.Delete(kConfigMaps, ns, spec_.name, del);
+  } catch (const NotFound&) {
+    return;
+  }
+  if (!options.wait) return;
+  // Foreground deletion keeps the root until every dependent is gone: its DELETED event is
+  // the signal.
+  ListOptions sel;
+  sel.field_selector = "metadata.name=" + spec_.name;
+  Informer root(client_, kConfigMaps, ns, sel);
+  auto deadline = std::chrono::steady_clock::now() + *options.wait;
+  bool present = true;
+  while (present && std::chrono::steady_clock::now() < deadline) {
+    auto ev = root.Next(std::chrono::milliseconds(500));
+    if (ev && ev->type == WatchEventType::kDeleted) present = false;
+    if (!ev && root.Snapshot().empty()) present = false;
+  }
+  if (present) {
+    throw Timeout(ErrorKind::kTimeout,
+                  fmt::format("TFCluster {}/{} still being deleted after {} ms", ns, spec_.name,
+                              options.wait->count()));
+  }
+}
+
+void TFCluster::CleanUpAfterSuccess() {
+  DeleteOptions del;
+  del.propagation_policy = "Background";
+  ListOptions o;
+  o.label_selector = Selector(spec_) + "," + kRoleLabel + " in (ps,worker,evaluator)";
+  for (const ResourceType* t : {&kJobs, &kStatefulSets, &kServices}) {
+    for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
+      try {
+        client_.Delete(*t, spec_.namespace_name, Name(item), del);
+      } catch (const NotFound&) {
+      }
+    }
+  }
+}
+
+std::string TFCluster::ToYaml() const { return ToYamlDocuments(RenderTFCluster(spec_)); }
+
+}  // namespace tfk8s

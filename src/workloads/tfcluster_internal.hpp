@@ -1,0 +1,31 @@
+#pragma once
+// Internal: names and labels shared by TFCluster's rendering and lifecycle code.
+
+#include <string>
+
+#include "tfk8s/tfcluster.hpp"
+
+namespace tfk8s {
+
+inline constexpr const char* kClusterLabel = "tfk8s.io/cluster";
+inline constexpr const char* kRoleLabel = "tfk8s.io/role";
+inline constexpr const char* kIndexLabel = "tfk8s.io/index";
+inline constexpr const char* kComponentLabel = "tfk8s.io/component";
+inline constexpr const char* kSpecKey = "spec.json";
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+
+namespace internal {
+
+const TFRoleSpec& RoleOf(const TFClusterSpec& spec, const std::string& role);
+TFRoleSpec& MutableRoleOf(TFClusterSpec& spec, const std::string& role);
+/// `<cluster>-<role>-<index>`: the per-replica Service/Job name, or a StatefulSet pod name.
+std::string ReplicaName(const TFClusterSpec& spec, const std::string& role, int index);
+/// `<cluster>-<role>`: the StatefulSet and its governing Service.
+std::string RoleName(const TFClusterSpec& spec, const std::string& role);
+/// The PVC mounted by every pod ("" without storage).
+std::string ClaimName(const TFClusterSpec& spec);
+/// Labels on every object of the cluster.
+Json CommonLabels(const TFClusterSpec& spec);
+
+}  // namespace internal
+}  // namespace tfk8s

@@ -1,0 +1,844 @@
+// TFCluster: spec validation, JSON round trip and rendering. Pure: no I/O.
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "tfk8s/quantity.hpp"
+#include "tfk8s/tfcluster.hpp"
+#include "tfk8s/validation.hpp"
+#include "workloads/tfcluster_internal.hpp"
+
+namespace tfk8s {
+
+std::string ToString(TFStrategy s) {
+  return s == TFStrategy::kParameterServer ? "parameter-server" : "multi-worker-mirrored";
+}
+
+std::string ToString(TFTopology t) {
+  return t == TFTopology::kPerReplica ? "per-replica" : "statefulset";
+}
+
+namespace internal {
+
+const TFRoleSpec& RoleOf(const TFClusterSpec& spec, const std::string& role) {
+  if (role == "ps") return spec.ps;
+  if (role == "worker") return spec.worker;
+  if (role == "chief") return spec.chief;
+  return spec.evaluator;
+}
+
+TFRoleSpec& MutableRoleOf(TFClusterSpec& spec, const std::string& role) {
+  if (role == "ps") return spec.ps;
+  if (role == "worker") return spec.worker;
+  if (role == "chief") return spec.chief;
+  if (role == "evaluator") return spec.evaluator;
+  throw ValidationError("role", role, "must be one of chief, ps, worker, evaluator");
+}
+
+std::string ReplicaName(const TFClusterSpec& spec, const std::string& role, int index) {
+  return fmt::format("{}-{}-{}", spec.name, role, index);
+}
+
+std::string RoleName(const TFClusterSpec& spec, const std::string& role) {
+  return fmt::format("{}-{}", spec.name, role);
+}
+
+std::string ClaimName(const TFClusterSpec& spec) {
+  if (!spec.storage) return {};
+  return spec.storage->existing_claim.empty() ? spec.name + "-data" : spec.storage->existing_claim;
+}
+
+Json CommonLabels(const TFClusterSpec& spec) {
+  Json labels = Json::object();
+  for (const auto& [k, v] : spec.labels) labels[k] = v;
+  labels["app.kubernetes.io/managed-by"] = "tfk8s";
+  labels["taskname"] = spec.name;
+  labels[kClusterLabel] = spec.name;
+  return labels;
+}
+
+}  // namespace internal
+
+using internal::ClaimName;
+using internal::CommonLabels;
+using internal::ReplicaName;
+using internal::RoleName;
+using internal::RoleOf;
+
+// ---- validation -----------------------------------------------------------------------------
+
+namespace {
+
+void CheckQuantity(const std::string& field, const std::string& value) {
+  if (value.empty()) return;
+  Quantity q;
+  std::string why;
+  if (!Quantity::TryParse(value, &q, &why)) throw ValidationError(field, value, why);
+  if (q.Sign() < 0) throw ValidationError(field, value, "must not be negative");
+}
+
+void CheckResources(const std::string& field, const TFResources& r) {
+  CheckQuantity(field + ".cpu", r.cpu);
+  CheckQuantity(field + ".memory", r.memory);
+  CheckQuantity(field + ".cpuLimit", r.cpu_limit);
+  CheckQuantity(field + ".memoryLimit", r.memory_limit);
+  if (r.gpus < 0) throw ValidationError(field + ".gpus", std::to_string(r.gpus), "must be >= 0");
+  if (!r.cpu.empty() && !r.cpu_limit.empty() &&
+      Quantity::Parse(r.cpu_limit) < Quantity::Parse(r.cpu)) {
+    throw ValidationError(field + ".cpuLimit", r.cpu_limit,
+                          "must be at least the request (" + r.cpu + ")");
+  }
+  if (!r.memory.empty() && !r.memory_limit.empty() &&
+      Quantity::Parse(r.memory_limit) < Quantity::Parse(r.memory)) {
+    throw ValidationError(field + ".memoryLimit", r.memory_limit,
+                          "must be at least the request (" + r.memory + ")");
+  }
+}
+
+void CheckPort(const std::string& field, int port) {
+  if (port < 1 || port > 65535) {
+    throw ValidationError(field, std::to_string(port), "must be a port number in 1..65535");
+  }
+}
+
+void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
+  if (!value.empty()) validation::RequireLabelValue(field, value);
+}
+
+}  // namespace
+
+void TFClusterSpec::Validate() const {
+  validation::RequireDns1123Label("name", name);
+  validation::RequireDns1123Label("namespace", namespace_name);
+  for (const auto& [k, v] : labels) {
+    validation::RequireLabelKey("labels", k);
+    validation::RequireLabelValue("labels[" + k + "]", v);
+  }
+  if (cpu_image.empty()) throw ValidationError("cpuImage", "", "must not be empty");
+  if (gpu_image.empty()) throw ValidationError("gpuImage", "", "must not be empty");
+
+  for (const char* role : kTFRoles) {
+    const TFRoleSpec& r = RoleOf(*this, role);
+    std::string f = role;
+    if (r.replicas < 0) {
+      throw ValidationError(f + ".replicas", std::to_string(r.replicas), "must be >= 0");
+    }
+    if ((f == "chief" || f == "evaluator") && r.replicas > 1) {
+      throw ValidationError(f + ".replicas", std::to_string(r.replicas),
+                            "TensorFlow allows at most one " + f);
+    }
+    if (r.replicas == 0) continue;
+    CheckResources(f + ".resources", r.resources);
+    CheckPort(f + ".port", r.port);
+    if (r.restart_policy != "OnFailure" && r.restart_policy != "Never") {
+      throw ValidationError(f + ".restartPolicy", r.restart_policy, "must be OnFailure or Never");
+    }
+    if (r.backoff_limit < 0) {
+      throw ValidationError(f + ".backoffLimit", std::to_string(r.backoff_limit), "must be >= 0");
+    }
+    if (!r.script.empty() && !r.command.empty()) {
+      throw ValidationError(f + ".script", "…", "give either a script or a command, not both");
+    }
+    for (const auto& e : r.env) {
+      if (e.name.empty() || e.name.find('=') != std::string::npos) {
+        throw ValidationError(f + ".env", e.name, "not a valid environment variable name");
+      }
+      for (const char* reserved : {"TF_CONFIG", "CLUSTER_SPEC", "TASK_NAME", "TASK_INDEX",
+                                   "RESOURCE_TYPE", "RESOURCE_NAME"}) {
+        if (e.name == reserved) {
+          throw ValidationError(f + ".env", e.name, "is set by tfk8s for every replica");
+        }
+      }
+    }
+    for (const auto& [k, v] : r.pod_annotations) validation::RequireLabelKey(f + ".podAnnotations", k);
+    CheckLabelValueIfSet(f + ".cputype", r.cputype);
+    CheckLabelValueIfSet(f + ".gputype", r.gputype);
+  }
+  if (worker.replicas == 0) {
+    throw ValidationError("worker.replicas", "0", "a cluster needs at least one worker");
+  }
+  if (strategy == TFStrategy::kParameterServer && ps.replicas == 0) {
+    throw ValidationError("ps.replicas", "0",
+                          "the parameter-server strategy needs at least one ps");
+  }
+  if (strategy == TFStrategy::kMultiWorkerMirrored && ps.replicas > 0) {
+    throw ValidationError("ps.replicas", std::to_string(ps.replicas),
+                          "the multi-worker-mirrored strategy has no parameter servers");
+  }
+  if (topology == TFTopology::kStatefulSet) {
+    for (const char* role : kTFRoles) {
+      if (RoleOf(*this, role).replicas == 0) continue;
+      validation::RequireStatefulSetName(std::string(role) + " (StatefulSet name)",
+                                         RoleName(*this, role));
+    }
+  }
+  // Every derived Service / Job name must be a DNS-1123 label (Services: at most 63).
+  for (const char* role : kTFRoles) {
+    const TFRoleSpec& r = RoleOf(*this, role);
+    if (r.replicas == 0) continue;
+    std::string longest = topology == TFTopology::kPerReplica
+                              ? ReplicaName(*this, role, r.replicas - 1)
+                              : ReplicaName(*this, role, r.replicas - 1);  // pod hostname
+    if (longest.size() > validation::kDns1123LabelMaxLength) {
+      throw ValidationError(
+          "name", name,
+          fmt::format("too long: the derived name \"{}\" has {} characters (at most {})", longest,
+                      longest.size(), validation::kDns1123LabelMaxLength));
+    }
+  }
+  if (session) {
+    CheckResources("session.resources", session->resources);
+    CheckPort("session.jupyterPort", session->jupyter_port);
+    CheckPort("session.sshPort", session->ssh_port);
+    if (session->jupyter_port == session->ssh_port) {
+      throw ValidationError("session.sshPort", std::to_string(session->ssh_port),
+                            "clashes with the Jupyter port");
+    }
+    if (session->service_type != "ClusterIP" && session->service_type != "NodePort") {
+      throw ValidationError("session.serviceType", session->service_type,
+                            "must be ClusterIP or NodePort");
+    }
+    std::string ssh = name + "-session-ssh";
+    if (ssh.size() > validation::kDns1123LabelMaxLength) {
+      throw ValidationError("name", name, "too long: the derived name \"" + ssh + "\" exceeds 63");
+    }
+  }
+  if (tensorboard) {
+    CheckResources("tensorboard.resources", tensorboard->resources);
+    CheckPort("tensorboard.port", tensorboard->port);
+    if (tensorboard->service_type != "ClusterIP" && tensorboard->service_type != "NodePort") {
+      throw ValidationError("tensorboard.serviceType", tensorboard->service_type,
+                            "must be ClusterIP or NodePort");
+    }
+    if (tensorboard->log_dir.empty()) {
+      throw ValidationError("tensorboard.logDir", "", "must not be empty");
+    }
+  }
+  if (storage) {
+    if (!storage->existing_claim.empty()) {
+      validation::RequireDns1123Subdomain("storage.existingClaim", storage->existing_claim);
+    } else {
+      CheckQuantity("storage.size", storage->size);
+      if (storage->size.empty() || Quantity::Parse(storage->size).IsZero()) {
+        throw ValidationError("storage.size", storage->size, "must be a positive quantity");
+      }
+      for (const auto& m : storage->access_modes) {
+        if (m != "ReadWriteOnce" && m != "ReadOnlyMany" && m != "ReadWriteMany") {
+          throw ValidationError("storage.accessModes", m,
+                                "must be ReadWriteOnce, ReadOnlyMany or ReadWriteMany");
+        }
+      }
+      if (storage->access_modes.empty()) {
+        throw ValidationError("storage.accessModes", "", "needs at least one access mode");
+      }
+    }
+    if (storage->mount_path.empty() || storage->mount_path.front() != '/') {
+      throw ValidationError("storage.mountPath", storage->mount_path, "must be an absolute path");
+    }
+  }
+  if (placement.pool != "shared" && placement.pool != "unshared") {
+    throw ValidationError("placement.pool", placement.pool, "must be shared or unshared");
+  }
+  if (placement.pool == "unshared" && placement.private_name.empty()) {
+    throw ValidationError("placement.privateName", "",
+                          "unshared nodes are reserved to an owner: name it");
+  }
+  CheckLabelValueIfSet("placement.cputype", placement.cputype);
+  CheckLabelValueIfSet("placement.gputype", placement.gputype);
+  CheckLabelValueIfSet("placement.privateName", placement.private_name);
+}
+
+// ---- JSON round trip ------------------------------------------------------------------------
+
+namespace {
+
+Json ResourcesToJson(const TFResources& r) {
+  return {{"cpu", r.cpu},
+          {"memory", r.memory},
+          {"cpuLimit", r.cpu_limit},
+          {"memoryLimit", r.memory_limit},
+          {"gpus", r.gpus}};
+}
+
+template <typename T>
+T Field(const Json& j, const char* key, const std::string& path, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const Json::exception&) {
+    throw ValidationError(path + key, it->dump(), "has the wrong type");
+  }
+}
+
+TFResources ResourcesFromJson(const Json& j, const std::string& path) {
+  TFResources r;
+  if (!j.is_object()) return r;
+  r.cpu = Field<std::string>(j, "cpu", path, "");
+  r.memory = Field<std::string>(j, "memory", path, "");
+  r.cpu_limit = Field<std::string>(j, "cpuLimit", path, "");
+  r.memory_limit = Field<std::string>(j, "memoryLimit", path, "");
+  r.gpus = Field<int>(j, "gpus", path, 0);
+  return r;
+}
+
+Json RoleToJson(const TFRoleSpec& r) {
+  Json env = Json::array();
+  for (const auto& e : r.env) env.push_back({{"name", e.name}, {"value", e.value}});
+  return {{"replicas", r.replicas},       {"image", r.image},
+          {"command", r.command},         {"args", r.args},
+          {"script", r.script},           {"env", env},
+          {"podAnnotations", r.pod_annotations},
+          {"resources", ResourcesToJson(r.resources)},
+          {"port", r.port},               {"restartPolicy", r.restart_policy},
+          {"backoffLimit", r.backoff_limit}, {"cputype", r.cputype},
+          {"gputype", r.gputype}};
+}
+
+TFRoleSpec RoleFromJson(const Json& j, const std::string& path) {
+  TFRoleSpec r;
+  if (!j.is_object()) return r;
+  r.replicas = Field<int>(j, "replicas", path, 0);
+  r.image = Field<std::string>(j, "image", path, "");
+  r.command = Field<std::vector<std::string>>(j, "command", path, {});
+  r.args = Field<std::vector<std::string>>(j, "args", path, {});
+  r.script = Field<std::string>(j, "script", path, "");
+  if (auto e = j.find("env"); e != j.end() && e->is_array()) {
+    for (const auto& v : *e) {
+      r.env.push_back({Field<std::string>(v, "name", path + "env.", ""),
+                       Field<std::string>(v, "value", path + "env.", "")});
+    }
+  }
+  r.pod_annotations =
+      Field<std::map<std::string, std::string>>(j, "podAnnotations", path, {});
+  if (auto res = j.find("resources"); res != j.end()) {
+    r.resources = ResourcesFromJson(*res, path + "resources.");
+  }
+  r.port = Field<int>(j, "port", path, 2222);
+  r.restart_policy = Field<std::string>(j, "restartPolicy", path, "OnFailure");
+  r.backoff_limit = Field<int>(j, "backoffLimit", path, 3);
+  r.cputype = Field<std::string>(j, "cputype", path, "");
+  r.gputype = Field<std::string>(j, "gputype", path, "");
+  return r;
+}
+
+}  // namespace
+
+Json TFClusterSpec::ToJson() const {
+  Json j = {{"name", name},
+            {"namespace", namespace_name},
+            {"labels", labels},
+            {"strategy", ToString(strategy)},
+            {"topology", ToString(topology)},
+            {"cpuImage", cpu_image},
+            {"gpuImage", gpu_image},
+            {"ps", RoleToJson(ps)},
+            {"worker", RoleToJson(worker)},
+            {"chief", RoleToJson(chief)},
+            {"evaluator", RoleToJson(evaluator)},
+            {"placement",
+             {{"tensorflowNodesOnly", placement.tensorflow_nodes_only},
+              {"cputype", placement.cputype},
+              {"gputype", placement.gputype},
+              {"pool", placement.pool},
+              {"privateName", placement.private_name}}}};
+  if (session) {
+    j["session"] = {{"image", session->image},
+                    {"command", session->command},
+                    {"args", session->args},
+                    {"resources", ResourcesToJson(session->resources)},
+                    {"jupyterPort", session->jupyter_port},
+                    {"sshPort", session->ssh_port},
+                    {"serviceType", session->service_type}};
+  }
+  if (tensorboard) {
+    j["tensorboard"] = {{"image", tensorboard->image},
+                        {"logDir", tensorboard->log_dir},
+                        {"port", tensorboard->port},
+                        {"serviceType", tensorboard->service_type},
+                        {"useReplicaSet", tensorboard->use_replicaset},
+                        {"resources", ResourcesToJson(tensorboard->resources)}};
+  }
+  if (storage) {
+    j["storage"] = {{"existingClaim", storage->existing_claim},
+                    {"size", storage->size},
+                    {"storageClass", storage->storage_class},
+                    {"accessModes", storage->access_modes},
+                    {"mountPath", storage->mount_path}};
+  }
+  return j;
+}
+
+TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
+  if (!j.is_object()) throw ValidationError("spec", j.dump(), "must be a JSON object");
+  TFClusterSpec s;
+  s.name = Field<std::string>(j, "name", "", "");
+  s.namespace_name = Field<std::string>(j, "namespace", "", "default");
+  s.labels = Field<std::map<std::string, std::string>>(j, "labels", "", {});
+  std::string strategy = Field<std::string>(j, "strategy", "", "parameter-server");
+  if (strategy == "parameter-server") {
+    s.strategy = TFStrategy::kParameterServer;
+  } else if (strategy == "multi-worker-mirrored") {
+    s.strategy = TFStrategy::kMultiWorkerMirrored;
+  } else {
+    throw ValidationError("strategy", strategy,
+                          "must be parameter-server or multi-worker-mirrored");
+  }
+  std::string topology = Field<std::string>(j, "topology", "", "per-replica");
+  if (topology == "per-replica") {
+    s.topology = TFTopology::kPerReplica;
+  } else if (topology == "statefulset") {
+    s.topology = TFTopology::kStatefulSet;
+  } else {
+    throw ValidationError("topology", topology, "must be per-replica or statefulset");
+  }
+  s.cpu_image = Field<std::string>(j, "cpuImage", "", s.cpu_image);
+  s.gpu_image = Field<std::string>(j, "gpuImage", "", s.gpu_image);
+  for (const char* role : kTFRoles) {
+    if (auto r = j.find(role); r != j.end()) {
+      internal::MutableRoleOf(s, role) = RoleFromJson(*r, std::string(role) + ".");
+    }
+  }
+  if (auto p = j.find("placement"); p != j.end() && p->is_object()) {
+    s.placement.tensorflow_nodes_only =
+        Field<bool>(*p, "tensorflowNodesOnly", "placement.", true);
+    s.placement.cputype = Field<std::string>(*p, "cputype", "placement.", "");
+    s.placement.gputype = Field<std::string>(*p, "gputype", "placement.", "");
+    s.placement.pool = Field<std::string>(*p, "pool", "placement.", "shared");
+    s.placement.private_name = Field<std::string>(*p, "privateName", "placement.", "");
+  }
+  if (auto x = j.find("session"); x != j.end() && x->is_object()) {
+    TFSessionSpec t;
+    t.image = Field<std::string>(*x, "image", "session.", "");
+    t.command = Field<std::vector<std::string>>(*x, "command", "session.", {});
+    t.args = Field<std::vector<std::string>>(*x, "args", "session.", {});
+    if (auto r = x->find("resources"); r != x->end()) {
+      t.resources = ResourcesFromJson(*r, "session.resources.");
+    }
+    t.jupyter_port = Field<int>(*x, "jupyterPort", "session.", 8888);
+    t.ssh_port = Field<int>(*x, "sshPort", "session.", 22);
+    t.service_type = Field<std::string>(*x, "serviceType", "session.", "ClusterIP");
+    s.session = t;
+  }
+  if (auto x = j.find("tensorboard"); x != j.end() && x->is_object()) {
+    TFTensorBoardSpec t;
+    t.image = Field<std::string>(*x, "image", "tensorboard.", "");
+    t.log_dir = Field<std::string>(*x, "logDir", "tensorboard.", "logs");
+    t.port = Field<int>(*x, "port", "tensorboard.", 6006);
+    t.service_type = Field<std::string>(*x, "serviceType", "tensorboard.", "ClusterIP");
+    t.use_replicaset = Field<bool>(*x, "useReplicaSet", "tensorboard.", false);
+    if (auto r = x->find("resources"); r != x->end()) {
+      t.resources = ResourcesFromJson(*r, "tensorboard.resources.");
+    }
+    s.tensorboard = t;
+  }
+  if (auto x = j.find("storage"); x != j.end() && x->is_object()) {
+    TFStorageSpec t;
+    t.existing_claim = Field<std::string>(*x, "existingClaim", "storage.", "");
+    t.size = Field<std::string>(*x, "size", "storage.", "10Gi");
+    t.storage_class = Field<std::string>(*x, "storageClass", "storage.", "");
+    t.access_modes = Field<std::vector<std::string>>(*x, "accessModes", "storage.",
+                                                     {"ReadWriteMany"});
+    t.mount_path = Field<std::string>(*x, "mountPath", "storage.", "/data");
+    s.storage = t;
+  }
+  return s;
+}
+
+// ---- addresses and TF_CONFIG ------------------------------------------------------------------
+
+namespace {
+
+std::string Address(const TFClusterSpec& spec, const std::string& role, int index) {
+  int port = RoleOf(spec, role).port;
+  if (spec.topology == TFTopology::kPerReplica) {
+    return fmt::format("{}:{}", ReplicaName(spec, role, index), port);
+  }
+  return fmt::format("{}.{}:{}", ReplicaName(spec, role, index), RoleName(spec, role), port);
+}
+
+std::vector<std::string> Addresses(const TFClusterSpec& spec, const std::string& role) {
+  std::vector<std::string> out;
+  for (int i = 0; i < RoleOf(spec, role).replicas; ++i) out.push_back(Address(spec, role, i));
+  return out;
+}
+
+}  // namespace
+
+Json TFClusterAddresses(const TFClusterSpec& spec) {
+  Json cluster = Json::object();
+  for (const char* role : {"chief", "ps", "worker"}) {
+    if (RoleOf(spec, role).replicas > 0) cluster[role] = Addresses(spec, role);
+  }
+  return cluster;
+}
+
+Json TFConfigFor(const TFClusterSpec& spec, const std::string& role, int index) {
+  return {{"cluster", TFClusterAddresses(spec)},
+          {"task", {{"type", role}, {"index", index}}},
+          {"environment", "cloud"}};
+}
+
+std::string SeedClusterSpec(const TFClusterSpec& spec) {
+  std::string out;
+  for (const char* role : {"ps", "worker", "chief"}) {
+    auto addresses = Addresses(spec, role);
+    if (addresses.empty()) continue;
+    if (!out.empty()) out += ",";
+    out += fmt::format("{}|{}", role, fmt::join(addresses, ";"));
+  }
+  return out;
+}
+
+// ---- rendering --------------------------------------------------------------------------------
+
+namespace {
+
+Json OwnerRefs(const TFClusterSpec& spec, const TFRenderOptions& o) {
+  if (o.root_uid.empty()) return nullptr;
+  return Json::array({{{"apiVersion", "v1"},
+                       {"kind", "ConfigMap"},
+                       {"name", spec.name},
+                       {"uid", o.root_uid},
+                       {"controller", true},
+                       {"blockOwnerDeletion", true}}});
+}
+
+Json Metadata(const TFClusterSpec& spec, const TFRenderOptions& o, const std::string& name,
+              const Json& extra_labels) {
+  Json labels = CommonLabels(spec);
+  for (auto it = extra_labels.begin(); it != extra_labels.end(); ++it) labels[it.key()] = *it;
+  Json m = {{"name", name}, {"namespace", spec.namespace_name}, {"labels", labels}};
+  Json owners = OwnerRefs(spec, o);
+  if (!owners.is_null()) m["ownerReferences"] = owners;
+  return m;
+}
+
+Json ResourcesJson(const TFResources& r) {
+  Json requests = Json::object();
+  Json limits = Json::object();
+  if (!r.cpu.empty()) requests["cpu"] = r.cpu;
+  if (!r.memory.empty()) requests["memory"] = r.memory;
+  if (!r.cpu_limit.empty() || !r.cpu.empty()) limits["cpu"] = r.cpu_limit.empty() ? r.cpu : r.cpu_limit;
+  if (!r.memory_limit.empty() || !r.memory.empty()) {
+    limits["memory"] = r.memory_limit.empty() ? r.memory : r.memory_limit;
+  }
+  if (r.gpus > 0) {
+    // Extended resources cannot be over-committed: requests must equal limits.
+    requests[kGpuResource] = std::to_string(r.gpus);
+    limits[kGpuResource] = std::to_string(r.gpus);
+  }
+  Json out = Json::object();
+  if (!requests.empty()) out["requests"] = requests;
+  if (!limits.empty()) out["limits"] = limits;
+  return out;
+}
+
+// Required node affinity in the seeds' label vocabulary.
+Json Affinity(const TFClusterSpec& spec, bool gpu, const std::string& cputype,
+              const std::string& gputype) {
+  Json exprs = Json::array();
+  auto in = [&](const char* key, const std::string& value) {
+    exprs.push_back({{"key", key}, {"operator", "In"}, {"values", Json::array({value})}});
+  };
+  if (spec.placement.tensorflow_nodes_only) in("nodetype", "tensorflow");
+  if (gpu && !gputype.empty()) {
+    in("gputype", gputype);
+  } else if (!cputype.empty()) {
+    in("cputype", cputype);
+  }
+  in("pooltype", spec.placement.pool);
+  if (spec.placement.pool == "unshared") in("privatename", spec.placement.private_name);
+  return {{"nodeAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution",
+             {{"nodeSelectorTerms", Json::array({{{"matchExpressions", exprs}}})}}}}}};
+}
+
+Json Volumes(const TFClusterSpec& spec) {
+  if (!spec.storage) return Json::array();
+  return Json::array(
+      {{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", ClaimName(spec)}}}}});
+}
+
+Json VolumeMounts(const TFClusterSpec& spec) {
+  if (!spec.storage) return Json::array();
+  return Json::array({{{"name", "data"}, {"mountPath", spec.storage->mount_path}}});
+}
+
+Json Env(std::initializer_list<std::pair<const char*, std::string>> vars,
+         const std::vector<TFEnvVar>& extra) {
+  Json env = Json::array();
+  for (const auto& [k, v] : vars) env.push_back({{"name", k}, {"value", v}});
+  for (const auto& e : extra) env.push_back({{"name", e.name}, {"value", e.value}});
+  return env;
+}
+
+// In the StatefulSet topology the task index is only known at start-up (the pod's ordinal),
+// so the container command is wrapped: the wrapper derives TASK_INDEX from the hostname, builds
+// TF_CONFIG from TF_CLUSTER, and execs the user's command unchanged.
+constexpr const char* kOrdinalWrapper =
+    "TASK_INDEX=\"${HOSTNAME##*-}\"; export TASK_INDEX; "
+    "TF_CONFIG=\"{\\\"cluster\\\":${TF_CLUSTER},\\\"task\\\":{\\\"type\\\":\\\"${RESOURCE_NAME}\\\","
+    "\\\"index\\\":${TASK_INDEX}},\\\"environment\\\":\\\"cloud\\\"}\"; export TF_CONFIG; "
+    "exec \"$@\"";
+
+Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) {
+  const TFRoleSpec& r = RoleOf(spec, role);
+  bool gpu = r.resources.gpus > 0;
+  Json c = {{"name", "tensorflow"},
+            {"image", !r.image.empty() ? r.image : gpu ? spec.gpu_image : spec.cpu_image}};
+  std::vector<std::string> command = r.command;
+  std::vector<std::string> args = r.args;
+  if (!r.script.empty()) {
+    command = {"/bin/sh", "-c", r.script};
+    args.clear();
+  }
+  std::string cluster_json = TFClusterAddresses(spec).dump();
+  if (spec.topology == TFTopology::kPerReplica) {
+    c["env"] = Env({{"TF_CONFIG", TFConfigFor(spec, role, index).dump()},
+                    {"CLUSTER_SPEC", SeedClusterSpec(spec)},
+                    {"TASK_NAME", spec.name},
+                    {"RESOURCE_TYPE", "compute"},
+                    {"RESOURCE_NAME", role},
+                    {"TASK_INDEX", std::to_string(index)}},
+                   r.env);
+  } else {
+    c["env"] = Env({{"TF_CLUSTER", cluster_json},
+                    {"CLUSTER_SPEC", SeedClusterSpec(spec)},
+                    {"TASK_NAME", spec.name},
+                    {"RESOURCE_TYPE", "compute"},
+                    {"RESOURCE_NAME", role}},
+                   r.env);
+    if (!command.empty()) {
+      std::vector<std::string> wrapped = {"/bin/sh", "-c", kOrdinalWrapper, "tfk8s-start"};
+      wrapped.insert(wrapped.end(), command.begin(), command.end());
+      wrapped.insert(wrapped.end(), args.begin(), args.end());
+      command = wrapped;
+      args.clear();
+    }
+  }
+  if (!command.empty()) c["command"] = command;
+  if (!args.empty()) c["args"] = args;
+  c["ports"] = Json::array({{{"name", "grpc"}, {"containerPort", r.port}, {"protocol", "TCP"}}});
+  Json res = ResourcesJson(r.resources);
+  if (!res.empty()) c["resources"] = res;
+  Json mounts = VolumeMounts(spec);
+  if (!mounts.empty()) c["volumeMounts"] = mounts;
+  return c;
+}
+
+Json PodSpec(const TFClusterSpec& spec, Json container, bool gpu, const std::string& cputype,
+             const std::string& gputype, const std::string& restart_policy) {
+  Json pod = {{"restartPolicy", restart_policy},
+              {"affinity", Affinity(spec, gpu, cputype, gputype)},
+              {"containers", Json::array({std::move(container)})}};
+  if (gpu) {
+    pod["tolerations"] = Json::array(
+        {{{"key", kGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+  }
+  Json volumes = Volumes(spec);
+  if (!volumes.empty()) pod["volumes"] = volumes;
+  return pod;
+}
+
+Json PodMetadata(const Json& labels, const std::map<std::string, std::string>& annotations) {
+  Json m = {{"labels", labels}};
+  if (!annotations.empty()) m["annotations"] = annotations;
+  return m;
+}
+
+Json HeadlessService(const TFClusterSpec& spec, const TFRenderOptions& o, const std::string& name,
+                     const Json& labels, const Json& selector, int port) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Metadata(spec, o, name, labels)},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},  // peers must resolve before they are Ready
+            {"selector", selector},
+            {"ports", Json::array({{{"name", "grpc"},
+                                    {"port", port},
+                                    {"targetPort", port},
+                                    {"protocol", "TCP"}}})}}}};
+}
+
+Json ExposedService(const TFClusterSpec& spec, const TFRenderOptions& o, const std::string& name,
+                    const Json& labels, const Json& selector, const std::string& port_name,
+                    int port, const std::string& type) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Metadata(spec, o, name, labels)},
+          {"spec",
+           {{"type", type},
+            {"selector", selector},
+            {"ports", Json::array({{{"name", port_name},
+                                    {"port", port},
+                                    {"targetPort", port},
+                                    {"protocol", "TCP"}}})}}}};
+}
+
+}  // namespace
+
+std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptions& o) {
+  spec.Validate();
+  std::vector<Json> out;
+  // The root: owns everything else (one delete cascades) and stores the spec.
+  out.push_back({{"apiVersion", "v1"},
+                 {"kind", "ConfigMap"},
+                 {"metadata",
+                  {{"name", spec.name},
+                   {"namespace", spec.namespace_name},
+                   {"labels", [&] {
+                      Json l = CommonLabels(spec);
+                      l[kComponentLabel] = "root";
+                      return l;
+                    }()}}},
+                 {"data", {{kSpecKey, spec.ToJson().dump(2) + "\n"}}}});
+
+  if (spec.storage && spec.storage->existing_claim.empty()) {
+    Json pvc = {{"apiVersion", "v1"},
+                {"kind", "PersistentVolumeClaim"},
+                {"metadata", Metadata(spec, o, ClaimName(spec), {{kComponentLabel, "storage"}})},
+                {"spec",
+                 {{"accessModes", spec.storage->access_modes},
+                  {"resources", {{"requests", {{"storage", spec.storage->size}}}}}}}};
+    if (!spec.storage->storage_class.empty()) {
+      pvc["spec"]["storageClassName"] = spec.storage->storage_class;
+    }
+    out.push_back(pvc);
+  }
+
+  for (const char* role_c : {"ps", "worker", "chief", "evaluator"}) {
+    std::string role = role_c;
+    const TFRoleSpec& r = RoleOf(spec, role);
+    if (r.replicas == 0) continue;
+    bool gpu = r.resources.gpus > 0;
+    std::string cputype = r.cputype.empty() ? spec.placement.cputype : r.cputype;
+    std::string gputype = r.gputype.empty() ? spec.placement.gputype : r.gputype;
+    Json role_labels = {{kComponentLabel, "tensorflow"}, {kRoleLabel, role}};
+    if (spec.topology == TFTopology::kPerReplica) {
+      for (int i = 0; i < r.replicas; ++i) {
+        std::string name = ReplicaName(spec, role, i);
+        Json labels = role_labels;
+        labels[kIndexLabel] = std::to_string(i);
+        Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, role},
+                         {kIndexLabel, std::to_string(i)}};
+        out.push_back(HeadlessService(spec, o, name, labels, selector, r.port));
+        Json pod_labels = CommonLabels(spec);
+        for (auto it = labels.begin(); it != labels.end(); ++it) pod_labels[it.key()] = *it;
+        out.push_back(
+            {{"apiVersion", "batch/v1"},
+             {"kind", "Job"},
+             {"metadata", Metadata(spec, o, name, labels)},
+             {"spec",
+              {{"parallelism", 1},
+               {"completions", 1},
+               {"backoffLimit", r.backoff_limit},
+               {"template",
+                {{"metadata", PodMetadata(pod_labels, r.pod_annotations)},
+                 {"spec", PodSpec(spec, TFContainer(spec, role, i), gpu, cputype, gputype,
+                                  r.restart_policy)}}}}}});
+      }
+    } else {
+      std::string name = RoleName(spec, role);
+      Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, role}};
+      out.push_back(HeadlessService(spec, o, name, role_labels, selector, r.port));
+      Json pod_labels = CommonLabels(spec);
+      for (auto it = role_labels.begin(); it != role_labels.end(); ++it) {
+        pod_labels[it.key()] = *it;
+      }
+      out.push_back({{"apiVersion", "apps/v1"},
+                     {"kind", "StatefulSet"},
+                     {"metadata", Metadata(spec, o, name, role_labels)},
+                     {"spec",
+                      {{"serviceName", name},
+                       {"replicas", r.replicas},
+                       {"podManagementPolicy", "Parallel"},
+                       {"selector", {{"matchLabels", selector}}},
+                       {"template",
+                        {{"metadata", PodMetadata(pod_labels, r.pod_annotations)},
+                         {"spec", PodSpec(spec, TFContainer(spec, role, 0), gpu, cputype,
+                                          gputype, "Always")}}}}}});
+    }
+  }
+
+  if (spec.session) {
+    const TFSessionSpec& s = *spec.session;
+    std::string name = spec.name + "-session";
+    Json labels = {{kComponentLabel, "session"}, {kRoleLabel, "session"}};
+    Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, "session"}};
+    Json c = {{"name", "session"}, {"image", s.image.empty() ? spec.cpu_image : s.image}};
+    c["env"] = Env({{"TF_CLUSTER", TFClusterAddresses(spec).dump()},
+                    {"CLUSTER_SPEC", SeedClusterSpec(spec)},
+                    {"TASK_NAME", spec.name},
+                    {"RESOURCE_TYPE", "session"},
+                    {"RESOURCE_NAME", "session"}},
+                   {});
+    if (!s.command.empty()) c["command"] = s.command;
+    if (!s.args.empty()) c["args"] = s.args;
+    c["ports"] = Json::array(
+        {{{"name", "jupyter"}, {"containerPort", s.jupyter_port}, {"protocol", "TCP"}},
+         {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
+    Json res = ResourcesJson(s.resources);
+    if (!res.empty()) c["resources"] = res;
+    Json mounts = VolumeMounts(spec);
+    if (!mounts.empty()) c["volumeMounts"] = mounts;
+    Json pod_labels = CommonLabels(spec);
+    for (auto it = labels.begin(); it != labels.end(); ++it) pod_labels[it.key()] = *it;
+    out.push_back(
+        {{"apiVersion", "batch/v1"},
+         {"kind", "Job"},
+         {"metadata", Metadata(spec, o, name, labels)},
+         {"spec",
+          {{"parallelism", 1},
+           {"completions", 1},
+           {"backoffLimit", 0},
+           {"template",
+            {{"metadata", {{"labels", pod_labels}}},
+             {"spec", PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
+                              spec.placement.gputype, "Never")}}}}}});
+    out.push_back(ExposedService(spec, o, name, labels, selector, "jupyter", s.jupyter_port,
+                                 s.service_type));
+    out.push_back(ExposedService(spec, o, name + "-ssh", labels, selector, "ssh", s.ssh_port,
+                                 s.service_type));
+  }
+
+  if (spec.tensorboard) {
+    const TFTensorBoardSpec& t = *spec.tensorboard;
+    std::string name = spec.name + "-tf-board";
+    Json labels = {{kComponentLabel, "tensorboard"}, {kRoleLabel, "tensorboard"}};
+    Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, "tensorboard"}};
+    std::string log_dir = t.log_dir;
+    if (log_dir.front() != '/' && spec.storage) log_dir = spec.storage->mount_path + "/" + log_dir;
+    Json c = {{"name", "tensorboard"},
+              {"image", t.image.empty() ? spec.cpu_image : t.image},
+              {"command", Json::array({"tensorboard", "--logdir", log_dir, "--host", "0.0.0.0",
+                                       "--port", std::to_string(t.port)})},
+              {"env", Env({{"TASK_NAME", spec.name}, {"RESOURCE_TYPE", "tensorboard"}}, {})},
+              {"ports", Json::array({{{"name", "tensorboard"},
+                                      {"containerPort", t.port},
+                                      {"protocol", "TCP"}}})}};
+    Json res = ResourcesJson(t.resources);
+    if (!res.empty()) c["resources"] = res;
+    Json mounts = VolumeMounts(spec);
+    if (!mounts.empty()) c["volumeMounts"] = mounts;
+    Json pod_labels = CommonLabels(spec);
+    for (auto it = labels.begin(); it != labels.end(); ++it) pod_labels[it.key()] = *it;
+    out.push_back({{"apiVersion", "apps/v1"},
+                   {"kind", t.use_replicaset ? "ReplicaSet" : "Deployment"},
+                   {"metadata", Metadata(spec, o, name, labels)},
+                   {"spec",
+                    {{"replicas", 1},
+                     {"selector", {{"matchLabels", selector}}},
+                     {"template",
+                      {{"metadata", {{"labels", pod_labels}}},
+                       {"spec", PodSpec(spec, c, t.resources.gpus > 0, spec.placement.cputype,
+                                        spec.placement.gputype, "Always")}}}}}});
+    out.push_back(
+        ExposedService(spec, o, name, labels, selector, "tensorboard", t.port, t.service_type));
+  }
+  return out;
+}
+
+}  // namespace tfk8s

@@ -1,0 +1,41 @@
+#pragma once
+// Golden-file comparison: the expected JSON lives in tests/data/golden/<name>.json.
+// Set TFK8S_UPDATE_GOLDEN=1 to (re)write the files, then review the diff before committing.
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace tfk8s::testing {
+
+inline void CheckGolden(const std::string& name, const nlohmann::json& actual) {
+  std::string path = std::string(TFK8S_TEST_DATA_DIR) + "/golden/" + name + ".json";
+  const char* update = std::getenv("TFK8S_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::ofstream(path) << actual.dump(2) << "\n";
+    MESSAGE("updated " << path);
+    return;
+  }
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << path
+                                                    << " (run with TFK8S_UPDATE_GOLDEN=1)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json expected = nlohmann::json::parse(ss.str());
+  if (expected != actual) {
+    // Show the first differing paths, not two whole documents.
+    auto patch = nlohmann::json::diff(expected, actual);
+    std::string shown = patch.size() > 10 ? nlohmann::json(std::vector<nlohmann::json>(
+                                                                patch.begin(), patch.begin() + 10))
+                                                .dump(1)
+                                          : patch.dump(1);
+    FAIL_CHECK("rendering differs from " << path << ": " << shown);
+  }
+}
+
+}  // namespace tfk8s::testing

@@ -1,0 +1,324 @@
+// TFCluster rendering: golden JSON for both topologies, TF_CONFIG / CLUSTER_SPEC for every
+// replica, validation errors. Pure: no server.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "golden.hpp"
+#include "tfk8s/tfcluster.hpp"
+#include "tfk8s/yaml.hpp"
+
+using namespace tfk8s;
+using tfk8s::testing::CheckGolden;
+
+namespace {
+
+// The seed's worked example: tf-dis-task in namespace admin, 2 ps + 3 workers, StatefulSets,
+// a session Job with two NodePort Services, TensorBoard as a ReplicaSet, a shared PVC.
+TFClusterSpec SeedExample() {
+  TFClusterSpec s;
+  s.name = "tf-dis-task";
+  s.namespace_name = "admin";
+  s.topology = TFTopology::kStatefulSet;
+  s.ps.replicas = 2;
+  s.worker.replicas = 3;
+  s.session = TFSessionSpec{};
+  s.session->service_type = "NodePort";
+  s.tensorboard = TFTensorBoardSpec{};
+  s.tensorboard->use_replicaset = true;
+  s.tensorboard->port = 2080;
+  s.tensorboard->service_type = "NodePort";
+  s.storage = TFStorageSpec{};
+  s.placement.cputype = "xeon-gold";
+  return s;
+}
+
+// A GPU cluster with every optional part, per-replica topology.
+TFClusterSpec GpuExample() {
+  TFClusterSpec s;
+  s.name = "resnet";
+  s.namespace_name = "team-a";
+  s.labels = {{"team", "vision"}};
+  s.ps.replicas = 2;
+  s.ps.resources = {"4", "16Gi", "", "", 0};
+  s.worker.replicas = 2;
+  s.worker.resources = {"8", "32Gi", "16", "64Gi", 2};
+  s.worker.script = "python /data/train.py --epochs 10";
+  s.worker.env = {{"EPOCHS", "10"}};
+  s.worker.pod_annotations = {{"prometheus.io/scrape", "true"}};
+  s.chief.replicas = 1;
+  s.chief.resources = {"2", "8Gi", "", "", 0};
+  s.chief.command = {"python", "/data/train.py"};
+  s.chief.args = {"--chief"};
+  s.chief.restart_policy = "Never";
+  s.chief.backoff_limit = 0;
+  s.evaluator.replicas = 1;
+  s.session = TFSessionSpec{};
+  s.tensorboard = TFTensorBoardSpec{};
+  s.storage = TFStorageSpec{};
+  s.storage->size = "100Gi";
+  s.storage->storage_class = "fast";
+  s.placement.cputype = "xeon-gold";
+  s.placement.gputype = "v100";
+  s.placement.pool = "unshared";
+  s.placement.private_name = "alice";
+  return s;
+}
+
+const Json* Find(const std::vector<Json>& objects, const std::string& kind,
+                 const std::string& name) {
+  for (const auto& o : objects) {
+    if (o["kind"] == kind && o["metadata"]["name"] == name) return &o;
+  }
+  return nullptr;
+}
+
+std::string EnvOf(const Json& container, const std::string& name) {
+  for (const auto& e : container["env"]) {
+    if (e["name"] == name) return e["value"];
+  }
+  return "<unset>";
+}
+
+void CheckInvalid(TFClusterSpec s, const std::string& field) {
+  try {
+    s.Validate();
+    FAIL("expected ValidationError for " << field);
+  } catch (const ValidationError& e) {
+    CHECK_MESSAGE(e.field() == field, e.what());
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("tfcluster") {
+  TEST_CASE("golden: the seed's example (statefulset topology)") {
+    TFRenderOptions o;
+    o.root_uid = "00000000-1111-2222-3333-444444444444";
+    CheckGolden("tfcluster_seed_statefulset", RenderTFCluster(SeedExample(), o));
+  }
+
+  TEST_CASE("golden: GPU cluster with chief, evaluator, session and TensorBoard") {
+    TFRenderOptions o;
+    o.root_uid = "00000000-1111-2222-3333-444444444444";
+    CheckGolden("tfcluster_gpu_per_replica", RenderTFCluster(GpuExample(), o));
+  }
+
+  TEST_CASE("the seed example renders the document's names and addresses") {
+    auto objects = RenderTFCluster(SeedExample());
+    CHECK(Find(objects, "StatefulSet", "tf-dis-task-ps"));
+    CHECK(Find(objects, "StatefulSet", "tf-dis-task-worker"));
+    CHECK(Find(objects, "Job", "tf-dis-task-session"));
+    CHECK(Find(objects, "Service", "tf-dis-task-session"));
+    CHECK(Find(objects, "Service", "tf-dis-task-session-ssh"));
+    CHECK(Find(objects, "Service", "tf-dis-task-tf-board"));
+    CHECK(Find(objects, "ReplicaSet", "tf-dis-task-tf-board"));
+    CHECK(SeedClusterSpec(SeedExample()) ==
+          "ps|tf-dis-task-ps-0.tf-dis-task-ps:2222;tf-dis-task-ps-1.tf-dis-task-ps:2222,"
+          "worker|tf-dis-task-worker-0.tf-dis-task-worker:2222;"
+          "tf-dis-task-worker-1.tf-dis-task-worker:2222;"
+          "tf-dis-task-worker-2.tf-dis-task-worker:2222");
+    const Json& ps = *Find(objects, "StatefulSet", "tf-dis-task-ps");
+    CHECK(ps["spec"]["podManagementPolicy"] == "Parallel");
+    CHECK(ps["spec"]["serviceName"] == "tf-dis-task-ps");
+    const Json& c = ps["spec"]["template"]["spec"]["containers"][0];
+    CHECK(EnvOf(c, "TASK_NAME") == "tf-dis-task");
+    CHECK(EnvOf(c, "RESOURCE_TYPE") == "compute");
+    CHECK(EnvOf(c, "RESOURCE_NAME") == "ps");
+    CHECK(EnvOf(c, "CLUSTER_SPEC") == SeedClusterSpec(SeedExample()));
+    // Every object is findable with the seed's selector.
+    for (const auto& o : objects) CHECK(o["metadata"]["labels"]["taskname"] == "tf-dis-task");
+  }
+
+  TEST_CASE("per-replica: TF_CONFIG and CLUSTER_SPEC for every replica") {
+    TFClusterSpec s = GpuExample();
+    auto objects = RenderTFCluster(s);
+    Json cluster = {{"chief", {"resnet-chief-0:2222"}},
+                    {"ps", {"resnet-ps-0:2222", "resnet-ps-1:2222"}},
+                    {"worker", {"resnet-worker-0:2222", "resnet-worker-1:2222"}}};
+    CHECK(TFClusterAddresses(s) == cluster);  // the evaluator is not in the cluster
+    int checked = 0;
+    for (const char* role : {"chief", "ps", "worker", "evaluator"}) {
+      int n = std::string(role) == "ps" || std::string(role) == "worker" ? 2 : 1;
+      for (int i = 0; i < n; ++i) {
+        std::string name = std::string("resnet-") + role + "-" + std::to_string(i);
+        const Json* job = Find(objects, "Job", name);
+        REQUIRE_MESSAGE(job, name);
+        const Json* svc = Find(objects, "Service", name);
+        REQUIRE(svc);
+        CHECK((*svc)["spec"]["clusterIP"] == "None");
+        CHECK((*svc)["spec"]["selector"]["tfk8s.io/index"] == std::to_string(i));
+        const Json& c = (*job)["spec"]["template"]["spec"]["containers"][0];
+        Json tf_config = Json::parse(EnvOf(c, "TF_CONFIG"));
+        CHECK(tf_config["cluster"] == cluster);
+        CHECK(tf_config["task"] == Json{{"type", role}, {"index", i}});
+        CHECK(tf_config["environment"] == "cloud");
+        CHECK(EnvOf(c, "TASK_INDEX") == std::to_string(i));
+        CHECK(EnvOf(c, "CLUSTER_SPEC") ==
+              "ps|resnet-ps-0:2222;resnet-ps-1:2222,worker|resnet-worker-0:2222;"
+              "resnet-worker-1:2222,chief|resnet-chief-0:2222");
+        ++checked;
+      }
+    }
+    CHECK(checked == 6);
+  }
+
+  TEST_CASE("placement: seed labels as required node affinity; GPU gets toleration and limits") {
+    auto objects = RenderTFCluster(GpuExample());
+    const Json& worker = (*Find(objects, "Job", "resnet-worker-0"))["spec"]["template"]["spec"];
+    auto exprs = worker["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                       ["nodeSelectorTerms"][0]["matchExpressions"];
+    std::set<std::string> keys;
+    for (const auto& e : exprs) keys.insert(e["key"].get<std::string>() + "=" + e["values"][0].get<std::string>());
+    CHECK(keys == std::set<std::string>{"nodetype=tensorflow", "gputype=v100",
+                                        "pooltype=unshared", "privatename=alice"});
+    CHECK(worker["tolerations"][0]["key"] == "nvidia.com/gpu");
+    const Json& res = worker["containers"][0]["resources"];
+    CHECK(res["requests"]["nvidia.com/gpu"] == "2");
+    CHECK(res["limits"]["nvidia.com/gpu"] == "2");
+    CHECK(res["limits"]["cpu"] == "16");
+    CHECK(worker["containers"][0]["image"] == "tensorflow/tensorflow:2.4.0-gpu");
+    const Json& ps = (*Find(objects, "Job", "resnet-ps-0"))["spec"]["template"]["spec"];
+    CHECK_FALSE(ps.contains("tolerations"));
+    CHECK(ps["containers"][0]["image"] == "tensorflow/tensorflow:2.4.0");
+    CHECK(ps["containers"][0]["resources"]["limits"]["memory"] == "16Gi");  // = request
+  }
+
+  TEST_CASE("statefulset topology wraps the command so TF_CONFIG gets the pod ordinal") {
+    TFClusterSpec s = SeedExample();
+    s.worker.command = {"python", "train.py"};
+    auto objects = RenderTFCluster(s);
+    const Json& c =
+        (*Find(objects, "StatefulSet", "tf-dis-task-worker"))["spec"]["template"]["spec"]
+                                                               ["containers"][0];
+    REQUIRE(c["command"].size() == 6);
+    CHECK(c["command"][0] == "/bin/sh");
+    CHECK(c["command"][3] == "tfk8s-start");
+    CHECK(c["command"][4] == "python");
+    CHECK(c["command"][5] == "train.py");
+    CHECK(EnvOf(c, "TF_CLUSTER") == TFClusterAddresses(s).dump());
+  }
+
+  TEST_CASE("every object is owned by the root and labelled") {
+    TFRenderOptions o;
+    o.root_uid = "uid-1";
+    auto objects = RenderTFCluster(GpuExample(), o);
+    CHECK(objects[0]["kind"] == "ConfigMap");
+    CHECK_FALSE(objects[0]["metadata"].contains("ownerReferences"));
+    auto stored = TFClusterSpec::FromJson(Json::parse(objects[0]["data"]["spec.json"].get<std::string>()));
+    CHECK(stored.ToJson() == GpuExample().ToJson());
+    for (std::size_t i = 1; i < objects.size(); ++i) {
+      CHECK(objects[i]["metadata"]["ownerReferences"][0]["uid"] == "uid-1");
+      CHECK(objects[i]["metadata"]["labels"]["tfk8s.io/cluster"] == "resnet");
+      CHECK(objects[i]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfk8s");
+      CHECK(objects[i]["metadata"]["labels"]["team"] == "vision");
+      if (objects[i]["kind"] == "Service") {
+        for (const auto& p : objects[i]["spec"]["ports"]) CHECK(p["protocol"] == "TCP");
+      }
+    }
+  }
+
+  TEST_CASE("JSON round trip and YAML output") {
+    for (const auto& spec : {SeedExample(), GpuExample()}) {
+      CHECK(TFClusterSpec::FromJson(spec.ToJson()).ToJson() == spec.ToJson());
+    }
+    auto objects = RenderTFCluster(SeedExample());
+    std::string yaml = ToYamlDocuments(objects);
+    auto back = FromYamlDocuments(yaml);
+    REQUIRE(back.size() == objects.size());
+    for (std::size_t i = 0; i < objects.size(); ++i) CHECK(back[i] == objects[i]);
+    CHECK_THROWS_AS(TFClusterSpec::FromJson({{"topology", "ring"}}), ValidationError);
+    CHECK_THROWS_AS(TFClusterSpec::FromJson({{"worker", {{"replicas", "three"}}}}),
+                    ValidationError);
+  }
+
+  TEST_CASE("validation names the field") {
+    TFClusterSpec ok = GpuExample();
+    ok.Validate();
+    {
+      auto s = ok;
+      s.worker.replicas = 0;
+      CheckInvalid(s, "worker.replicas");
+    }
+    {
+      auto s = ok;
+      s.ps.replicas = -1;
+      CheckInvalid(s, "ps.replicas");
+    }
+    {
+      auto s = ok;
+      s.chief.replicas = 2;
+      CheckInvalid(s, "chief.replicas");
+    }
+    {
+      auto s = ok;
+      s.evaluator.replicas = 2;
+      CheckInvalid(s, "evaluator.replicas");
+    }
+    {
+      auto s = ok;
+      s.strategy = TFStrategy::kMultiWorkerMirrored;  // has ps
+      CheckInvalid(s, "ps.replicas");
+    }
+    {
+      auto s = ok;
+      s.ps.replicas = 0;  // parameter-server strategy without ps
+      CheckInvalid(s, "ps.replicas");
+    }
+    {
+      auto s = ok;
+      s.worker.resources.memory = "lots";
+      CheckInvalid(s, "worker.resources.memory");
+    }
+    {
+      auto s = ok;
+      s.worker.resources.cpu_limit = "1";  // below the request of 8
+      CheckInvalid(s, "worker.resources.cpuLimit");
+    }
+    {
+      auto s = ok;
+      s.name = std::string(60, 'a');
+      CheckInvalid(s, "name");
+    }
+    {
+      auto s = ok;
+      s.name = "Bad_Name";
+      CheckInvalid(s, "name");
+    }
+    {
+      auto s = ok;
+      s.placement.private_name.clear();
+      CheckInvalid(s, "placement.privateName");
+    }
+    {
+      auto s = ok;
+      s.worker.port = 70000;
+      CheckInvalid(s, "worker.port");
+    }
+    {
+      auto s = ok;
+      s.worker.env = {{"TF_CONFIG", "x"}};
+      CheckInvalid(s, "worker.env");
+    }
+    {
+      auto s = ok;
+      s.storage->mount_path = "data";
+      CheckInvalid(s, "storage.mountPath");
+    }
+    {
+      auto s = ok;
+      s.session->ssh_port = 8888;
+      CheckInvalid(s, "session.sshPort");
+    }
+    {
+      // A StatefulSet name must leave room for the controller-revision-hash label.
+      auto s = SeedExample();
+      s.name = std::string(46, 'a');  // "<name>-worker" = 53 > 52
+      CHECK_THROWS_AS(s.Validate(), ValidationError);
+    }
+    // Validation runs before rendering: nothing is produced for a bad spec.
+    auto bad = ok;
+    bad.worker.replicas = 0;
+    CHECK_THROWS_AS(RenderTFCluster(bad), ValidationError);
+  }
+}
