@@ -70,12 +70,12 @@ ResourceList PodDemandOf(const Json& pod_template, std::int64_t replicas,
 
 /// One resource that does not fit.
 struct Shortfall {
-  std::string resource;   ///< e.g. "requests.nvidia.com/gpu".
-  std::string quota;      ///< The ResourceQuota that limits it.
-  Quantity requested;     ///< What the objects need.
-  Quantity used;          ///< Already used in the namespace.
-  Quantity hard;          ///< The quota's hard limit.
-  Quantity remaining;     ///< hard - used (may be negative when over-committed).
+  std::string resource;  ///< e.g. "requests.nvidia.com/gpu".
+  std::string quota;     ///< The ResourceQuota that limits it.
+  Quantity requested;    ///< What the objects need.
+  Quantity used;         ///< Already used in the namespace.
+  Quantity hard;         ///< The quota's hard limit.
+  Quantity remaining;    ///< hard - used (may be negative when over-committed).
 };
 
 /// Result of a pre-flight check.
@@ -138,9 +138,9 @@ struct LimitRangeSpec {
 
 /// A team's queue: a namespace, its ResourceQuota and an optional LimitRange, all named `name`.
 struct QuotaSpec {
-  std::string name;                                 ///< Namespace (= queue) name, DNS-1123 label.
-  std::map<std::string, std::string> labels;        ///< Extra Namespace labels.
-  std::map<std::string, std::string> annotations;   ///< Namespace annotations.
+  std::string name;                                ///< Namespace (= queue) name, DNS-1123 label.
+  std::map<std::string, std::string> labels;       ///< Extra Namespace labels.
+  std::map<std::string, std::string> annotations;  ///< Namespace annotations.
   /// Hard limits, e.g. {"requests.cpu": "32", "requests.nvidia.com/gpu": "4"}. Known keys:
   /// requests./limits. cpu, memory, ephemeral-storage; cpu, memory; requests.<extended>;
   /// requests.storage, <class>.storageclass.storage.k8s.io/requests.storage|
@@ -149,7 +149,7 @@ struct QuotaSpec {
   /// services.loadbalancers, count/<resource>[.<group>]). "limits.nvidia.com/gpu" is refused:
   /// extended resources can only be limited through "requests.".
   std::map<std::string, std::string> hard;
-  std::optional<LimitRangeSpec> limit_range;        ///< Container defaults, when set.
+  std::optional<LimitRangeSpec> limit_range;  ///< Container defaults, when set.
 };
 
 /// Checks a spec without sending anything; throws ValidationError(field, value, why), e.g.
@@ -170,7 +170,7 @@ std::vector<Json> RenderQuota(const QuotaSpec& spec);
 struct ApplyQuotaOptions {
   bool wait_ready = true;  ///< Wait until the quota controller has computed usage.
   std::chrono::milliseconds ready_timeout{std::chrono::seconds(30)};  ///< Bound of the wait.
-  bool force = false;      ///< Take over fields owned by other field managers.
+  bool force = false;  ///< Take over fields owned by other field managers.
 };
 
 /// Usage of one resource of one quota.

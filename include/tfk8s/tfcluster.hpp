@@ -251,8 +251,11 @@ class TFCluster {
   /// Waits, driven by watches, until the condition holds; fails fast (throws TFClusterFailed)
   /// when a replica cannot start (unschedulable with no node that could ever fit, image pull
   /// failure, crash loop, OOMKilled, pods refused by quota) or the cluster failed.
+  /// `cancelled`, when given, is asked at least once a second; returning true stops the wait
+  /// with CancelledError (used by the Python bindings for Ctrl-C).
   TFClusterStatus Wait(TFWaitFor what, std::chrono::milliseconds timeout,
-                       const std::function<void(const TFClusterStatus&)>& on_progress = {});
+                       const std::function<void(const TFClusterStatus&)>& on_progress = {},
+                       const std::function<bool()>& cancelled = {});
   /// Logs of one replica or all of them merged, delivered line by line to `on_line` until it
   /// returns false, the logs end, or (with follow) every replica has finished.
   void Logs(const TFLogOptions& options, const std::function<bool(const TFLogLine&)>& on_line);

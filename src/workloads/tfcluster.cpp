@@ -514,7 +514,8 @@ class Tracker {
 }  // namespace
 
 TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeout,
-                                const std::function<void(const TFClusterStatus&)>& on_progress) {
+                                const std::function<void(const TFClusterStatus&)>& on_progress,
+                                const std::function<bool()>& cancelled) {
   std::mutex mu;
   std::condition_variable cv;
   std::atomic<int> changes{0};
@@ -573,6 +574,10 @@ TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeou
     if (st.phase == TFClusterPhase::kSucceeded) return st;
     if (what == TFWaitFor::kReady && st.phase == TFClusterPhase::kRunning) return st;
 
+    if (cancelled && cancelled()) {
+      throw CancelledError(fmt::format("waiting for TFCluster {}/{} was cancelled",
+                                       spec_.namespace_name, spec_.name));
+    }
     std::unique_lock lock(mu);
     for (const Tracker* t : {&pods, &jobs, &events}) {
       if (auto e = t->error()) std::rethrow_exception(e);

@@ -1,0 +1,621 @@
+// Node labels, node inventory and placement checks. Matching follows the scheduler's filters
+// (NodeAffinity, TaintToleration, NodeResourcesFit) and core/v1 helpers (ToleratesTaint,
+// NodeSelectorRequirementsAsSelector) of Kubernetes v1.20.
+
+#include "tfk8s/placement.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <set>
+#include <utility>
+
+#include "tfk8s/error.hpp"
+#include "tfk8s/validation.hpp"
+#include "workloads/quota_pods.hpp"
+
+namespace tfk8s {
+namespace {
+
+const ResourceType kNodes{"", "v1", "Node", "nodes", false};
+const ResourceType kPods{"", "v1", "Pod", "pods", true};
+constexpr std::string_view kActivePods = "status.phase!=Succeeded,status.phase!=Failed";
+
+const Json kNull;
+
+const Json& At(const Json& object, std::string_view key) {
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+std::string StringAt(const Json& object, std::string_view key) {
+  const Json& v = At(object, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::vector<Json> Items(const Json& list) {
+  const Json& items = At(list, "items");
+  if (!items.is_array()) return {};
+  return items.get<std::vector<Json>>();
+}
+
+std::map<std::string, std::string> LabelsOf(const Json& object) {
+  std::map<std::string, std::string> out;
+  const Json& labels = At(At(object, "metadata"), "labels");
+  if (!labels.is_object()) return out;
+  for (const auto& [k, v] : labels.items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+std::string Get(const std::map<std::string, std::string>& m, std::string_view key) {
+  auto it = m.find(std::string(key));
+  return it == m.end() ? std::string() : it->second;
+}
+
+std::vector<std::string> Strings(const Json& array) {
+  std::vector<std::string> out;
+  if (!array.is_array()) return out;
+  for (const auto& v : array) {
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+// ---- label and taint matching ------------------------------------------------------------------
+
+bool ParseInt(const std::string& s, std::int64_t* out) {
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && ptr == end;
+}
+
+// One NodeSelectorRequirement against a label set (or a field set for matchFields).
+bool RequirementMatches(const Json& requirement, const std::map<std::string, std::string>& labels) {
+  const std::string key = StringAt(requirement, "key");
+  const std::string op = StringAt(requirement, "operator");
+  const std::vector<std::string> values = Strings(At(requirement, "values"));
+  auto it = labels.find(key);
+  const bool has = it != labels.end();
+  if (op == "In") return has && std::find(values.begin(), values.end(), it->second) != values.end();
+  if (op == "NotIn") {
+    return !has || std::find(values.begin(), values.end(), it->second) == values.end();
+  }
+  if (op == "Exists") return has;
+  if (op == "DoesNotExist") return !has;
+  if (op == "Gt" || op == "Lt") {
+    std::int64_t label = 0;
+    std::int64_t bound = 0;
+    if (!has || values.size() != 1 || !ParseInt(it->second, &label) ||
+        !ParseInt(values[0], &bound)) {
+      return false;
+    }
+    return op == "Gt" ? label > bound : label < bound;
+  }
+  return false;
+}
+
+std::string DescribeRequirement(const Json& requirement) {
+  const std::string key = StringAt(requirement, "key");
+  const std::string op = StringAt(requirement, "operator");
+  const std::vector<std::string> values = Strings(At(requirement, "values"));
+  std::string list;
+  for (const auto& v : values) list += (list.empty() ? "" : ",") + v;
+  if (op == "In" && values.size() == 1) return fmt::format("{}={}", key, values[0]);
+  if (op == "In") return fmt::format("{} in ({})", key, list);
+  if (op == "NotIn") return fmt::format("{} notin ({})", key, list);
+  if (op == "Exists") return fmt::format("{}", key);
+  if (op == "DoesNotExist") return "!" + key;
+  if (op == "Gt") return fmt::format("{}>{}", key, list);
+  if (op == "Lt") return fmt::format("{}<{}", key, list);
+  return fmt::format("{} {} ({})", key, op, list);
+}
+
+const Json& RequiredTerms(const Json& pod_spec) {
+  return At(At(At(pod_spec, "affinity"), "nodeAffinity"),
+            "requiredDuringSchedulingIgnoredDuringExecution");
+}
+
+// A nodeSelectorTerm: all matchExpressions (labels) and matchFields (metadata.name); an empty
+// term matches nothing.
+bool TermMatches(const Json& term, const std::map<std::string, std::string>& labels,
+                 const std::string& node_name) {
+  const Json& exprs = At(term, "matchExpressions");
+  const Json& fields = At(term, "matchFields");
+  const bool has_exprs = exprs.is_array() && !exprs.empty();
+  const bool has_fields = fields.is_array() && !fields.empty();
+  if (!has_exprs && !has_fields) return false;
+  if (has_exprs) {
+    for (const auto& e : exprs) {
+      if (!RequirementMatches(e, labels)) return false;
+    }
+  }
+  if (has_fields) {
+    const std::map<std::string, std::string> node_fields{{"metadata.name", node_name}};
+    for (const auto& f : fields) {
+      if (!RequirementMatches(f, node_fields)) return false;
+    }
+  }
+  return true;
+}
+
+bool SelectorMatches(const Json& pod_spec, const std::map<std::string, std::string>& labels,
+                     const std::string& node_name) {
+  const Json& selector = At(pod_spec, "nodeSelector");
+  if (selector.is_object()) {
+    for (const auto& [k, v] : selector.items()) {
+      if (!v.is_string() || Get(labels, k) != v.get<std::string>() || labels.count(k) == 0) {
+        return false;
+      }
+    }
+  }
+  const Json& required = RequiredTerms(pod_spec);
+  if (required.is_object()) {
+    const Json& terms = At(required, "nodeSelectorTerms");
+    if (!terms.is_array()) return false;
+    bool any = false;
+    for (const auto& term : terms) {
+      if (TermMatches(term, labels, node_name)) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) return false;
+  }
+  const std::string bound = StringAt(pod_spec, "nodeName");
+  return bound.empty() || bound == node_name;
+}
+
+// v1.Toleration.ToleratesTaint.
+bool Tolerates(const Json& toleration, const Taint& taint) {
+  const std::string effect = StringAt(toleration, "effect");
+  const std::string key = StringAt(toleration, "key");
+  const std::string op = StringAt(toleration, "operator");
+  if (!effect.empty() && effect != taint.effect) return false;
+  if (!key.empty() && key != taint.key) return false;
+  if (op.empty() || op == "Equal") return StringAt(toleration, "value") == taint.value;
+  return op == "Exists";
+}
+
+bool ToleratedBy(const Json& tolerations, const Taint& taint) {
+  if (!tolerations.is_array()) return false;
+  return std::any_of(tolerations.begin(), tolerations.end(),
+                     [&](const Json& t) { return Tolerates(t, taint); });
+}
+
+bool Blocks(const Taint& taint) {
+  return taint.effect == "NoSchedule" || taint.effect == "NoExecute";
+}
+
+// Taints the node lifecycle controller sets for a passing condition (not ready, pressure,
+// cordoned). They say nothing about whether a pod could *ever* run there.
+bool IsConditionTaint(const Taint& taint) { return taint.key.rfind("node.kubernetes.io/", 0) == 0; }
+
+std::vector<Taint> TaintsOf(const Json& node) {
+  std::vector<Taint> out;
+  const Json& taints = At(At(node, "spec"), "taints");
+  if (!taints.is_array()) return out;
+  for (const auto& t : taints) {
+    out.push_back({StringAt(t, "key"), StringAt(t, "value"), StringAt(t, "effect")});
+  }
+  return out;
+}
+
+// ---- resources ---------------------------------------------------------------------------------
+
+std::string NodeResourceName(const std::string& name) {
+  return name.rfind("requests.", 0) == 0 ? name.substr(9) : name;
+}
+
+ResourceList Difference(const ResourceList& a, const ResourceList& b) {
+  ResourceList out;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    out[k] = it == b.end() ? v : v - it->second;
+  }
+  return out;
+}
+
+Quantity Amount(const ResourceList& list, const std::string& key) {
+  auto it = list.find(key);
+  return it == list.end() ? Quantity() : it->second;
+}
+
+// Resources of `need` (positive amounts) that `have` does not cover.
+std::vector<std::string> ShortOf(const ResourceList& need, const ResourceList& have) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : need) {
+    if (v.Sign() > 0 && Amount(have, k) < v) out.push_back(k);
+  }
+  return out;
+}
+
+NodeInfo NodeFromJson(const Json& node) {
+  NodeInfo info;
+  info.name = StringAt(At(node, "metadata"), "name");
+  info.labels = LabelsOf(node);
+  info.nodetype = Get(info.labels, kNodeTypeLabel);
+  info.cputype = Get(info.labels, kCpuTypeLabel);
+  info.gputype = Get(info.labels, kGpuTypeLabel);
+  info.pooltype = Get(info.labels, kPoolTypeLabel);
+  info.privatename = Get(info.labels, kPrivateNameLabel);
+  const Json& unschedulable = At(At(node, "spec"), "unschedulable");
+  info.schedulable = !(unschedulable.is_boolean() && unschedulable.get<bool>());
+  info.taints = TaintsOf(node);
+  const Json& status = At(node, "status");
+  info.allocatable = ParseResourceList(At(status, "allocatable"), "status.allocatable");
+  if (const Json& conditions = At(status, "conditions"); conditions.is_array()) {
+    for (const auto& c : conditions) {
+      if (StringAt(c, "type") == "Ready") info.ready = StringAt(c, "status") == "True";
+    }
+  }
+  return info;
+}
+
+std::string PoolOf(const NodeInfo& n) {
+  if (n.pooltype == "unshared") return "unshared/" + n.privatename;
+  return n.pooltype;
+}
+
+std::vector<NodeGroup> GroupBy(const std::vector<NodeInfo>& nodes, std::string_view label,
+                               std::string (*value_of)(const NodeInfo&)) {
+  std::map<std::string, NodeGroup> groups;
+  for (const auto& n : nodes) {
+    const std::string value = value_of(n);
+    NodeGroup& g = groups[value];
+    g.label = std::string(label);
+    g.value = value;
+    g.nodes.push_back(n.name);
+    AddTo(g.allocatable, n.allocatable);
+    AddTo(g.requested, n.requested);
+    AddTo(g.free, n.free);
+  }
+  std::vector<NodeGroup> out;
+  out.reserve(groups.size());
+  for (auto& [value, g] : groups) out.push_back(std::move(g));
+  return out;
+}
+
+Json PatchLabels(Client& client, const std::string& node,
+                 const std::function<std::map<std::string, std::string>(
+                     const std::map<std::string, std::string>&, Json&)>& change) {
+  for (int attempt = 0;; ++attempt) {
+    Json current = client.Get(kNodes, "", node);
+    Json label_patch = Json::object();
+    const std::map<std::string, std::string> result = change(LabelsOf(current), label_patch);
+    ValidateNodeLabels(result);
+    if (label_patch.empty()) return current;
+    // Conditional on the version we validated against: a concurrent label change makes this a
+    // Conflict instead of silently producing an inconsistent pooltype/privatename pair.
+    Json patch{{"metadata",
+                {{"labels", label_patch},
+                 {"resourceVersion", StringAt(At(current, "metadata"), "resourceVersion")}}}};
+    try {
+      return client.Patch(kNodes, "", node, PatchType::kMerge, patch);
+    } catch (const Conflict&) {
+      if (attempt >= 1) throw;
+    }
+  }
+}
+
+}  // namespace
+
+// ---- labels ------------------------------------------------------------------------------------
+
+void ValidateNodeLabels(const std::map<std::string, std::string>& labels) {
+  for (const auto& [key, value] : labels) {
+    const std::string field = fmt::format("labels[{}]", key);
+    validation::RequireLabelKey(field, key);
+    validation::RequireLabelValue(field, value);
+  }
+  const std::string pool = Get(labels, kPoolTypeLabel);
+  const bool has_pool = labels.count(std::string(kPoolTypeLabel)) != 0;
+  if (has_pool && pool != "shared" && pool != "unshared") {
+    throw ValidationError(fmt::format("labels[{}]", kPoolTypeLabel), pool,
+                          "must be \"shared\" or \"unshared\"");
+  }
+  const std::string owner = Get(labels, kPrivateNameLabel);
+  const bool has_owner = !owner.empty();
+  if (pool == "unshared" && !has_owner) {
+    throw ValidationError(fmt::format("labels[{}]", kPrivateNameLabel), owner,
+                          "is required when pooltype=unshared: it names the user or cluster the "
+                          "node is reserved to");
+  }
+  if (pool != "unshared" && labels.count(std::string(kPrivateNameLabel)) != 0) {
+    throw ValidationError(
+        fmt::format("labels[{}]", kPrivateNameLabel), owner,
+        fmt::format("is only allowed with pooltype=unshared (pooltype is \"{}\")", pool));
+  }
+}
+
+Json UpdateNodeLabels(Client& client, const std::string& node,
+                      const std::map<std::string, std::string>& set,
+                      const std::vector<std::string>& remove) {
+  validation::RequireDns1123Subdomain("node", node);
+  for (const auto& [key, value] : set) {
+    const std::string field = fmt::format("labels[{}]", key);
+    validation::RequireLabelKey(field, key);
+    validation::RequireLabelValue(field, value);
+  }
+  for (const auto& key : remove) {
+    const std::string field = fmt::format("labels[{}]", key);
+    validation::RequireLabelKey(field, key);
+    if (set.count(key) != 0) {
+      throw ValidationError(field, set.at(key), "cannot be both set and removed");
+    }
+  }
+  return PatchLabels(client, node,
+                     [&](const std::map<std::string, std::string>& current, Json& patch) {
+                       auto result = current;
+                       for (const auto& [k, v] : set) {
+                         if (current.count(k) == 0 || current.at(k) != v) patch[k] = v;
+                         result[k] = v;
+                       }
+                       for (const auto& k : remove) {
+                         if (result.erase(k) != 0)
+                           patch[k] = nullptr;  // null deletes in a merge patch
+                       }
+                       return result;
+                     });
+}
+
+Json SetNodeLabels(Client& client, const std::string& node,
+                   const std::map<std::string, std::string>& labels) {
+  return UpdateNodeLabels(client, node, labels, {});
+}
+
+Json RemoveNodeLabels(Client& client, const std::string& node,
+                      const std::vector<std::string>& keys) {
+  return UpdateNodeLabels(client, node, {}, keys);
+}
+
+std::string Taint::ToString() const {
+  return value.empty() ? fmt::format("{}:{}", key, effect)
+                       : fmt::format("{}={}:{}", key, value, effect);
+}
+
+// ---- inventory ---------------------------------------------------------------------------------
+
+Inventory BuildInventory(const std::vector<Json>& nodes, const std::vector<Json>& pods) {
+  Inventory inv;
+  std::map<std::string, std::size_t> index;
+  for (const auto& n : nodes) {
+    inv.nodes.push_back(NodeFromJson(n));
+  }
+  std::sort(inv.nodes.begin(), inv.nodes.end(),
+            [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
+  for (std::size_t i = 0; i < inv.nodes.size(); ++i) index[inv.nodes[i].name] = i;
+  for (const auto& pod : pods) {
+    const std::string node = StringAt(At(pod, "spec"), "nodeName");
+    const std::string phase = StringAt(At(pod, "status"), "phase");
+    if (node.empty() || phase == "Succeeded" || phase == "Failed") continue;
+    auto it = index.find(node);
+    if (it == index.end()) continue;
+    Json spec = At(pod, "spec");
+    internal::DefaultPodResources(spec, {});
+    NodeInfo& info = inv.nodes[it->second];
+    AddTo(info.requested, internal::PodSchedulingRequests(spec));
+    info.requested["pods"] += Quantity::FromInt(1);
+    ++info.pod_count;
+  }
+  for (auto& n : inv.nodes) n.free = Difference(n.allocatable, n.requested);
+  inv.by_gputype = GroupBy(inv.nodes, kGpuTypeLabel, [](const NodeInfo& n) { return n.gputype; });
+  inv.by_cputype = GroupBy(inv.nodes, kCpuTypeLabel, [](const NodeInfo& n) { return n.cputype; });
+  inv.by_pool = GroupBy(inv.nodes, "pool", [](const NodeInfo& n) { return PoolOf(n); });
+  return inv;
+}
+
+Inventory GetInventory(Client& client) {
+  std::vector<Json> nodes = Items(client.ListAll(kNodes, ""));
+  ListOptions active;
+  // Only pods bound to a node and still running or pending: the scheduler's view of what the
+  // node has promised away.
+  active.field_selector = fmt::format("spec.nodeName!=,{}", kActivePods);
+  std::vector<Json> pods = Items(client.ListAll(kPods, "", active));
+  return BuildInventory(nodes, pods);
+}
+
+NodeInfo GetNodeInfo(Client& client, const std::string& node) {
+  validation::RequireDns1123Subdomain("node", node);
+  Json object = client.Get(kNodes, "", node);
+  ListOptions on_node;
+  on_node.field_selector = fmt::format("spec.nodeName={},{}", node, kActivePods);
+  Inventory inv = BuildInventory({object}, Items(client.ListAll(kPods, "", on_node)));
+  return inv.nodes.front();
+}
+
+std::vector<std::string> WhereFits(const Inventory& inventory, const FitQuery& query) {
+  ResourceList need;
+  for (const auto& [k, v] : query.requests) need[NodeResourceName(k)] += v;
+  need["pods"] += Quantity::FromInt(1);
+  Json tolerations = query.tolerations.is_array() ? query.tolerations : Json::array();
+  if (query.tolerate_requested_resource_taints) {
+    for (const auto& [k, v] : need) {
+      if (v.Sign() > 0 && internal::IsExtendedResourceName(k)) {
+        tolerations.push_back({{"key", k}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+      }
+    }
+  }
+  Json spec{{"nodeSelector", Json::object()}};
+  for (const auto& [k, v] : query.node_selector) spec["nodeSelector"][k] = v;
+  std::vector<std::string> out;
+  for (const auto& n : inventory.nodes) {
+    if (!n.ready || !n.schedulable) continue;
+    if (!SelectorMatches(spec, n.labels, n.name)) continue;
+    const bool blocked = std::any_of(n.taints.begin(), n.taints.end(), [&](const Taint& t) {
+      return Blocks(t) && !ToleratedBy(tolerations, t);
+    });
+    if (blocked) continue;
+    if (!ShortOf(need, n.free).empty()) continue;
+    out.push_back(n.name);
+  }
+  return out;
+}
+
+std::vector<std::string> WhereFits(Client& client, const ResourceList& requests,
+                                   const std::map<std::string, std::string>& node_selector) {
+  FitQuery query;
+  query.requests = requests;
+  query.node_selector = node_selector;
+  return WhereFits(GetInventory(client), query);
+}
+
+std::string FormatInventory(const Inventory& inventory) {
+  auto amount = [](const ResourceList& list, const char* key) {
+    return Amount(list, key).ToString();
+  };
+  std::string out =
+      fmt::format("{:<16} {:<10} {:<10} {:<16} {:>5} {:>13} {:>17} {:>9}\n", "NODE", "GPUTYPE",
+                  "CPUTYPE", "POOL", "PODS", "CPU req/alloc", "MEMORY req/alloc", "GPU r/a");
+  for (const auto& n : inventory.nodes) {
+    out += fmt::format(
+        "{:<16} {:<10} {:<10} {:<16} {:>5} {:>13} {:>17} {:>9}{}\n", n.name,
+        n.gputype.empty() ? "-" : n.gputype, n.cputype.empty() ? "-" : n.cputype,
+        PoolOf(n).empty() ? "-" : PoolOf(n), n.pod_count,
+        amount(n.requested, "cpu") + "/" + amount(n.allocatable, "cpu"),
+        amount(n.requested, "memory") + "/" + amount(n.allocatable, "memory"),
+        amount(n.requested, "nvidia.com/gpu") + "/" + amount(n.allocatable, "nvidia.com/gpu"),
+        n.ready && n.schedulable ? "" : (n.ready ? " (cordoned)" : " (not ready)"));
+  }
+  for (const auto* groups : {&inventory.by_gputype, &inventory.by_cputype, &inventory.by_pool}) {
+    for (const auto& g : *groups) {
+      out +=
+          fmt::format("{}={}: {} node(s), free cpu {}, memory {}, nvidia.com/gpu {}\n", g.label,
+                      g.value.empty() ? "(none)" : g.value, g.nodes.size(), amount(g.free, "cpu"),
+                      amount(g.free, "memory"), amount(g.free, "nvidia.com/gpu"));
+    }
+  }
+  return out;
+}
+
+// ---- could-ever-fit
+// ------------------------------------------------------------------------------
+
+FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<Json>& nodes) {
+  FitResult result;
+  std::vector<NodeInfo> infos;
+  infos.reserve(nodes.size());
+  for (const auto& n : nodes) infos.push_back(NodeFromJson(n));
+  for (const auto& group : internal::PodGroupsOf(objects)) {
+    if (group.count == 0 || group.terminated) continue;
+    const Json& spec = group.pod["spec"];
+    ResourceList need = internal::PodSchedulingRequests(spec);
+    need["pods"] += Quantity::FromInt(1);
+    const Json& tolerations = At(spec, "tolerations");
+
+    std::vector<const NodeInfo*> label_ok;
+    std::vector<const NodeInfo*> taint_ok;
+    std::set<std::string> untolerated;
+    bool placeable = false;
+    for (const auto& n : infos) {
+      if (!SelectorMatches(spec, n.labels, n.name)) continue;
+      label_ok.push_back(&n);
+      bool blocked = false;
+      for (const auto& t : n.taints) {
+        if (Blocks(t) && !IsConditionTaint(t) && !ToleratedBy(tolerations, t)) {
+          blocked = true;
+          untolerated.insert(t.ToString());
+        }
+      }
+      if (blocked) continue;
+      taint_ok.push_back(&n);
+      if (ShortOf(need, n.allocatable).empty()) {
+        placeable = true;
+        break;
+      }
+    }
+    if (placeable) continue;
+
+    std::vector<std::string> reasons;
+    if (label_ok.empty()) {
+      // Name the selector terms that no node satisfies, so "gputype=a100" shows up verbatim.
+      std::vector<std::string> unmatched;
+      if (const Json& sel = At(spec, "nodeSelector"); sel.is_object()) {
+        for (const auto& item : sel.items()) {
+          const std::string& key = item.key();
+          const std::string value =
+              item.value().is_string() ? item.value().get<std::string>() : item.value().dump();
+          const bool any = std::any_of(infos.begin(), infos.end(), [&](const NodeInfo& n) {
+            auto it = n.labels.find(key);
+            return it != n.labels.end() && it->second == value;
+          });
+          if (!any) unmatched.push_back(fmt::format("{}={}", key, value));
+        }
+      }
+      if (const Json& terms = At(RequiredTerms(spec), "nodeSelectorTerms"); terms.is_array()) {
+        for (const auto& term : terms) {
+          const Json& exprs = At(term, "matchExpressions");
+          if (!exprs.is_array()) continue;
+          for (const auto& e : exprs) {
+            const bool any = std::any_of(infos.begin(), infos.end(), [&](const NodeInfo& n) {
+              return RequirementMatches(e, n.labels);
+            });
+            if (!any) unmatched.push_back(DescribeRequirement(e));
+          }
+        }
+      }
+      if (unmatched.empty()) {
+        reasons.push_back(fmt::format(
+            "no node matches its nodeSelector and required node affinity together (of {} nodes)",
+            infos.size()));
+      } else {
+        std::string list;
+        for (const auto& u : unmatched) list += (list.empty() ? "" : ", ") + u;
+        reasons.push_back(fmt::format("no node has label {} (of {} nodes)", list, infos.size()));
+      }
+    } else if (taint_ok.empty()) {
+      std::string list;
+      for (const auto& t : untolerated) list += (list.empty() ? "" : ", ") + t;
+      reasons.push_back(fmt::format(
+          "the {} node(s) matching its selector all have taints it does not tolerate: {} (add a "
+          "toleration)",
+          label_ok.size(), list));
+    } else {
+      // Resources: for each one that no candidate offers, the largest allocatable there is.
+      std::vector<std::string> too_big;
+      for (const auto& [resource, amount] : need) {
+        if (amount.Sign() <= 0) continue;
+        const NodeInfo* largest = nullptr;
+        for (const auto* n : taint_ok) {
+          if (largest == nullptr ||
+              Amount(largest->allocatable, resource) < Amount(n->allocatable, resource)) {
+            largest = n;
+          }
+        }
+        const Quantity best = Amount(largest->allocatable, resource);
+        if (best < amount) {
+          too_big.push_back(fmt::format("{} {} > largest allocatable {} ({})", resource,
+                                        amount.ToString(), best.ToString(), largest->name));
+        }
+      }
+      std::string list;
+      for (const auto& t : too_big) list += (list.empty() ? "" : "; ") + t;
+      if (too_big.empty()) {
+        reasons.push_back(fmt::format(
+            "no single matching node has all of its requests ({}) at once", ToString(need)));
+      } else {
+        reasons.push_back(
+            fmt::format("it is bigger than any node it may run on: {} (of {} candidate node(s))",
+                        list, taint_ok.size()));
+      }
+    }
+    result.fits = false;
+    for (const auto& r : reasons) {
+      result.problems.push_back(
+          fmt::format("{}: cannot be placed on any node: {}", group.source, r));
+    }
+  }
+  return result;
+}
+
+FitResult CheckPlacement(Client& client, const std::vector<Json>& objects) {
+  // Parse first, so bad input fails before any request.
+  (void)internal::PodGroupsOf(objects);
+  return EvaluatePlacement(objects, Items(client.ListAll(kNodes, "")));
+}
+
+}  // namespace tfk8s

@@ -1,0 +1,886 @@
+// Team queues, quota usage and the quota pre-flight. The pre-flight mirrors the apiserver's
+// ResourceQuota admission (k8s.io/apiserver/pkg/admission/plugin/resourcequota, v1.20): the
+// same usage per object, the same scopes, the same "must specify" constraint, zero usage ignored,
+// and a resource is short when used + requested > hard.
+
+#include "tfk8s/quota.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "tfk8s/error.hpp"
+#include "tfk8s/validation.hpp"
+#include "workloads/quota_pods.hpp"
+
+namespace tfk8s {
+namespace {
+
+using internal::UsageItem;
+
+const ResourceType kNamespaces{"", "v1", "Namespace", "namespaces", false};
+const ResourceType kResourceQuotas{"", "v1", "ResourceQuota", "resourcequotas", true};
+const ResourceType kLimitRanges{"", "v1", "LimitRange", "limitranges", true};
+const ResourceType kStorageClasses{"storage.k8s.io", "v1", "StorageClass", "storageclasses", false};
+
+constexpr std::string_view kManagedByValue = "tfk8s";
+constexpr std::string_view kStorageClassInfix = ".storageclass.storage.k8s.io/";
+
+const Json kNull;
+
+const Json& At(const Json& object, std::string_view key) {
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+std::string StringAt(const Json& object, std::string_view key) {
+  const Json& v = At(object, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::vector<Json> Items(const Json& list) {
+  const Json& items = At(list, "items");
+  if (!items.is_array()) return {};
+  return items.get<std::vector<Json>>();
+}
+
+// ---- quota scopes --------------------------------------------------------------------------
+
+struct ScopeRequirement {
+  std::string scope;
+  std::string op;
+  std::vector<std::string> values;
+};
+
+std::vector<ScopeRequirement> ScopesOf(const Json& quota) {
+  std::vector<ScopeRequirement> out;
+  const Json& spec = At(quota, "spec");
+  if (const Json& scopes = At(spec, "scopes"); scopes.is_array()) {
+    for (const auto& s : scopes) {
+      if (s.is_string()) out.push_back({s.get<std::string>(), "Exists", {}});
+    }
+  }
+  if (const Json& exprs = At(At(spec, "scopeSelector"), "matchExpressions"); exprs.is_array()) {
+    for (const auto& e : exprs) {
+      ScopeRequirement r{StringAt(e, "scopeName"), StringAt(e, "operator"), {}};
+      if (const Json& values = At(e, "values"); values.is_array()) {
+        for (const auto& v : values) {
+          if (v.is_string()) r.values.push_back(v.get<std::string>());
+        }
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+// qos.GetPodQOS == BestEffort: no container asks for or limits cpu or memory.
+bool IsBestEffort(const Json& pod_spec) {
+  for (std::string_view key : {"containers", "initContainers"}) {
+    const Json& list = At(pod_spec, key);
+    if (!list.is_array()) continue;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string f = fmt::format("spec.{}[{}]", key, i);
+      for (std::string_view which : {"requests", "limits"}) {
+        ResourceList r = internal::ContainerResources(list[i], which, f);
+        for (std::string_view name : {"cpu", "memory"}) {
+          auto it = r.find(std::string(name));
+          if (it != r.end() && it->second.Sign() > 0) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+bool PodMatchesScope(const ScopeRequirement& scope, const Json& pod_spec) {
+  if (scope.scope == "Terminating" || scope.scope == "NotTerminating") {
+    const Json& deadline = At(pod_spec, "activeDeadlineSeconds");
+    const bool terminating = deadline.is_number_integer() && deadline.get<std::int64_t>() >= 0;
+    return scope.scope == "Terminating" ? terminating : !terminating;
+  }
+  if (scope.scope == "BestEffort") return IsBestEffort(pod_spec);
+  if (scope.scope == "NotBestEffort") return !IsBestEffort(pod_spec);
+  if (scope.scope == "PriorityClass") {
+    // A label selector over {"PriorityClass": <name>} (no key when the pod has no class).
+    const std::string name = StringAt(pod_spec, "priorityClassName");
+    const bool has = !name.empty();
+    const bool listed =
+        std::find(scope.values.begin(), scope.values.end(), name) != scope.values.end();
+    if (scope.op == "In") return has && listed;
+    if (scope.op == "NotIn") return !has || !listed;
+    if (scope.op == "Exists") return has;
+    if (scope.op == "DoesNotExist") return !has;
+    return false;
+  }
+  return false;  // unknown scopes match nothing, like podMatchesScopeFunc
+}
+
+bool QuotaMatches(const std::vector<ScopeRequirement>& scopes, const UsageItem& item) {
+  if (scopes.empty()) return true;
+  if (!item.is_pod_group) return false;  // only the pod evaluator understands scopes
+  const Json& spec = item.pods.pod["spec"];
+  return std::all_of(scopes.begin(), scopes.end(),
+                     [&](const ScopeRequirement& s) { return PodMatchesScope(s, spec); });
+}
+
+// The pod evaluator's Constraints: with cpu/memory under quota, every container must state them.
+const std::set<std::string>& ValidationSet() {
+  static const std::set<std::string> kSet = {
+      "cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"};
+  return kSet;
+}
+
+void CheckContainerConstraints(const UsageItem& item, const std::string& quota_name,
+                               const ResourceList& hard, FitResult& result) {
+  std::set<std::string> required;
+  for (const auto& [name, amount] : hard) {
+    if (ValidationSet().count(name) != 0) required.insert(name);
+  }
+  if (required.empty()) return;
+  std::set<std::string> missing;
+  std::vector<std::string> offenders;
+  const Json& spec = item.pods.pod["spec"];
+  for (std::string_view key : {"containers", "initContainers"}) {
+    const Json& list = At(spec, key);
+    if (!list.is_array()) continue;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string f = fmt::format("spec.{}[{}]", key, i);
+      ResourceList requests = internal::ContainerResources(list[i], "requests", f);
+      ResourceList limits = internal::ContainerResources(list[i], "limits", f);
+      std::set<std::string> has;
+      for (std::string_view r : {"cpu", "memory"}) {
+        if (requests.count(std::string(r)) != 0) {
+          has.insert(std::string(r));
+          has.insert(fmt::format("requests.{}", r));
+        }
+        if (limits.count(std::string(r)) != 0) has.insert(fmt::format("limits.{}", r));
+      }
+      bool short_here = false;
+      for (const auto& r : required) {
+        if (has.count(r) == 0) {
+          missing.insert(r);
+          short_here = true;
+        }
+      }
+      if (short_here) offenders.push_back(StringAt(list[i], "name"));
+    }
+  }
+  if (missing.empty()) return;
+  std::string names;
+  for (const auto& m : missing) names += (names.empty() ? "" : ",") + m;
+  std::string containers;
+  for (const auto& c : offenders) containers += (containers.empty() ? "\"" : ", \"") + c + "\"";
+  result.fits = false;
+  result.problems.push_back(fmt::format(
+      "{}: quota {} limits cpu/memory, so every container must specify {} (container {} does "
+      "not); the server would refuse these pods with \"failed quota: {}: must specify {}\" — set "
+      "resources or give the namespace a LimitRange with defaults",
+      item.source, quota_name, names, containers, quota_name, names));
+}
+
+ResourceList HardOf(const Json& quota) {
+  ResourceList hard = ParseResourceList(At(At(quota, "spec"), "hard"), "spec.hard");
+  // Admission enforces status.hard; a quota whose status the controller has not written yet
+  // is not enforced at all for a moment. The pre-flight uses spec.hard, the limit that will be
+  // enforced, so that it never promises what the server will soon refuse.
+  if (hard.empty()) hard = ParseResourceList(At(At(quota, "status"), "hard"), "status.hard");
+  return hard;
+}
+
+// ---- quota spec validation ------------------------------------------------------------------
+
+const std::set<std::string>& KnownQuotaKeys() {
+  static const std::set<std::string> kKeys = {"cpu",
+                                              "memory",
+                                              "ephemeral-storage",
+                                              "requests.cpu",
+                                              "requests.memory",
+                                              "requests.ephemeral-storage",
+                                              "limits.cpu",
+                                              "limits.memory",
+                                              "limits.ephemeral-storage",
+                                              "requests.storage",
+                                              "pods",
+                                              "services",
+                                              "persistentvolumeclaims",
+                                              "secrets",
+                                              "configmaps",
+                                              "replicationcontrollers",
+                                              "resourcequotas",
+                                              "services.nodeports",
+                                              "services.loadbalancers"};
+  return kKeys;
+}
+
+bool IsIntegerQuotaKey(const std::string& key) {
+  static const std::set<std::string> kCounts = {
+      "pods",           "services",           "persistentvolumeclaims",
+      "secrets",        "configmaps",         "replicationcontrollers",
+      "resourcequotas", "services.nodeports", "services.loadbalancers"};
+  if (kCounts.count(key) != 0 || key.rfind("count/", 0) == 0) return true;
+  if (key.size() > 22 && key.ends_with("/persistentvolumeclaims")) return true;
+  // GPUs and other extended resources are whole devices.
+  return key.rfind("requests.", 0) == 0 && internal::IsExtendedResourceName(key.substr(9));
+}
+
+std::string QuotaField(std::string_view map, const std::string& key) {
+  return fmt::format("{}[{}]", map, key);
+}
+
+void ValidateQuotaKey(const std::string& key, const std::string& value) {
+  const std::string field = QuotaField("hard", key);
+  if (KnownQuotaKeys().count(key) != 0) return;
+  // Object counts and per-class storage keys contain a '/' too: recognise them before the
+  // extended-resource rules.
+  if (key.rfind("hugepages-", 0) == 0 || key.rfind("requests.hugepages-", 0) == 0) {
+    std::string size = key.substr(key.find("hugepages-") + 10);
+    if (Quantity::TryParse(size, nullptr)) return;
+  }
+  if (auto pos = key.find(kStorageClassInfix); pos != std::string::npos) {
+    const std::string storage_class = key.substr(0, pos);
+    const std::string rest = key.substr(pos + kStorageClassInfix.size());
+    if ((rest == "requests.storage" || rest == "persistentvolumeclaims") &&
+        validation::IsDns1123Subdomain(storage_class).empty()) {
+      return;
+    }
+  }
+  if (key.rfind("count/", 0) == 0) {
+    // count/<resource> or count/<resource>.<group>: lower-case resource, DNS-style group.
+    if (validation::IsDns1123Subdomain(key.substr(6)).empty()) return;
+  }
+  if (key.rfind("limits.", 0) == 0 && internal::IsExtendedResourceName(key.substr(7))) {
+    throw ValidationError(
+        field, value,
+        fmt::format("extended resources such as {0} can only be limited through the "
+                    "\"requests.\" prefix: use \"requests.{0}\" (Kubernetes requires requests == "
+                    "limits for extended resources, and ResourceQuota refuses limits.{0})",
+                    key.substr(7)));
+  }
+  if (internal::IsExtendedResourceName(key)) {
+    throw ValidationError(field, value,
+                          fmt::format("a quota on an extended resource must be written "
+                                      "\"requests.{}\"",
+                                      key));
+  }
+  if (key.rfind("requests.", 0) == 0 && internal::IsExtendedResourceName(key.substr(9))) return;
+  throw ValidationError(
+      field, value,
+      "unknown quota resource; known: requests.cpu, requests.memory, limits.cpu, limits.memory, "
+      "requests.nvidia.com/gpu (any requests.<extended resource>), requests.storage, "
+      "requests.ephemeral-storage, limits.ephemeral-storage, cpu, memory, pods, services, "
+      "persistentvolumeclaims, secrets, configmaps, replicationcontrollers, resourcequotas, "
+      "services.nodeports, services.loadbalancers, <class>.storageclass.storage.k8s.io/"
+      "requests.storage, <class>.storageclass.storage.k8s.io/persistentvolumeclaims, "
+      "count/<resource>[.<group>]");
+}
+
+Quantity ValidQuantity(const std::string& field, const std::string& value, bool integer) {
+  Quantity q;
+  std::string why;
+  if (!Quantity::TryParse(value, &q, &why)) throw ValidationError(field, value, why);
+  if (q.Sign() < 0) throw ValidationError(field, value, "must be greater than or equal to 0");
+  if (integer && q != Quantity::FromInt(q.Value())) {
+    throw ValidationError(field, value, "must be an integer");
+  }
+  return q;
+}
+
+void ValidateContainerResourceName(const std::string& field, const std::string& key,
+                                   const std::string& value) {
+  if (key == "cpu" || key == "memory" || key == "ephemeral-storage") return;
+  if (key.rfind("hugepages-", 0) == 0) return;
+  if (internal::IsExtendedResourceName(key)) return;
+  throw ValidationError(field, value,
+                        "unknown container resource; use cpu, memory, ephemeral-storage, "
+                        "hugepages-<size> or an extended resource such as nvidia.com/gpu");
+}
+
+std::map<std::string, Quantity> ValidLimitMap(std::string_view map_name,
+                                              const std::map<std::string, std::string>& map) {
+  std::map<std::string, Quantity> out;
+  for (const auto& [key, value] : map) {
+    const std::string field = fmt::format("limit_range.{}[{}]", map_name, key);
+    ValidateContainerResourceName(field, key, value);
+    out[key] = ValidQuantity(field, value, internal::IsExtendedResourceName(key));
+  }
+  return out;
+}
+
+void ValidateLimitRange(const LimitRangeSpec& lr) {
+  if (lr.default_requests.empty() && lr.default_limits.empty() && lr.max.empty() &&
+      lr.min.empty()) {
+    throw ValidationError("limit_range", "{}",
+                          "is set but empty: give default_requests, default_limits, max or min");
+  }
+  auto requests = ValidLimitMap("default_requests", lr.default_requests);
+  auto limits = ValidLimitMap("default_limits", lr.default_limits);
+  auto max = ValidLimitMap("max", lr.max);
+  auto min = ValidLimitMap("min", lr.min);
+  // The same ordering rules the apiserver checks (ValidateLimitRange), so the error comes
+  // before anything is sent and names the value.
+  auto require_le = [](const auto& small, const auto& big, std::string_view small_name,
+                       std::string_view big_name) {
+    for (const auto& [key, s] : small) {
+      auto it = big.find(key);
+      if (it == big.end() || !(it->second < s)) continue;
+      throw ValidationError(fmt::format("limit_range.{}[{}]", small_name, key), s.ToString(),
+                            fmt::format("must be less than or equal to {}[{}] ({})", big_name, key,
+                                        it->second.ToString()));
+    }
+  };
+  require_le(requests, limits, "default_requests", "default_limits");
+  require_le(min, max, "min", "max");
+  require_le(min, requests, "min", "default_requests");
+  require_le(limits, max, "default_limits", "max");
+  require_le(requests, max, "default_requests", "max");
+  for (const auto& [key, request] : requests) {
+    auto it = limits.find(key);
+    if (internal::IsExtendedResourceName(key) && it != limits.end() && it->second != request) {
+      throw ValidationError(fmt::format("limit_range.default_requests[{}]", key),
+                            request.ToString(),
+                            "extended resources need equal default request and default limit");
+    }
+  }
+}
+
+void ValidateLabels(std::string_view map_name, const std::map<std::string, std::string>& labels,
+                    bool values_are_labels) {
+  for (const auto& [key, value] : labels) {
+    const std::string field = fmt::format("{}[{}]", map_name, key);
+    validation::RequireLabelKey(field, key);
+    if (values_are_labels) validation::RequireLabelValue(field, value);
+    if (key == kQueueLabel || key == kManagedByLabel) {
+      throw ValidationError(field, value, "is set by tfk8s for every queue; remove it");
+    }
+  }
+}
+
+// ---- over-commit arithmetic -------------------------------------------------------------------
+
+__extension__ typedef __int128 Int128;
+
+// ceil(q * ratio_milli / 1000) at the precision that matters for the resource: milli-cores for
+// cpu, whole bytes for memory. Exact in 128 bits.
+Quantity Scale(const Quantity& q, std::int64_t ratio_milli, bool bytes) {
+  auto ceil_div = [](Int128 a, Int128 b) { return a >= 0 ? (a + b - 1) / b : a / b; };
+  if (bytes) {
+    const Int128 v = ceil_div(Int128{q.Value()} * ratio_milli, 1000);
+    if (v > std::numeric_limits<std::int64_t>::max()) {
+      throw ValidationError("ratio", fmt::format("{}", static_cast<double>(ratio_milli) / 1000.0),
+                            "over-committed limit is out of range");
+    }
+    return Quantity::FromInt(static_cast<std::int64_t>(v), q.format());
+  }
+  const Int128 v = ceil_div(Int128{q.MilliValue()} * ratio_milli, 1000);
+  if (v > std::numeric_limits<std::int64_t>::max()) {
+    throw ValidationError("ratio", fmt::format("{}", static_cast<double>(ratio_milli) / 1000.0),
+                          "over-committed limit is out of range");
+  }
+  return Quantity::FromMilli(static_cast<std::int64_t>(v));
+}
+
+// ---- usage table ------------------------------------------------------------------------------
+
+std::string Percent(const ResourceUsage& r) {
+  if (r.hard.IsZero()) return r.used.IsZero() ? "-" : "over";
+  return fmt::format("{}%", static_cast<long long>(std::lround(r.Fraction() * 100.0)));
+}
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// Ready = the quota controller has caught up with spec.hard (see WaitForQuotaReady).
+bool QuotaReady(const Json& quota) {
+  ResourceList spec_hard = ParseResourceList(At(At(quota, "spec"), "hard"), "spec.hard");
+  const Json& status = At(quota, "status");
+  ResourceList status_hard = ParseResourceList(At(status, "hard"), "status.hard");
+  const Json& used = At(status, "used");
+  if (status_hard.size() != spec_hard.size()) return false;
+  for (const auto& [name, amount] : spec_hard) {
+    auto it = status_hard.find(name);
+    if (it == status_hard.end() || it->second != amount) return false;
+    if (!used.is_object() || !used.contains(name)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---- demand -----------------------------------------------------------------------------------
+
+ResourceList QuotaDemandOf(const std::vector<Json>& objects) {
+  return QuotaDemandOf(objects, DemandContext{});
+}
+
+ResourceList QuotaDemandOf(const std::vector<Json>& objects, const DemandContext& context) {
+  ResourceList total;
+  for (const auto& item : internal::UsageItemsOf(objects, context)) AddTo(total, item.usage);
+  // Admission ignores resources with zero usage (RemoveZeros); so does the demand.
+  std::erase_if(total, [](const auto& entry) { return entry.second.IsZero(); });
+  return total;
+}
+
+ResourceList PodDemandOf(const Json& pod_template, std::int64_t replicas,
+                         const DemandContext& context) {
+  ResourceList demand = internal::PodTemplateItem(pod_template, replicas, context).usage;
+  std::erase_if(demand, [](const auto& entry) { return entry.second.IsZero(); });
+  return demand;
+}
+
+// ---- fit results --------------------------------------------------------------------------------
+
+std::string FitResult::Message() const {
+  std::string out;
+  for (const auto& s : shortfalls) {
+    if (!out.empty()) out += "\n";
+    out += fmt::format("{}: requested {}, remaining {} (hard {}, used {}) in quota {}", s.resource,
+                       s.requested.ToString(), s.remaining.ToString(), s.hard.ToString(),
+                       s.used.ToString(), s.quota);
+  }
+  for (const auto& p : problems) {
+    if (!out.empty()) out += "\n";
+    out += p;
+  }
+  return out;
+}
+
+void FitResult::Merge(const FitResult& other) {
+  fits = fits && other.fits;
+  shortfalls.insert(shortfalls.end(), other.shortfalls.begin(), other.shortfalls.end());
+  problems.insert(problems.end(), other.problems.begin(), other.problems.end());
+}
+
+namespace {
+
+FitResult EvaluateItems(const std::vector<UsageItem>& items, const std::vector<Json>& quotas) {
+  FitResult result;
+  for (const auto& quota : quotas) {
+    const std::string name = StringAt(At(quota, "metadata"), "name");
+    const ResourceList hard = HardOf(quota);
+    if (hard.empty()) continue;
+    const ResourceList used = ParseResourceList(At(At(quota, "status"), "used"), "status.used");
+    const auto scopes = ScopesOf(quota);
+
+    ResourceList demand;
+    for (const auto& item : items) {
+      if (!QuotaMatches(scopes, item)) continue;
+      if (item.is_pod_group) CheckContainerConstraints(item, name, hard, result);
+      for (const auto& [resource, amount] : item.usage) {
+        if (hard.count(resource) != 0) demand[resource] += amount;
+      }
+    }
+    for (const auto& [resource, requested] : demand) {
+      if (requested.IsZero()) continue;  // admission ignores zero usage
+      const Quantity& limit = hard.at(resource);
+      auto u = used.find(resource);
+      const Quantity already = u == used.end() ? Quantity() : u->second;
+      if (already + requested > limit) {
+        result.fits = false;
+        result.shortfalls.push_back(
+            Shortfall{resource, name, requested, already, limit, limit - already});
+      }
+    }
+  }
+  return result;
+}
+
+// The namespace's admission context: LimitRanges, and the default StorageClass when a quota has
+// per-class keys (the only case where it matters, so the read is skipped otherwise).
+DemandContext ContextFor(Client& client, const std::string& ns, const std::vector<Json>& quotas) {
+  DemandContext context;
+  context.limit_ranges = Items(client.List(kLimitRanges, ns));
+  bool per_class = false;
+  for (const auto& q : quotas) {
+    for (const auto& [k, v] : HardOf(q)) {
+      if (k.find(kStorageClassInfix) != std::string::npos) per_class = true;
+    }
+  }
+  if (!per_class) return context;
+  for (const auto& sc : Items(client.List(kStorageClasses, ""))) {
+    const Json& annotations = At(At(sc, "metadata"), "annotations");
+    for (std::string_view key : {"storageclass.kubernetes.io/is-default-class",
+                                 "storageclass.beta.kubernetes.io/is-default-class"}) {
+      if (StringAt(annotations, key) == "true") {
+        context.default_storage_class = StringAt(At(sc, "metadata"), "name");
+      }
+    }
+  }
+  return context;
+}
+
+}  // namespace
+
+FitResult EvaluateQuota(const std::vector<Json>& objects, const std::vector<Json>& quotas,
+                        const DemandContext& context) {
+  // Parse the objects even without quotas, so malformed input fails the same way either way.
+  const std::vector<UsageItem> items = internal::UsageItemsOf(objects, context);
+  return EvaluateItems(items, quotas);
+}
+
+FitResult CheckQuota(Client& client, const std::string& ns, const std::vector<Json>& objects) {
+  std::vector<Json> quotas = Items(client.List(kResourceQuotas, ns));
+  if (quotas.empty()) return EvaluateQuota(objects, {}, {});
+  return EvaluateQuota(objects, quotas, ContextFor(client, ns, quotas));
+}
+
+FitResult CheckQuotaForPods(Client& client, const std::string& ns, const Json& pod_template,
+                            std::int64_t replicas) {
+  (void)internal::PodTemplateItem(pod_template, replicas, {});  // validate before any request
+  std::vector<Json> quotas = Items(client.List(kResourceQuotas, ns));
+  if (quotas.empty()) return {};
+  const DemandContext context = ContextFor(client, ns, quotas);
+  return EvaluateItems({internal::PodTemplateItem(pod_template, replicas, context)}, quotas);
+}
+
+// ---- queues -------------------------------------------------------------------------------------
+
+void ValidateQuotaSpec(const QuotaSpec& spec) {
+  validation::RequireDns1123Label("name", spec.name);
+  ValidateLabels("labels", spec.labels, /*values_are_labels=*/true);
+  for (const auto& [key, value] : spec.annotations) {
+    validation::RequireLabelKey(fmt::format("annotations[{}]", key), key);
+  }
+  for (const auto& [key, value] : spec.hard) {
+    ValidateQuotaKey(key, value);
+    ValidQuantity(QuotaField("hard", key), value, IsIntegerQuotaKey(key));
+  }
+  if (spec.limit_range) ValidateLimitRange(*spec.limit_range);
+}
+
+QuotaSpec OverCommitted(QuotaSpec spec, double ratio) {
+  if (!std::isfinite(ratio) || ratio < 1.0 || ratio > 1000.0) {
+    throw ValidationError("ratio", fmt::format("{}", ratio),
+                          "must be a number from 1 to 1000 (limits = requests × ratio)");
+  }
+  const double milli = ratio * 1000.0;
+  const auto ratio_milli = static_cast<std::int64_t>(std::llround(milli));
+  if (std::fabs(milli - static_cast<double>(ratio_milli)) > 1e-6) {
+    throw ValidationError("ratio", fmt::format("{}", ratio),
+                          "at most three decimals are supported");
+  }
+  for (std::string_view r : {"cpu", "memory"}) {
+    const bool bytes = r == "memory";
+    const std::string request_key = fmt::format("requests.{}", r);
+    if (auto it = spec.hard.find(request_key); it != spec.hard.end()) {
+      Quantity q = ValidQuantity(QuotaField("hard", request_key), it->second, false);
+      spec.hard[fmt::format("limits.{}", r)] = Scale(q, ratio_milli, bytes).ToString();
+    }
+    if (spec.limit_range) {
+      auto& lr = *spec.limit_range;
+      if (auto it = lr.default_requests.find(std::string(r)); it != lr.default_requests.end()) {
+        Quantity q =
+            ValidQuantity(fmt::format("limit_range.default_requests[{}]", r), it->second, false);
+        lr.default_limits[std::string(r)] = Scale(q, ratio_milli, bytes).ToString();
+      }
+    }
+  }
+  return spec;
+}
+
+std::vector<Json> RenderQuota(const QuotaSpec& spec) {
+  ValidateQuotaSpec(spec);
+  Json ns_labels = Json::object();
+  for (const auto& [k, v] : spec.labels) ns_labels[k] = v;
+  ns_labels[std::string(kManagedByLabel)] = kManagedByValue;
+  ns_labels[std::string(kQueueLabel)] = "true";
+  Json ns_metadata{{"name", spec.name}, {"labels", ns_labels}};
+  if (!spec.annotations.empty()) {
+    Json annotations = Json::object();
+    for (const auto& [k, v] : spec.annotations) annotations[k] = v;
+    ns_metadata["annotations"] = annotations;
+  }
+  std::vector<Json> out;
+  out.push_back({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", ns_metadata}});
+
+  const Json labels{{std::string(kManagedByLabel), kManagedByValue},
+                    {std::string(kQueueLabel), spec.name}};
+  const Json metadata{{"name", spec.name}, {"namespace", spec.name}, {"labels", labels}};
+  if (!spec.hard.empty()) {
+    Json hard = Json::object();
+    for (const auto& [k, v] : spec.hard) hard[k] = Quantity::Parse(v).ToString();
+    out.push_back({{"apiVersion", "v1"},
+                   {"kind", "ResourceQuota"},
+                   {"metadata", metadata},
+                   {"spec", {{"hard", hard}}}});
+  }
+  if (spec.limit_range) {
+    const auto& lr = *spec.limit_range;
+    Json item{{"type", "Container"}};
+    for (const auto& [field, map] : {std::pair{"default", &lr.default_limits},
+                                     std::pair{"defaultRequest", &lr.default_requests},
+                                     std::pair{"max", &lr.max}, std::pair{"min", &lr.min}}) {
+      if (map->empty()) continue;
+      Json values = Json::object();
+      for (const auto& [k, v] : *map) values[k] = Quantity::Parse(v).ToString();
+      item[field] = values;
+    }
+    out.push_back({{"apiVersion", "v1"},
+                   {"kind", "LimitRange"},
+                   {"metadata", metadata},
+                   {"spec", {{"limits", Json::array({item})}}}});
+  }
+  return out;
+}
+
+namespace {
+
+// Deletes a queue object that an earlier spec created and the current one no longer wants; only
+// objects tfk8s manages are touched.
+void DeleteIfManaged(Client& client, const ResourceType& type, const std::string& name) {
+  try {
+    Json existing = client.Get(type, name, name);
+    if (StringAt(At(At(existing, "metadata"), "labels"), kManagedByLabel) != kManagedByValue)
+      return;
+    client.Delete(type, name, name);
+  } catch (const NotFound&) {
+  }
+}
+
+}  // namespace
+
+QuotaUsage ApplyQuota(Client& client, const QuotaSpec& spec, const ApplyQuotaOptions& options) {
+  const std::vector<Json> objects = RenderQuota(spec);
+  ApplyOptions apply;
+  apply.force = options.force;
+  // The namespace must exist before anything is applied into it.
+  client.Apply(objects.front(), apply);
+  for (std::size_t i = 1; i < objects.size(); ++i) client.Apply(objects[i], apply);
+  if (spec.hard.empty()) DeleteIfManaged(client, kResourceQuotas, spec.name);
+  if (!spec.limit_range) DeleteIfManaged(client, kLimitRanges, spec.name);
+  if (options.wait_ready && !spec.hard.empty()) {
+    WaitForQuotaReady(client, spec.name, options.ready_timeout);
+  }
+  if (spec.hard.empty()) return QuotaUsage{spec.name, spec.name, {}, true};
+  return UsageOf(client.Get(kResourceQuotas, spec.name, spec.name));
+}
+
+void DeleteQuota(Client& client, const std::string& name, bool delete_namespace) {
+  validation::RequireDns1123Label("name", name);
+  try {
+    if (delete_namespace) {
+      client.Delete(kNamespaces, "", name);
+      return;
+    }
+    try {
+      client.Delete(kResourceQuotas, name, name);
+    } catch (const NotFound&) {
+    }
+    client.Delete(kLimitRanges, name, name);
+  } catch (const NotFound&) {
+  }
+}
+
+// ---- usage --------------------------------------------------------------------------------------
+
+double ResourceUsage::Fraction() const {
+  if (hard.Sign() <= 0) return used.Sign() > 0 ? 1.0 : 0.0;
+  return used.AsDouble() / hard.AsDouble();
+}
+
+std::optional<ResourceUsage> QuotaUsage::Find(std::string_view resource) const {
+  for (const auto& r : resources) {
+    if (r.resource == resource) return r;
+  }
+  return std::nullopt;
+}
+
+QuotaUsage UsageOf(const Json& resource_quota) {
+  QuotaUsage out;
+  const Json& metadata = At(resource_quota, "metadata");
+  out.ns = StringAt(metadata, "namespace");
+  out.name = StringAt(metadata, "name");
+  const ResourceList spec_hard =
+      ParseResourceList(At(At(resource_quota, "spec"), "hard"), "spec.hard");
+  const Json& status = At(resource_quota, "status");
+  const ResourceList status_hard = ParseResourceList(At(status, "hard"), "status.hard");
+  const ResourceList used = ParseResourceList(At(status, "used"), "status.used");
+  // What `kubectl describe quota` prints: status.hard (what admission enforces) and status.used;
+  // resources the controller has not reached yet show spec.hard and zero use.
+  std::set<std::string> names;
+  for (const auto& [k, v] : spec_hard) names.insert(k);
+  for (const auto& [k, v] : status_hard) names.insert(k);
+  for (const auto& name : names) {
+    ResourceUsage r;
+    r.resource = name;
+    auto sh = status_hard.find(name);
+    r.hard = sh != status_hard.end() ? sh->second : spec_hard.at(name);
+    auto u = used.find(name);
+    if (u != used.end()) r.used = u->second;
+    r.remaining = r.hard - r.used;
+    out.resources.push_back(std::move(r));
+  }
+  out.ready = QuotaReady(resource_quota);
+  return out;
+}
+
+std::vector<QuotaUsage> GetQuotaUsage(Client& client, const std::string& ns) {
+  std::vector<QuotaUsage> out;
+  for (const auto& q : Items(client.List(kResourceQuotas, ns))) out.push_back(UsageOf(q));
+  std::sort(out.begin(), out.end(),
+            [](const QuotaUsage& a, const QuotaUsage& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<QuotaUsage> ListQueues(Client& client) {
+  ListOptions options;
+  options.label_selector = std::string(kQueueLabel);
+  std::vector<QuotaUsage> out;
+  for (const auto& q : Items(client.ListAll(kResourceQuotas, "", options))) {
+    out.push_back(UsageOf(q));
+  }
+  std::sort(out.begin(), out.end(), [](const QuotaUsage& a, const QuotaUsage& b) {
+    return std::tie(a.ns, a.name) < std::tie(b.ns, b.name);
+  });
+  return out;
+}
+
+std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& usages) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "REMAINING", "USE%"});
+  for (const auto& q : usages) {
+    for (const auto& r : q.resources) {
+      rows.push_back({q.ns, q.name, r.resource, r.used.ToString(), r.hard.ToString(),
+                      r.remaining.ToString(), Percent(r)});
+    }
+  }
+  return rows;
+}
+
+std::string FormatUsageTable(const std::vector<QuotaUsage>& usages) {
+  const auto rows = UsageRows(usages);
+  std::vector<std::size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string FormatUsageHtml(const std::vector<QuotaUsage>& usages) {
+  const auto rows = UsageRows(usages);
+  std::string out = "<table class=\"tfk8s-quota\">\n<thead><tr>";
+  for (const auto& h : rows.front()) out += "<th>" + HtmlEscape(h) + "</th>";
+  out += "</tr></thead>\n<tbody>\n";
+  std::size_t row = 1;
+  for (const auto& q : usages) {
+    for (const auto& r : q.resources) {
+      // At or over the limit: nothing more of this resource can be admitted.
+      const bool full = r.remaining.Sign() <= 0 && !(r.hard.IsZero() && r.used.IsZero());
+      out += full ? "<tr class=\"full\" style=\"color:#b00000\">" : "<tr>";
+      for (const auto& cell : rows[row]) out += "<td>" + HtmlEscape(cell) + "</td>";
+      out += "</tr>\n";
+      ++row;
+    }
+  }
+  out += "</tbody>\n</table>\n";
+  return out;
+}
+
+// ---- readiness and the "status unknown" window --------------------------------------------------
+
+void WaitForQuotaReady(Client& client, const std::string& ns, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Json list = client.List(kResourceQuotas, ns);
+  std::map<std::string, Json> quotas;
+  for (const auto& q : Items(list)) quotas[StringAt(At(q, "metadata"), "name")] = q;
+  auto all_ready = [&] {
+    return std::all_of(quotas.begin(), quotas.end(),
+                       [](const auto& entry) { return QuotaReady(entry.second); });
+  };
+  if (all_ready()) return;
+
+  // Watch from the list's version: the controller's status update arrives as an event, so the
+  // wait ends as soon as usage is known instead of at the next poll.
+  ListOptions from;
+  from.resource_version = StringAt(At(list, "metadata"), "resourceVersion");
+  Informer informer(client, kResourceQuotas, ns, from);
+  informer.set_watch_timeout(std::chrono::seconds(std::max<std::int64_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(timeout).count())));
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    auto event =
+        informer.Next(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
+    if (!event) continue;
+    const std::string name = StringAt(At(event->object, "metadata"), "name");
+    if (event->type == WatchEventType::kDeleted) {
+      quotas.erase(name);
+    } else if (event->type == WatchEventType::kAdded || event->type == WatchEventType::kModified) {
+      quotas[name] = event->object;
+    }
+    if (all_ready()) return;
+  }
+  std::string pending;
+  for (const auto& [name, q] : quotas) {
+    if (!QuotaReady(q)) pending += (pending.empty() ? "" : ", ") + name;
+  }
+  const std::string message = fmt::format(
+      "quota {} in namespace {} has no usage yet after {} ms (is kube-controller-manager "
+      "running its resourcequota controller?)",
+      pending, ns, timeout.count());
+  throw Timeout(ErrorKind::kTimeout, message, 0, "Timeout", message);
+}
+
+bool IsQuotaStatusUnknown(const std::exception& error) {
+  const auto* forbidden = dynamic_cast<const Forbidden*>(&error);
+  if (forbidden == nullptr) return false;
+  return forbidden->server_message().find("status unknown for quota") != std::string::npos ||
+         std::string_view(forbidden->what()).find("status unknown for quota") !=
+             std::string_view::npos;
+}
+
+Json RetryWhileQuotaUnknown(const std::function<Json()>& write, std::chrono::milliseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  std::chrono::milliseconds backoff(50);
+  while (true) {
+    try {
+      return write();
+    } catch (const Forbidden& e) {
+      if (!IsQuotaStatusUnknown(e) || std::chrono::steady_clock::now() + backoff > deadline) throw;
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+}  // namespace tfk8s

@@ -1,0 +1,351 @@
+// Node labels, inventory, WhereFits and the could-ever-fit placement check. No server (label
+// patches run over a fake transport).
+#include <doctest/doctest.h>
+
+#include "fake_transport.hpp"
+#include "tfk8s/placement.hpp"
+
+using namespace tfk8s;
+using tfk8s::testing::FakeTransport;
+using tfk8s::testing::Respond;
+
+namespace {
+
+Quantity Q(std::string_view s) { return Quantity::Parse(s); }
+
+// Nodes shaped like the local cluster's simulated ones.
+Json Node(const std::string& name, const Json& labels, const Json& allocatable,
+          const Json& taints = Json::array(), bool ready = true) {
+  Json n{{"apiVersion", "v1"},
+         {"kind", "Node"},
+         {"metadata", {{"name", name}, {"labels", labels}, {"resourceVersion", "7"}}},
+         {"spec", Json::object()},
+         {"status",
+          {{"allocatable", allocatable},
+           {"capacity", allocatable},
+           {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
+  if (!taints.empty()) n["spec"]["taints"] = taints;
+  return n;
+}
+
+std::vector<Json> SimNodes() {
+  const Json cpu{{"cpu", "32"}, {"memory", "128Gi"}, {"pods", "110"}};
+  const Json gpu{{"cpu", "32"}, {"memory", "128Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}};
+  const Json shared{{"nodetype", "tensorflow"}, {"cputype", "xeon-gold"}, {"pooltype", "shared"}};
+  Json gpu_labels = shared;
+  gpu_labels["gputype"] = "v100";
+  Json private_labels{{"nodetype", "tensorflow"},
+                      {"cputype", "xeon-gold"},
+                      {"pooltype", "unshared"},
+                      {"privatename", "alice"}};
+  const Json gpu_taint = {
+      {{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}};
+  return {Node("sim-cpu-0", shared, cpu), Node("sim-cpu-1", shared, cpu),
+          Node("sim-gpu-0", gpu_labels, gpu, gpu_taint),
+          Node("sim-gpu-1", gpu_labels, gpu, gpu_taint),
+          Node("sim-private-0", private_labels, cpu)};
+}
+
+Json RunningPod(const std::string& node, const Json& requests, const std::string& phase = "Running",
+                const Json& limits = nullptr) {
+  Json c{{"name", "c"}, {"image", "x"}, {"resources", {{"requests", requests}}}};
+  if (!limits.is_null()) c["resources"]["limits"] = limits;
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", "p"}, {"namespace", "ns"}}},
+          {"spec", {{"nodeName", node}, {"containers", {c}}}},
+          {"status", {{"phase", phase}}}};
+}
+
+Json Worker(const std::string& name, const Json& pod_spec_extra, const Json& resources,
+            int replicas = 1) {
+  Json spec{{"containers", {{{"name", "tf"}, {"image", "tf"}, {"resources", resources}}}}};
+  spec.update(pod_spec_extra);
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "StatefulSet"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"replicas", replicas}, {"template", {{"spec", spec}}}}}};
+}
+
+const Json kGpuToleration = {
+    {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}};
+
+ClientConfig FakeConfig() {
+  ClientConfig c;
+  c.server = "https://127.0.0.1:6443";
+  c.token = "t";
+  c.rate_limit.qps = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST_SUITE("placement") {
+  TEST_CASE("seed label rules") {
+    CHECK_NOTHROW(ValidateNodeLabels({{"nodetype", "tensorflow"}, {"pooltype", "shared"}}));
+    CHECK_NOTHROW(ValidateNodeLabels({{"pooltype", "unshared"}, {"privatename", "alice"}}));
+    CHECK_NOTHROW(ValidateNodeLabels({}));
+    try {
+      ValidateNodeLabels({{"pooltype", "private"}});
+      FAIL("expected ValidationError");
+    } catch (const ValidationError& e) {
+      CHECK(e.field() == "labels[pooltype]");
+      CHECK(e.value() == "private");
+    }
+    try {
+      ValidateNodeLabels({{"pooltype", "unshared"}});
+      FAIL("expected ValidationError");
+    } catch (const ValidationError& e) {
+      CHECK(e.field() == "labels[privatename]");
+      CHECK(std::string(e.what()).find("required when pooltype=unshared") != std::string::npos);
+    }
+    try {
+      ValidateNodeLabels({{"pooltype", "shared"}, {"privatename", "bob"}});
+      FAIL("expected ValidationError");
+    } catch (const ValidationError& e) {
+      CHECK(e.field() == "labels[privatename]");
+      CHECK(e.value() == "bob");
+    }
+    CHECK_THROWS_AS(ValidateNodeLabels({{"privatename", "bob"}}), ValidationError);
+    CHECK_THROWS_AS(ValidateNodeLabels({{"gputype", "v100 sxm"}}), ValidationError);
+    CHECK_THROWS_AS(ValidateNodeLabels({{"-bad", "x"}}), ValidationError);
+  }
+
+  TEST_CASE("SetNodeLabels validates the resulting set, then patches conditionally") {
+    std::vector<std::string> bodies;
+    auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
+      if (r.method == "GET") return Respond(200, SimNodes()[0].dump());
+      bodies.push_back(r.body);
+      return Respond(200, SimNodes()[0].dump());
+    });
+    Client client(FakeConfig(), fake);
+    SetNodeLabels(client, "sim-cpu-0", {{"gputype", "a100"}});
+    REQUIRE(bodies.size() == 1);
+    Json patch = Json::parse(bodies[0]);
+    CHECK(patch["metadata"]["labels"] == Json{{"gputype", "a100"}});
+    CHECK(patch["metadata"]["resourceVersion"] == "7");
+    auto reqs = fake->requests();
+    CHECK(reqs.back().method == "PATCH");
+    CHECK(testing::HasHeader(reqs.back(), "Content-Type: application/merge-patch+json"));
+
+    // sim-cpu-0 is shared: making it unshared without an owner is refused before any PATCH.
+    CHECK_THROWS_AS(SetNodeLabels(client, "sim-cpu-0", {{"pooltype", "unshared"}}),
+                    ValidationError);
+    CHECK(bodies.size() == 1);
+    SetNodeLabels(client, "sim-cpu-0", {{"pooltype", "unshared"}, {"privatename", "bob"}});
+    CHECK(bodies.size() == 2);
+    // Syntax errors fail before even the GET.
+    const auto before = fake->requests().size();
+    CHECK_THROWS_AS(SetNodeLabels(client, "sim-cpu-0", {{"gputype", "not valid!"}}),
+                    ValidationError);
+    CHECK(fake->requests().size() == before);
+
+    // A key cannot be both set and removed.
+    CHECK_THROWS_AS(UpdateNodeLabels(client, "sim-cpu-0", {{"gputype", "a100"}}, {"gputype"}),
+                    ValidationError);
+    CHECK(fake->requests().size() == before);
+    UpdateNodeLabels(client, "sim-cpu-0", {{"gputype", "a100"}}, {"pooltype"});
+    Json both = Json::parse(bodies.back());
+    CHECK(both["metadata"]["labels"] == Json{{"gputype", "a100"}, {"pooltype", nullptr}});
+
+    RemoveNodeLabels(client, "sim-cpu-0", {"cputype", "absent"});
+    Json removal = Json::parse(bodies.back());
+    CHECK(removal["metadata"]["labels"] == Json{{"cputype", nullptr}});
+    // Nothing to change: no PATCH at all.
+    const auto patches = bodies.size();
+    SetNodeLabels(client, "sim-cpu-0", {{"nodetype", "tensorflow"}});
+    CHECK(bodies.size() == patches);
+  }
+
+  TEST_CASE("inventory: requests of non-terminated pods per node, groups") {
+    std::vector<Json> pods{
+        RunningPod("sim-gpu-0", {{"cpu", "4"}, {"memory", "16Gi"}}, "Running",
+                   {{"nvidia.com/gpu", "2"}}),
+        RunningPod("sim-gpu-0", {{"cpu", "500m"}}, "Pending"),
+        RunningPod("sim-gpu-0", {{"cpu", "8"}}, "Succeeded"),  // finished: frees its requests
+        RunningPod("sim-cpu-1", {{"cpu", "1"}, {"memory", "1Gi"}}),
+        RunningPod("", {{"cpu", "1"}}, "Pending"),  // not scheduled yet
+    };
+    Inventory inv = BuildInventory(SimNodes(), pods);
+    REQUIRE(inv.nodes.size() == 5);
+    const NodeInfo& g0 = inv.nodes[2];
+    CHECK(g0.name == "sim-gpu-0");
+    CHECK(g0.gputype == "v100");
+    CHECK(g0.pod_count == 2);
+    CHECK(g0.requested.at("cpu") == Q("4500m"));
+    CHECK(g0.requested.at("memory") == Q("16Gi"));
+    CHECK(g0.requested.at("nvidia.com/gpu") == Q("2"));  // from the limit, like the apiserver
+    CHECK(g0.requested.at("pods") == Q("2"));
+    CHECK(g0.free.at("cpu") == Q("27500m"));
+    CHECK(g0.free.at("nvidia.com/gpu") == Q("2"));
+    CHECK(g0.free.at("pods") == Q("108"));
+    REQUIRE(g0.taints.size() == 1);
+    CHECK(g0.taints[0].ToString() == "nvidia.com/gpu=present:NoSchedule");
+
+    REQUIRE(inv.by_gputype.size() == 2);
+    CHECK(inv.by_gputype[0].value.empty());
+    CHECK(inv.by_gputype[0].nodes.size() == 3);
+    CHECK(inv.by_gputype[1].value == "v100");
+    CHECK(inv.by_gputype[1].allocatable.at("nvidia.com/gpu") == Q("8"));
+    CHECK(inv.by_gputype[1].free.at("nvidia.com/gpu") == Q("6"));
+    REQUIRE(inv.by_cputype.size() == 1);
+    CHECK(inv.by_cputype[0].allocatable.at("cpu") == Q("160"));
+    CHECK(inv.by_cputype[0].requested.at("cpu") == Q("5500m"));
+    REQUIRE(inv.by_pool.size() == 2);
+    CHECK(inv.by_pool[0].value == "shared");
+    CHECK(inv.by_pool[1].value == "unshared/alice");
+    CHECK(inv.by_pool[1].nodes == std::vector<std::string>{"sim-private-0"});
+    const std::string text = FormatInventory(inv);
+    CHECK(text.find("sim-gpu-0") != std::string::npos);
+    CHECK(text.find("gputype=v100: 2 node(s)") != std::string::npos);
+  }
+
+  TEST_CASE("WhereFits: labels, taints (GPU requests tolerate the GPU taint), free capacity") {
+    std::vector<Json> pods{RunningPod("sim-gpu-0", {{"nvidia.com/gpu", "1"}})};
+    Inventory inv = BuildInventory(SimNodes(), pods);
+    FitQuery four_gpus;
+    four_gpus.requests = {{"nvidia.com/gpu", Q("4")}, {"requests.cpu", Q("8")}};
+    four_gpus.node_selector = {{"gputype", "v100"}};
+    CHECK(WhereFits(inv, four_gpus) == std::vector<std::string>{"sim-gpu-1"});
+    four_gpus.tolerate_requested_resource_taints = false;
+    CHECK(WhereFits(inv, four_gpus).empty());
+    four_gpus.tolerations = kGpuToleration;
+    CHECK(WhereFits(inv, four_gpus) == std::vector<std::string>{"sim-gpu-1"});
+
+    FitQuery a100;
+    a100.requests = {{"nvidia.com/gpu", Q("1")}};
+    a100.node_selector = {{"gputype", "a100"}};
+    CHECK(WhereFits(inv, a100).empty());
+
+    // A CPU pod: GPU nodes are tainted, so only untainted nodes are offered.
+    FitQuery cpu;
+    cpu.requests = {{"cpu", Q("16")}, {"memory", Q("64Gi")}};
+    cpu.node_selector = {{"pooltype", "shared"}};
+    CHECK(WhereFits(inv, cpu) == std::vector<std::string>{"sim-cpu-0", "sim-cpu-1"});
+    cpu.requests["cpu"] = Q("33");
+    CHECK(WhereFits(inv, cpu).empty());
+
+    // Not-ready and cordoned nodes are not offered.
+    auto nodes = SimNodes();
+    nodes[0]["status"]["conditions"][0]["status"] = "False";
+    nodes[1]["spec"]["unschedulable"] = true;
+    FitQuery any;
+    CHECK(WhereFits(BuildInventory(nodes, {}), any) == std::vector<std::string>{"sim-private-0"});
+  }
+
+  TEST_CASE("EvaluatePlacement: a pod that fits somewhere") {
+    Json w = Worker("w", {{"nodeSelector", {{"gputype", "v100"}}}, {"tolerations", kGpuToleration}},
+                    {{"limits", {{"nvidia.com/gpu", "4"}, {"cpu", "8"}}}}, 3);
+    FitResult r = EvaluatePlacement({w}, SimNodes());
+    CHECK(r.fits);
+    CHECK(r.problems.empty());
+  }
+
+  TEST_CASE("EvaluatePlacement: no node with gputype=a100") {
+    Json w = Worker("w",
+                    {{"nodeSelector", {{"nodetype", "tensorflow"}, {"gputype", "a100"}}},
+                     {"tolerations", kGpuToleration}},
+                    {{"limits", {{"nvidia.com/gpu", "1"}}}});
+    FitResult r = EvaluatePlacement({w}, SimNodes());
+    CHECK_FALSE(r.fits);
+    REQUIRE(r.problems.size() == 1);
+    INFO(r.problems[0]);
+    CHECK(r.problems[0].find("StatefulSet/w") == 0);
+    CHECK(r.problems[0].find("no node has label gputype=a100") != std::string::npos);
+    CHECK(r.problems[0].find("nodetype") == std::string::npos);  // that one matches
+  }
+
+  TEST_CASE("EvaluatePlacement: a pod bigger than any node") {
+    Json big = Worker("big", Json::object(), {{"requests", {{"cpu", "64"}, {"memory", "1Gi"}}}});
+    FitResult r = EvaluatePlacement({big}, SimNodes());
+    CHECK_FALSE(r.fits);
+    REQUIRE(r.problems.size() == 1);
+    INFO(r.problems[0]);
+    CHECK(r.problems[0].find("bigger than any node") != std::string::npos);
+    CHECK(r.problems[0].find("cpu 64 > largest allocatable 32") != std::string::npos);
+    CHECK(r.problems[0].find("memory") == std::string::npos);
+    // Five GPUs on nodes with four each.
+    Json gpus =
+        Worker("g", {{"tolerations", kGpuToleration}}, {{"limits", {{"nvidia.com/gpu", "5"}}}});
+    FitResult g = EvaluatePlacement({gpus}, SimNodes());
+    REQUIRE(g.problems.size() == 1);
+    CHECK(g.problems[0].find("nvidia.com/gpu 5 > largest allocatable 4") != std::string::npos);
+    // Init containers count by their maximum, not their sum.
+    Json init = Worker("i", Json::object(), {{"requests", {{"cpu", "20"}}}});
+    init["spec"]["template"]["spec"]["initContainers"] = {
+        {{"name", "a"}, {"image", "x"}, {"resources", {{"requests", {{"cpu", "30"}}}}}},
+        {{"name", "b"}, {"image", "x"}, {"resources", {{"requests", {{"cpu", "30"}}}}}}};
+    CHECK(EvaluatePlacement({init}, SimNodes()).fits);
+  }
+
+  TEST_CASE("EvaluatePlacement: taints, affinity operators, matchFields") {
+    // GPU pods without a toleration cannot go anywhere with GPUs.
+    Json untolerated = Worker("u", Json::object(), {{"limits", {{"nvidia.com/gpu", "1"}}}});
+    FitResult u = EvaluatePlacement({untolerated}, SimNodes());
+    CHECK_FALSE(u.fits);
+    // Nodes without GPUs fail on resources, so the message is about size; with a selector for
+    // GPU nodes it is about the taint.
+    Json selected = Worker("s", {{"nodeSelector", {{"gputype", "v100"}}}},
+                           {{"limits", {{"nvidia.com/gpu", "1"}}}});
+    FitResult s = EvaluatePlacement({selected}, SimNodes());
+    REQUIRE(s.problems.size() == 1);
+    CHECK(s.problems[0].find("nvidia.com/gpu=present:NoSchedule") != std::string::npos);
+    CHECK(s.problems[0].find("add a toleration") != std::string::npos);
+
+    auto with_affinity = [](const Json& expressions) {
+      return Worker("a",
+                    {{"affinity",
+                      {{"nodeAffinity",
+                        {{"requiredDuringSchedulingIgnoredDuringExecution",
+                          {{"nodeSelectorTerms", {{{"matchExpressions", expressions}}}}}}}}}}},
+                    {{"requests", {{"cpu", "1"}}}});
+    };
+    auto fits = [&](const Json& expressions) {
+      return EvaluatePlacement({with_affinity(expressions)}, SimNodes()).fits;
+    };
+    CHECK(fits({{{"key", "pooltype"}, {"operator", "In"}, {"values", {"unshared"}}},
+                {{"key", "privatename"}, {"operator", "In"}, {"values", {"alice"}}}}));
+    CHECK_FALSE(fits({{{"key", "privatename"}, {"operator", "In"}, {"values", {"bob", "carol"}}}}));
+    CHECK(fits({{{"key", "gputype"}, {"operator", "DoesNotExist"}}}));
+    CHECK(fits({{{"key", "gputype"}, {"operator", "NotIn"}, {"values", {"v100"}}}}));
+    CHECK_FALSE(fits({{{"key", "gputype"}, {"operator", "Exists"}}}));  // tainted, no toleration
+    CHECK_FALSE(fits({{{"key", "cputype"}, {"operator", "Gt"}, {"values", {"3"}}}}));
+    FitResult named = EvaluatePlacement(
+        {with_affinity(
+            {{{"key", "privatename"}, {"operator", "In"}, {"values", {"bob", "carol"}}}})},
+        SimNodes());
+    REQUIRE(named.problems.size() == 1);
+    CHECK(named.problems[0].find("privatename in (bob,carol)") != std::string::npos);
+
+    Json by_name = Worker("n",
+                          {{"affinity",
+                            {{"nodeAffinity",
+                              {{"requiredDuringSchedulingIgnoredDuringExecution",
+                                {{"nodeSelectorTerms",
+                                  {{{"matchFields",
+                                     {{{"key", "metadata.name"},
+                                       {"operator", "In"},
+                                       {"values", {"sim-private-0"}}}}}}}}}}}}}}},
+                          {{"requests", {{"cpu", "1"}}}});
+    CHECK(EvaluatePlacement({by_name}, SimNodes()).fits);
+
+    // A transient condition taint does not make a pod impossible to place.
+    auto nodes = SimNodes();
+    for (auto& n : nodes) {
+      n["spec"]["taints"] = {{{"key", "node.kubernetes.io/not-ready"}, {"effect", "NoSchedule"}}};
+    }
+    CHECK(EvaluatePlacement({Worker("c", Json::object(), {{"requests", {{"cpu", "1"}}}})}, nodes)
+              .fits);
+  }
+
+  TEST_CASE("EvaluatePlacement: several objects, only pod-making kinds, zero replicas skipped") {
+    Json svc{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", {{"name", "s"}}}};
+    Json none = Worker("none", {{"nodeSelector", {{"gputype", "a100"}}}}, Json::object(), 0);
+    Json big = Worker("big", Json::object(), {{"requests", {{"memory", "200Gi"}}}});
+    FitResult r = EvaluatePlacement({svc, none, big}, SimNodes());
+    CHECK_FALSE(r.fits);
+    REQUIRE(r.problems.size() == 1);
+    CHECK(r.problems[0].find("StatefulSet/big") == 0);
+    CHECK(EvaluatePlacement({svc}, {}).fits);
+  }
+}
