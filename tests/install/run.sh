@@ -7,7 +7,7 @@ work=$2
 rm -rf "$work"
 mkdir -p "$work"
 cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DTFK8S_BUILD_TESTS=OFF -DTFK8S_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+  -DTFK8S_BUILD_TESTS=OFF -DTFK8S_BUILD_EXAMPLES=OFF -DTFK8S_BUILD_PYTHON=OFF -DTFK8S_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
 cmake --build "$work/build" -j2 >/dev/null
 cmake --install "$work/build" >/dev/null
 test -f "$work/prefix/include/tfk8s/client.hpp"

@@ -1,0 +1,329 @@
+#!/usr/bin/python3
+"""tfk8s benchmarks: tfk8s (C++ and Python) side by side with kubectl, the official Python
+client and a plain-HTTP floor, against the local cluster. Run through tools/bench.sh.
+
+Every figure is the median of --repeat runs, and every comparison is a ratio against a peer
+measured in the same run (the machine is shared and noisy). --smoke runs each scenario once at
+a tiny size so CI keeps the harness working; it asserts nothing about speed.
+
+Writes <out>/results.json and, with --markdown, a results table (docs/benchmarks.md).
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PY = "/usr/bin/python3"
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.kubeconfig = args.kubeconfig
+        self.cpp = os.path.join(args.build_dir, "bench", "tfk8s_bench")
+        self.pythonpath = os.pathsep.join([os.path.join(args.build_dir, "python"),
+                                           os.path.join(ROOT, "python")])
+        self.tmp = tempfile.mkdtemp(prefix="tfk8s-bench-")
+        self.results = {"scenarios": {}}
+        self.counter = 0
+
+    # ---- running contenders -----------------------------------------------------------
+    def run_json(self, cmd, env=None, timeout=900):
+        e = dict(os.environ)
+        e["PYTHONPATH"] = self.pythonpath
+        e.update(env or {})
+        p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd[:3])}… failed ({p.returncode}): {p.stderr[-800:]}")
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def timed_process(self, cmd, timeout=900):
+        """Wall time of a whole process (kubectl cannot be timed from inside)."""
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        ms = (time.perf_counter() - t0) * 1000
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd[:3])}… failed: {p.stderr[-800:]}")
+        return {"ms": ms, "stdout_bytes": len(p.stdout)}
+
+    def tfk8s_python_available(self, attribute="Client"):
+        """Whether the tfk8s Python package (and `attribute` of it) can be imported."""
+        e = dict(os.environ, PYTHONPATH=self.pythonpath)
+        code = f"import tfk8s; tfk8s.{attribute}"
+        return subprocess.run([PY, "-c", code], env=e, capture_output=True).returncode == 0
+
+    def fresh_ns(self, prefix):
+        self.counter += 1
+        return f"bench-{prefix}-{os.getpid() % 10000}-{self.counter}"
+
+    def delete_ns(self, ns):
+        subprocess.run([self.cpp, "delete-ns", self.kubeconfig, ns], capture_output=True,
+                       timeout=600)
+
+    def medians(self, samples):
+        out = {}
+        for name, values in samples.items():
+            ms = [v for v in values if v is not None]
+            out[name] = {"median_ms": statistics.median(ms) if ms else None,
+                         "runs_ms": [round(v, 1) for v in ms]}
+        return out
+
+    # ---- scenario 1: bring-up of the seed's large cluster ----------------------------------
+    def spec(self, ns, name, workers, ps, chief=True, tensorboard=True, storage=True,
+             topology="per-replica", strategy=None):
+        s = {"name": name, "namespace": ns, "topology": topology,
+             "strategy": strategy or ("parameter-server" if ps else "multi-worker-mirrored"),
+             "placement": {"cputype": "xeon-gold", "pool": "shared"},
+             "ps": {"replicas": ps, "resources": {"cpu": "100m", "memory": "128Mi"}},
+             "worker": {"replicas": workers, "resources": {"cpu": "100m", "memory": "128Mi"}},
+             "chief": {"replicas": 1 if chief else 0,
+                       "resources": {"cpu": "100m", "memory": "128Mi"}}}
+        if tensorboard:
+            s["tensorboard"] = {"port": 6006}
+        if storage:
+            s["storage"] = {"size": "1Gi", "accessModes": ["ReadWriteOnce"]}
+        path = os.path.join(self.tmp, f"{ns}-{name}.json")
+        json.dump(s, open(path, "w"))
+        return path
+
+    def scenario_apply(self):
+        ps, workers = (2, 3) if self.args.smoke else (12, 20)
+        log(f"scenario 1: bring-up of a cluster with {ps} ps + {workers} workers + chief + "
+            "TensorBoard + PVC")
+        samples = {k: [] for k in ("tfk8s C++", "tfk8s Python", "kubectl apply -f",
+                                   "official client (one by one)", "parallel floor")}
+        py = self.tfk8s_python_available("TFCluster")
+        if not py:
+            log("tfk8s.TFCluster is not in the Python package yet: its column stays empty")
+        for _ in range(self.args.repeat):
+            for contender in samples:
+                if contender == "tfk8s Python" and not py:
+                    continue
+                ns = self.fresh_ns("apply")
+                spec = self.spec(ns, "seed-large", workers, ps)
+                try:
+                    subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, "create", "ns", ns],
+                                   capture_output=True, check=True)
+                    objects = self.run_json([self.cpp, "render", spec])
+                    objects_path = os.path.join(self.tmp, f"{ns}-objects.json")
+                    json.dump(objects, open(objects_path, "w"))
+                    if contender == "tfk8s C++":
+                        r = self.run_json([self.cpp, "apply", self.kubeconfig, spec])
+                    elif contender == "tfk8s Python":
+                        r = self.run_json([PY, os.path.join(HERE, "peer_tfk8s.py"), "apply",
+                                           self.kubeconfig, spec])
+                    elif contender == "kubectl apply -f":
+                        yaml_path = os.path.join(self.tmp, f"{ns}.yaml")
+                        with open(yaml_path, "w") as f:
+                            subprocess.run([self.cpp, "render-yaml", spec], stdout=f, check=True)
+                        r = self.timed_process(["kubectl", "--kubeconfig", self.kubeconfig,
+                                                "apply", "-f", yaml_path])
+                    elif contender == "official client (one by one)":
+                        r = self.run_json([PY, os.path.join(HERE, "peer_official.py"), "create",
+                                           self.kubeconfig, objects_path])
+                    else:
+                        r = self.run_json([self.cpp, "floor-apply", self.kubeconfig, objects_path])
+                    samples[contender].append(r["ms"])
+                    self.objects_count = len(objects)
+                finally:
+                    self.delete_ns(ns)
+        res = self.medians(samples)
+        res["_objects"] = getattr(self, "objects_count", None)
+        self.results["scenarios"]["1_apply"] = res
+
+    # ---- scenario 2: until every replica is Running ---------------------------------------
+    def scenario_running(self):
+        sizes = [2] if self.args.smoke else [1, 5, 32, 100]
+        log(f"scenario 2: until every replica is Running, sizes {sizes}")
+        out = {}
+        for n in sizes:
+            samples = {k: [] for k in ("tfk8s per-replica", "tfk8s statefulset (Parallel)",
+                                       "StatefulSet OrderedReady")}
+            for _ in range(max(1, self.args.repeat // 2) if n >= 32 else self.args.repeat):
+                for contender in samples:
+                    ns = self.fresh_ns("run")
+                    try:
+                        subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, "create", "ns",
+                                        ns], capture_output=True, check=True)
+                        if contender == "StatefulSet OrderedReady":
+                            r = self.run_json([self.cpp, "sts-running", self.kubeconfig, ns,
+                                               "ordered", str(n), "OrderedReady"])
+                        else:
+                            topology = "per-replica" if "per-replica" in contender else "statefulset"
+                            spec = self.spec(ns, "run", n, 0, chief=False, tensorboard=False,
+                                             storage=False, topology=topology)
+                            r = self.run_json([self.cpp, "wait-running", self.kubeconfig, spec])
+                        samples[contender].append(r["ms"])
+                    finally:
+                        self.delete_ns(ns)
+            out[str(n)] = self.medians(samples)
+        self.results["scenarios"]["2_running"] = out
+
+    # ---- scenario 3: list and decode pods -----------------------------------------------
+    def scenario_list(self):
+        sizes = [50] if self.args.smoke else [3000, 10000]
+        log(f"scenario 3: list and decode pods, sizes {sizes}")
+        py = self.tfk8s_python_available()
+        out = {}
+        for n in sizes:
+            ns = self.fresh_ns("list")
+            try:
+                self.run_json([self.cpp, "create-pods", self.kubeconfig, ns, str(n)], timeout=1800)
+                samples = {k: [] for k in ("tfk8s C++", "tfk8s Python", "official client",
+                                           "kubectl get -o json", "raw fetch + parse (C++)",
+                                           "raw fetch + json.loads (Python)")}
+                for _ in range(self.args.repeat):
+                    samples["tfk8s C++"].append(
+                        self.run_json([self.cpp, "list", self.kubeconfig, ns])["ms"])
+                    if py:
+                        samples["tfk8s Python"].append(self.run_json(
+                            [PY, os.path.join(HERE, "peer_tfk8s.py"), "list", self.kubeconfig,
+                             ns])["ms"])
+                    samples["official client"].append(self.run_json(
+                        [PY, os.path.join(HERE, "peer_official.py"), "list", self.kubeconfig,
+                         ns])["ms"])
+                    samples["kubectl get -o json"].append(self.timed_process(
+                        ["kubectl", "--kubeconfig", self.kubeconfig, "get", "pods", "-n", ns,
+                         "-o", "json"])["ms"])
+                    samples["raw fetch + parse (C++)"].append(
+                        self.run_json([self.cpp, "floor-list", self.kubeconfig, ns])["ms"])
+                    samples["raw fetch + json.loads (Python)"].append(self.run_json(
+                        [PY, os.path.join(HERE, "peer_official.py"), "raw-list", self.kubeconfig,
+                         ns])["ms"])
+                out[str(n)] = self.medians(samples)
+            finally:
+                self.delete_ns(ns)
+        self.results["scenarios"]["3_list"] = out
+
+    # ---- scenario 4: watch -----------------------------------------------------------
+    def scenario_watch(self):
+        count = 100 if self.args.smoke else 2000
+        rounds = 2 if self.args.smoke else 10
+        log(f"scenario 4: watch decode of {count} changes; memory over {rounds} rounds")
+        py = self.tfk8s_python_available()
+        ns = self.fresh_ns("watch")
+        out = {}
+        try:
+            rv = self.run_json([self.cpp, "changes", self.kubeconfig, ns, str(count)])["rv"]
+            samples = {k: [] for k in ("tfk8s C++", "tfk8s Python", "official client")}
+            for _ in range(self.args.repeat):
+                samples["tfk8s C++"].append(self.run_json(
+                    [self.cpp, "watch-replay", self.kubeconfig, ns, rv, str(count)])["ms"])
+                if py:
+                    samples["tfk8s Python"].append(self.run_json(
+                        [PY, os.path.join(HERE, "peer_tfk8s.py"), "watch-replay", self.kubeconfig,
+                         ns, rv, str(count)])["ms"])
+                samples["official client"].append(self.run_json(
+                    [PY, os.path.join(HERE, "peer_official.py"), "watch-replay", self.kubeconfig,
+                     ns, rv, str(count)])["ms"])
+            out["replay"] = self.medians(samples)
+            out["events"] = count
+            mem = self.run_json([self.cpp, "watch", self.kubeconfig, ns + "-mem", str(count),
+                                 str(rounds)], timeout=1800)
+            out["informer_rss_kb_per_round"] = mem["rss_kb"]
+            out["informer_live_events_per_s"] = mem["events_per_s_median"]
+        finally:
+            self.delete_ns(ns)
+            self.delete_ns(ns + "-mem")
+        self.results["scenarios"]["4_watch"] = out
+
+    # ---- scenario 5: import cost ------------------------------------------------------
+    def scenario_import(self):
+        log("scenario 5: import time and resident memory over a bare interpreter")
+        probe = ("import resource, time, sys; t0 = time.perf_counter(); {stmt}; "
+                 "t = time.perf_counter() - t0; "
+                 "print('{{\"ms\": %f, \"rss_kb\": %d}}' % (t * 1000, "
+                 "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))")
+        samples = {}
+        for name, stmt in (("bare interpreter", "pass"), ("import tfk8s", "import tfk8s"),
+                           ("import kubernetes", "import kubernetes; from kubernetes import client, config")):
+            if name == "import tfk8s" and not self.tfk8s_python_available():
+                continue
+            runs = [self.run_json([PY, "-c", probe.format(stmt=stmt)])
+                    for _ in range(max(3, self.args.repeat))]
+            samples[name] = {"median_ms": statistics.median(r["ms"] for r in runs),
+                             "median_rss_kb": statistics.median(r["rss_kb"] for r in runs)}
+        self.results["scenarios"]["5_import"] = samples
+
+    # ---- driver ---------------------------------------------------------------------
+    def machine(self):
+        def out(cmd):
+            try:
+                return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+            except Exception:  # noqa: BLE001 - informational only
+                return "?"
+        cpu = "?"
+        try:
+            for line in open("/proc/cpuinfo"):
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        except OSError:
+            pass
+        official = out([PY, "-c", "import kubernetes; print(kubernetes.__version__)"])
+        return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+                "python": out([PY, "-c", "import platform; print(platform.python_version())"]),
+                "kubectl": out(["kubectl", "version", "--client", "-o", "json"]) and
+                json.loads(out(["kubectl", "version", "--client", "-o", "json"]) or "{}")
+                .get("clientVersion", {}).get("gitVersion", "?"),
+                "official_client": official,
+                "server": "kube-apiserver v1.20.2 (tfk8s local cluster, simulated nodes)",
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "repeat": self.args.repeat, "smoke": self.args.smoke}
+
+    def run(self):
+        self.results["machine"] = self.machine()
+        wanted = self.args.scenarios.split(",")
+        for key, fn in (("1", self.scenario_apply), ("2", self.scenario_running),
+                        ("3", self.scenario_list), ("4", self.scenario_watch),
+                        ("5", self.scenario_import)):
+            if key in wanted:
+                t0 = time.time()
+                fn()
+                log(f"scenario {key} done in {time.time() - t0:.0f}s")
+        os.makedirs(self.args.out, exist_ok=True)
+        path = os.path.join(self.args.out, "results.json")
+        json.dump(self.results, open(path, "w"), indent=2)
+        log(f"results in {path}")
+        if self.args.markdown:
+            import report
+            open(self.args.markdown, "w").write(report.markdown(self.results))
+            log(f"table in {self.args.markdown}")
+        return self.results
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--build-dir", required=True, help="a CMake build dir with bench/tfk8s_bench")
+    p.add_argument("--out", required=True, help="folder for results.json")
+    p.add_argument("--markdown", help="write the results table here (docs/benchmarks.md)")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, one run: harness check")
+    p.add_argument("--scenarios", default="1,2,3,4,5")
+    args = p.parse_args()
+    if args.smoke:
+        args.repeat = 1
+    results = Bench(args).run()
+    # The smoke run checks that every scenario produced numbers; it never judges speed.
+    missing = [k for k in ("1_apply", "2_running", "3_list", "4_watch", "5_import")
+               if k[0] in args.scenarios.split(",") and not results["scenarios"].get(k)]
+    if missing:
+        raise SystemExit(f"scenarios without results: {missing}")
+    print("bench: all scenarios produced numbers")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, HERE)
+    main()

@@ -1,0 +1,240 @@
+// Streams as Python iterators: WatchStream (raw watch), Informer (list-then-watch with resume)
+// and LogStream (pod log lines).
+//
+// Waiting happens without the GIL in short slices; between slices Python's signal handlers run,
+// so Ctrl-C in a terminal or a notebook interrupts a wait at once. Dropping the Python object
+// cancels the C++ stream (its destructor does); cancel() does it explicitly, from any thread.
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "tfk8s/client.hpp"
+
+namespace tfk8s::python {
+
+namespace {
+
+// A stream plus what Python needs around it: a lock so that two Python threads cannot read it at
+// once (the C++ stream is single-reader), and whether it has ended.
+template <typename Stream>
+class Guarded {
+ public:
+  explicit Guarded(Stream stream) : stream_(std::move(stream)) {}
+
+  // Waits for the next item (`read(stream, slice)` returns std::optional<Item>); nullopt on
+  // timeout or at the end. `timeout` in seconds, nullopt = until an item or the end.
+  template <typename Read>
+  auto Next(std::optional<double> timeout, Read&& read) {
+    return WaitInSlices(
+        timeout,
+        [&](std::chrono::milliseconds slice) {
+          std::lock_guard lock(read_mu_);
+          auto item = read(stream_, slice);
+          if (!item && Ended()) ended_ = true;
+          return item;
+        },
+        [&] { return ended_.load(); });
+  }
+
+  void Cancel() {
+    cancelled_ = true;
+    stream_.Cancel();  // thread-safe by contract: may run while another thread reads
+  }
+
+  [[nodiscard]] bool ended() const { return ended_; }
+  Stream& stream() { return stream_; }
+  std::mutex& read_mutex() { return read_mu_; }
+
+ private:
+  // Called with read_mu_ held.
+  bool Ended() {
+    if constexpr (requires(Stream s) { s.ended(); }) {
+      return cancelled_ || stream_.ended();
+    } else {
+      return cancelled_.load();
+    }
+  }
+
+  Stream stream_;
+  std::mutex read_mu_;
+  std::atomic<bool> ended_{false};
+  std::atomic<bool> cancelled_{false};
+};
+
+using PyWatchStream = Guarded<WatchStream>;
+using PyLogStream = Guarded<LogStream>;
+using PyInformer = Guarded<Informer>;
+
+py::object EventToPython(std::optional<WatchEvent> event) {
+  if (!event) return py::none();
+  return py::make_tuple(py::str(std::string(ToString(event->type))), JsonToPython(event->object));
+}
+
+py::object LineToPython(const std::optional<std::string>& line) {
+  if (!line) return py::none();
+  return DecodeLenient(*line);
+}
+
+auto ReadEvent = [](auto& stream, std::chrono::milliseconds slice) { return stream.Next(slice); };
+auto ReadLine = [](LogStream& stream, std::chrono::milliseconds slice) {
+  return stream.NextLine(slice);
+};
+
+// Adds next(timeout), __iter__, __next__, cancel(), ended and the context manager protocol.
+template <typename Guard, typename Read, typename Convert>
+void AddIteration(py::class_<Guard>& cls, Read read, Convert convert, const char* item_doc) {
+  cls.def(
+         "next",
+         [read, convert](Guard& self, std::optional<double> timeout) {
+           return convert(self.Next(timeout, read));
+         },
+         py::arg("timeout") = py::none(),
+         (std::string("The next ") + item_doc +
+          ", or None when `timeout` seconds pass first or the stream has ended (timeout None: "
+          "wait as long as it takes).")
+             .c_str())
+      .def("__iter__", [](Guard& self) -> Guard& { return self; })
+      .def("__next__",
+           [read, convert](Guard& self) {
+             py::object item = convert(self.Next(std::nullopt, read));
+             if (item.is_none()) throw py::stop_iteration();
+             return item;
+           })
+      .def("cancel", &Guard::Cancel,
+           "Stops the stream; iteration then ends. Thread-safe and idempotent.")
+      .def_property_readonly("ended", &Guard::ended, "True once the stream has ended.")
+      .def("__enter__", [](Guard& self) -> Guard& { return self; })
+      .def("__exit__", [](Guard& self, const py::args&) { self.Cancel(); });
+}
+
+}  // namespace
+
+void BindStreams(py::module_& m) {
+  py::class_<WatchOptions>(m, "WatchOptions", "Options of raw watches.")
+      .def(py::init<>())
+      .def_readwrite("label_selector", &WatchOptions::label_selector)
+      .def_readwrite("field_selector", &WatchOptions::field_selector)
+      .def_readwrite(
+          "resource_version", &WatchOptions::resource_version,
+          "Start after this version ('' = the current state as ADDED events, then changes).")
+      .def_readwrite("allow_bookmarks", &WatchOptions::allow_bookmarks)
+      .def_readwrite("timeout_seconds", &WatchOptions::timeout_seconds,
+                     "Server-side duration of the watch request.");
+
+  py::class_<LogOptions>(m, "LogOptions", "Options of pod log calls.")
+      .def(py::init<>())
+      .def_readwrite("container", &LogOptions::container)
+      .def_readwrite("follow", &LogOptions::follow)
+      .def_readwrite("tail_lines", &LogOptions::tail_lines)
+      .def_readwrite("since_seconds", &LogOptions::since_seconds)
+      .def_readwrite("limit_bytes", &LogOptions::limit_bytes)
+      .def_readwrite("timestamps", &LogOptions::timestamps)
+      .def_readwrite("previous", &LogOptions::previous);
+
+  py::class_<PyWatchStream> watch(m, "WatchStream",
+                                  "A raw watch: (type, object) tuples in the order the server "
+                                  "sends them; ERROR events are returned as events.");
+  AddIteration(watch, ReadEvent, EventToPython, "(type, object) event");
+
+  py::class_<PyLogStream> logs(m, "LogStream", "Pod log lines (str, without the newline).");
+  AddIteration(logs, ReadLine, LineToPython, "line");
+
+  py::class_<PyInformer> informer(
+      m, "Informer",
+      "List-then-watch with resume: (type, object) events for every change, resuming after "
+      "server timeouts and relisting after 410 Gone (delivering only the differences). Raises "
+      "the typed error of failures that retrying cannot fix.");
+  informer
+      .def(py::init([](Client client, ResourceType type, std::string ns, ListOptions selectors) {
+             return std::make_unique<PyInformer>(
+                 Informer(std::move(client), std::move(type), std::move(ns), std::move(selectors)));
+           }),
+           py::arg("client"), py::arg("type"), py::arg("namespace"),
+           py::arg_v("selectors", ListOptions{}, "ListOptions()"),
+           "Watches `type` in `namespace` ('' = all namespaces). With selectors.resource_version "
+           "set, resumes from that version without listing first.")
+      .def(
+          "snapshot",
+          [](PyInformer& self) {
+            py::gil_scoped_release release;
+            return self.stream().Snapshot();
+          },
+          "The objects currently known.")
+      .def_property_readonly(
+          "resource_version",
+          [](PyInformer& self) {
+            py::gil_scoped_release release;
+            return self.stream().resource_version();
+          },
+          "The last resourceVersion seen (save it to resume later).")
+      .def_property_readonly(
+          "relist_count",
+          [](PyInformer& self) {
+            py::gil_scoped_release release;
+            return self.stream().relist_count();
+          },
+          "How many times the informer had to list again (first list excluded).")
+      .def(
+          "set_watch_timeout",
+          [](PyInformer& self, double seconds) {
+            auto min_timeout = std::chrono::seconds(static_cast<std::int64_t>(seconds));
+            py::gil_scoped_release release;
+            std::lock_guard lock(self.read_mutex());
+            self.stream().set_watch_timeout(min_timeout);
+          },
+          py::arg("min_timeout"),
+          "Server-side duration of each watch request in seconds (at least 1): random in "
+          "[t, 2t). Set before iterating.");
+  AddIteration(informer, ReadEvent, EventToPython, "(type, object) event");
+
+  // The Client methods that open streams.
+  auto client = py::reinterpret_borrow<py::class_<Client>>(m.attr("Client"));
+  client
+      .def(
+          "watch",
+          [](Client& c, const ResourceType& type, std::string_view ns,
+             const WatchOptions& options) {
+            std::unique_ptr<PyWatchStream> stream;
+            {
+              py::gil_scoped_release release;
+              stream = std::make_unique<PyWatchStream>(c.Watch(type, ns, options));
+            }
+            return stream;
+          },
+          py::arg("type"), py::arg("namespace"),
+          py::arg_v("options", WatchOptions{}, "WatchOptions()"),
+          "A raw watch from options.resource_version ('' namespace = all namespaces).")
+      .def(
+          "read_logs",
+          [](Client& c, std::string_view ns, std::string_view pod, const LogOptions& options) {
+            std::string text;
+            {
+              py::gil_scoped_release release;
+              text = c.ReadLogs(ns, pod, options);
+            }
+            return DecodeLenient(text);
+          },
+          py::arg("namespace"), py::arg("pod"), py::arg_v("options", LogOptions{}, "LogOptions()"),
+          "A pod's whole log (never follows).")
+      .def(
+          "stream_logs",
+          [](Client& c, std::string_view ns, std::string_view pod, const LogOptions& options) {
+            std::unique_ptr<PyLogStream> stream;
+            {
+              py::gil_scoped_release release;
+              stream = std::make_unique<PyLogStream>(c.StreamLogs(ns, pod, options));
+            }
+            return stream;
+          },
+          py::arg("namespace"), py::arg("pod"), py::arg_v("options", LogOptions{}, "LogOptions()"),
+          "A pod's log as a stream of lines (follow or not).");
+}
+
+}  // namespace tfk8s::python

@@ -1,0 +1,782 @@
+"""The Pythonic front end: :class:`Client` and the iterators it returns.
+
+Everything here only shapes arguments and results; the work happens in the C++ core
+(``tfk8s._core``), which releases the GIL on every network call.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Union,
+)
+
+from tfk8s import _core
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+#: A Kubernetes object as a plain dict in the API's own shape (apiVersion, kind, metadata, ...).
+Object = Dict[str, Any]
+#: What the write calls accept: a dict, or anything with a ``to_dict()`` method.
+ObjectLike = Union[Mapping[str, Any], Any]
+
+_PATCH_TYPES = {
+    "merge": _core.PatchType.MERGE,
+    "strategic": _core.PatchType.STRATEGIC_MERGE,
+    "strategic-merge": _core.PatchType.STRATEGIC_MERGE,
+    "json": _core.PatchType.JSON,
+}
+
+
+class WatchEvent(NamedTuple):
+    """One change seen by a watch or an informer.
+
+    ``type`` is ``"ADDED"``, ``"MODIFIED"``, ``"DELETED"`` (or ``"BOOKMARK"`` when a raw watch
+    asked for bookmarks); ``object`` is the object as a dict. Unpacks as ``type, obj = event``.
+    """
+
+    type: str
+    object: Object
+
+    @property
+    def name(self) -> str:
+        """``object["metadata"]["name"]`` (``""`` when absent)."""
+        return self.object.get("metadata", {}).get("name", "")
+
+    @property
+    def namespace(self) -> str:
+        """``object["metadata"]["namespace"]`` (``""`` for cluster-scoped objects)."""
+        return self.object.get("metadata", {}).get("namespace", "")
+
+
+class ApplyResult(NamedTuple):
+    """The outcome of one object of :meth:`Client.apply_all`: exactly one of ``object`` (what
+    the server returned) and ``error`` (a :class:`tfk8s.Error`) is set."""
+
+    object: Optional[Object]
+    error: Optional[BaseException]
+
+    @property
+    def ok(self) -> bool:
+        """True when the object was applied."""
+        return self.error is None
+
+    def result(self) -> Object:
+        """The applied object, or raises the error."""
+        if self.error is not None:
+            raise self.error
+        assert self.object is not None
+        return self.object
+
+
+def _status_error(status: Object, context: str) -> BaseException:
+    """The typed exception for a watch ERROR event (its object is a Kubernetes Status)."""
+    import json  # only on this rare path: keeps `import tfk8s` light
+
+    code = status.get("code") if isinstance(status, dict) else None
+    return _core.api_error(int(code or 500), json.dumps(status), context)
+
+
+class _Stream:
+    """Shared behaviour of the iterators over C++ streams.
+
+    Iterating waits without the GIL, in short slices, so Ctrl-C interrupts it at once; any
+    exception (KeyboardInterrupt included) closes the stream, as does leaving a ``with`` block
+    or dropping the last reference.
+    """
+
+    __slots__ = ("_core", "_context", "_closed")
+
+    def __init__(self, core: Any, context: str) -> None:
+        self._core = core
+        self._context = context
+        self._closed = False
+
+    def __iter__(self) -> "_Stream":
+        return self
+
+    def _next_raw(self, timeout: Optional[float], forever: bool) -> Any:
+        try:
+            return self._core.__next__() if forever else self._core.next(timeout)
+        except BaseException:  # the end, Ctrl-C or an error: the stream is finished
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stops the stream (and its HTTP request). Idempotent; safe from any thread."""
+        self._closed = True
+        self._core.cancel()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` or once the stream has ended."""
+        return self._closed or self._core.ended
+
+    def __enter__(self) -> "_Stream":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type],
+        exc: Optional[BaseException],
+        tb: Optional["TracebackType"],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<tfk8s.{type(self).__name__} {self._context} ({state})>"
+
+
+class _EventStream(_Stream):
+    __slots__ = ()
+
+    def _event(self, raw: Any) -> Optional[WatchEvent]:
+        if raw is None:
+            return None
+        kind, obj = raw
+        if kind == "ERROR":
+            self.close()
+            raise _status_error(obj, self._context)
+        return WatchEvent(kind, obj)
+
+    def __next__(self) -> WatchEvent:
+        event = self._event(self._next_raw(None, forever=True))
+        assert event is not None
+        return event
+
+    def next(self, timeout: Optional[float] = None) -> Optional[WatchEvent]:
+        """The next event, or None when ``timeout`` seconds pass first or the stream ended.
+
+        ``timeout=None`` waits as long as it takes.
+        """
+        return self._event(self._next_raw(timeout, forever=False))
+
+
+class Watch(_EventStream):
+    """A raw watch (see :meth:`Client.watch`): an iterator of :class:`WatchEvent`.
+
+    It ends when the server closes the watch (``timeout_seconds``) or after :meth:`close`. An
+    ERROR event from the server is raised as its typed error (e.g. :class:`tfk8s.Gone` when the
+    starting resourceVersion is too old).
+    """
+
+    __slots__ = ()
+
+
+class Informer(_EventStream):
+    """List-then-watch that never misses a change (see :meth:`Client.informer`).
+
+    Iterating yields a :class:`WatchEvent` for every object that exists (ADDED), then for every
+    change. Server timeouts are resumed from the last resourceVersion without repeats; after
+    410 Gone it lists again and yields only the differences; transient failures are retried with
+    backoff. Errors that retrying cannot fix (e.g. :class:`tfk8s.Forbidden`) are raised. Runs
+    until :meth:`close`.
+    """
+
+    __slots__ = ()
+
+    def snapshot(self) -> List[Object]:
+        """The objects currently known (as delivered so far)."""
+        return self._core.snapshot()
+
+    @property
+    def resource_version(self) -> str:
+        """The last resourceVersion seen: pass it as ``resource_version`` to resume later."""
+        return self._core.resource_version
+
+    @property
+    def relist_count(self) -> int:
+        """How many times the informer had to list again (the first list excluded)."""
+        return self._core.relist_count
+
+    def run(self, callback: Callable[[WatchEvent], Optional[bool]]) -> None:
+        """Calls ``callback(event)`` for every event until it returns False or :meth:`close`."""
+        for event in self:
+            if callback(event) is False:
+                return
+
+
+class LogLines(_Stream):
+    """Lines of a pod's log (str, without the newline), as they arrive (see
+    :meth:`Client.stream_logs`). Ends with the log (or when the container ends, when following)
+    or after :meth:`close`."""
+
+    __slots__ = ()
+
+    def __next__(self) -> str:
+        return self._next_raw(None, forever=True)
+
+    def next(self, timeout: Optional[float] = None) -> Optional[str]:
+        """The next line, or None when ``timeout`` seconds pass first or the log ended."""
+        return self._next_raw(timeout, forever=False)
+
+
+def _validation_error(field: str, why: str) -> "_core.ValidationError":
+    error = _core.ValidationError(f'invalid {field} "": {why}')
+    error.field = field
+    error.reason = "Invalid"
+    error.message = why
+    return error
+
+
+def _as_object(obj: ObjectLike) -> Any:
+    """A dict for a mapping, the result of ``to_dict()`` for workload objects."""
+    if isinstance(obj, Mapping):
+        return obj
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    raise TypeError(f"expected a dict (or an object with to_dict()), not {type(obj).__name__}")
+
+
+def _opt(value: Optional[str]) -> str:
+    return "" if value is None else value
+
+
+class Client:
+    """A Kubernetes API client: any resource (custom resources too), server-side apply, watches,
+    informers and pod logs. Objects are plain dicts.
+
+    ``Client()`` loads the configuration like kubectl does (``KUBECONFIG`` or
+    ``~/.kube/config``), and in a pod falls back to the service account. ``kubeconfig``,
+    ``context`` and ``namespace`` override the file, the context and the default namespace;
+    ``config`` takes a ready :class:`tfk8s.ClientConfig` instead (e.g. from
+    :func:`tfk8s.load_kubeconfig` with a changed rate limit).
+
+    A client is cheap to share: it is thread-safe and every network call releases the GIL.
+    Resource types are named by ``(api_version, kind)``, e.g. ``("apps/v1", "Deployment")``, and
+    resolved through discovery (cached). Failures raise subclasses of :class:`tfk8s.Error`.
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(
+        self,
+        kubeconfig: Optional[Union[str, "os.PathLike[str]"]] = None,
+        context: Optional[str] = None,
+        namespace: Optional[str] = None,
+        *,
+        config: Optional[_core.ClientConfig] = None,
+    ) -> None:
+        if config is not None:
+            if kubeconfig is not None or context is not None:
+                raise TypeError("pass either config or kubeconfig/context, not both")
+            if namespace is not None:
+                config = config.__copy__()
+                config.default_namespace = namespace
+            self._core = _core.Client(config)
+        else:
+            path = "" if kubeconfig is None else os.path.expanduser(os.fspath(kubeconfig))
+            self._core = _core.Client.from_default(path, _opt(context), _opt(namespace))
+
+    # ---- properties ---------------------------------------------------------------------------
+    @property
+    def namespace(self) -> str:
+        """The default namespace (from the context, ``namespace=`` or the service account)."""
+        return self._core.default_namespace
+
+    @property
+    def config(self) -> _core.ClientConfig:
+        """A copy of the configuration in use (its repr hides secrets)."""
+        return self._core.config
+
+    @property
+    def core(self) -> _core.Client:
+        """The C++ client underneath, with calls that take a :class:`tfk8s.ResourceType`."""
+        return self._core
+
+    def __repr__(self) -> str:
+        config = self._core.config
+        server = config.server
+        if "@" in server:  # never show user:password from a URL
+            scheme, _, rest = server.partition("://")
+            server = f"{scheme}://REDACTED@{rest.rpartition('@')[2]}"
+        return (
+            f"tfk8s.Client(server={server!r}, context={config.context!r}, "
+            f"namespace={config.default_namespace!r})"
+        )
+
+    # ---- discovery ----------------------------------------------------------------------------
+    def resolve(self, api_version: str, kind: str) -> _core.ResourceType:
+        """The :class:`tfk8s.ResourceType` of ``api_version`` + ``kind`` (cached discovery).
+
+        Raises :class:`tfk8s.NotFound` when the server does not serve it.
+        """
+        return self._core.resolve(api_version, kind)
+
+    def resolve_preferred(
+        self, group: str, kind: str, versions: Sequence[str]
+    ) -> _core.ResourceType:
+        """The first of ``versions`` in which the server serves ``group``/``kind``, e.g.
+        ``resolve_preferred("batch", "CronJob", ["v1", "v1beta1"])``."""
+        return self._core.resolve_preferred(group, kind, list(versions))
+
+    def server_version(self) -> Object:
+        """The server's ``/version`` document (``gitVersion``, ``major``, ``minor``, ...)."""
+        return self._core.server_version()
+
+    def server_group_versions(self) -> List[str]:
+        """Every group version the server serves (``"v1"``, ``"apps/v1"``, ...)."""
+        return self._core.server_group_versions()
+
+    def invalidate_discovery(self) -> None:
+        """Forgets cached discovery (call it after installing a CRD)."""
+        self._core.invalidate_discovery()
+
+    # ---- reads --------------------------------------------------------------------------------
+    def get(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: Optional[str] = None,
+        *,
+        subresource: Optional[str] = None,
+    ) -> Object:
+        """One object (or a subresource such as ``"status"`` or ``"scale"``).
+
+        ``namespace`` defaults to the client's; it is ignored for cluster-scoped kinds.
+        Raises :class:`tfk8s.NotFound` when it does not exist.
+        """
+        if subresource:
+            rtype = self.resolve(api_version, kind)
+            return self._core.get(rtype, _opt(namespace), name, subresource)
+        return self._core.get_by_kind(api_version, kind, _opt(namespace), name)
+
+    def _list_namespace(self, namespace: Optional[str], all_namespaces: bool) -> str:
+        if all_namespaces:
+            if namespace is not None:
+                raise TypeError("pass either namespace or all_namespaces=True, not both")
+            return ""
+        return self._core.default_namespace if namespace is None else namespace
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: Optional[str] = None,
+        *,
+        all_namespaces: bool = False,
+        label_selector: Optional[str] = None,
+        field_selector: Optional[str] = None,
+        limit: Optional[int] = None,
+        continue_token: Optional[str] = None,
+        resource_version: Optional[str] = None,
+        resource_version_match: Optional[str] = None,
+        timeout_seconds: Optional[int] = None,
+    ) -> Object:
+        """One page of a list: the List object (``items``, ``metadata.continue``,
+        ``metadata.resourceVersion``). Without ``limit`` the server sends everything at once.
+
+        ``namespace`` defaults to the client's; ``all_namespaces=True`` lists across all of them.
+        Selectors use kubectl's syntax, e.g. ``label_selector="app=web,tier!=db"``.
+        """
+        options = _list_options(
+            label_selector,
+            field_selector,
+            resource_version,
+            resource_version_match,
+            timeout_seconds,
+        )
+        if limit:
+            options.limit = limit
+        if continue_token:
+            options.continue_token = continue_token
+        return self._core.list(
+            self.resolve(api_version, kind),
+            self._list_namespace(namespace, all_namespaces),
+            options,
+        )
+
+    def list_all(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: Optional[str] = None,
+        *,
+        all_namespaces: bool = False,
+        label_selector: Optional[str] = None,
+        field_selector: Optional[str] = None,
+        page_size: int = 500,
+        resource_version: Optional[str] = None,
+        resource_version_match: Optional[str] = None,
+    ) -> Object:
+        """Every page of a list (``page_size`` objects per request), as one List object whose
+        ``metadata.resourceVersion`` is the first page's, the version to start a watch from."""
+        options = _list_options(
+            label_selector, field_selector, resource_version, resource_version_match, None
+        )
+        return self._core.list_all(
+            self.resolve(api_version, kind),
+            self._list_namespace(namespace, all_namespaces),
+            options,
+            page_size,
+        )
+
+    # ---- writes -------------------------------------------------------------------------------
+    def _type_of(self, obj: Any, verb: str) -> _core.ResourceType:
+        if not isinstance(obj, Mapping):
+            raise TypeError(f"{verb} expects a dict, not {type(obj).__name__}")
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not api_version:
+            raise _validation_error("apiVersion", f"{verb} needs an apiVersion")
+        if not kind:
+            raise _validation_error("kind", f"{verb} needs a kind")
+        return self.resolve(api_version, kind)
+
+    def create(
+        self,
+        obj: ObjectLike,
+        namespace: Optional[str] = None,
+        *,
+        dry_run: bool = False,
+        field_manager: Optional[str] = None,
+    ) -> Object:
+        """Creates ``obj`` (POST) and returns it as stored.
+
+        The namespace is ``namespace``, else ``obj``'s ``metadata.namespace``, else the client's.
+        Raises :class:`tfk8s.AlreadyExists` when the name is taken. ``dry_run=True`` has the
+        server validate and admit it without storing it.
+        """
+        obj = _as_object(obj)
+        return self._core.create(
+            self._type_of(obj, "create"),
+            _opt(namespace),
+            obj,
+            _write_options(dry_run, field_manager),
+        )
+
+    def replace(
+        self,
+        obj: ObjectLike,
+        namespace: Optional[str] = None,
+        *,
+        subresource: Optional[str] = None,
+        dry_run: bool = False,
+        field_manager: Optional[str] = None,
+    ) -> Object:
+        """Replaces an object (PUT). With ``metadata.resourceVersion`` set (as in an object you
+        read), a concurrent change makes it fail with :class:`tfk8s.Conflict`."""
+        obj = _as_object(obj)
+        return self._core.replace(
+            self._type_of(obj, "replace"),
+            _opt(namespace),
+            obj,
+            _write_options(dry_run, field_manager),
+            _opt(subresource),
+        )
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: Union[Mapping[str, Any], Sequence[Any]],
+        namespace: Optional[str] = None,
+        *,
+        patch_type: str = "merge",
+        subresource: Optional[str] = None,
+        dry_run: bool = False,
+        field_manager: Optional[str] = None,
+    ) -> Object:
+        """Patches an object and returns the result.
+
+        ``patch_type`` is ``"merge"`` (RFC 7386 JSON merge patch: a partial dict, None deletes a
+        key), ``"strategic"`` (Kubernetes' strategic merge: lists merge by key) or ``"json"``
+        (RFC 6902: a list of operations).
+        """
+        try:
+            kind_of_patch = _PATCH_TYPES[patch_type]
+        except KeyError:
+            raise ValueError(
+                f"patch_type must be 'merge', 'strategic' or 'json', not {patch_type!r}"
+            ) from None
+        return self._core.patch(
+            self.resolve(api_version, kind),
+            _opt(namespace),
+            name,
+            kind_of_patch,
+            patch,
+            _write_options(dry_run, field_manager),
+            _opt(subresource),
+        )
+
+    def apply(
+        self,
+        obj: ObjectLike,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        field_manager: str = "tfk8s",
+    ) -> Object:
+        """Server-side apply: creates ``obj`` or updates the fields it sets, and returns the
+        result. Re-applying a changed object converges; nothing fails with AlreadyExists.
+
+        ``obj`` needs apiVersion, kind and metadata.name (else :class:`tfk8s.ValidationError`
+        before any request). Fields owned by another manager raise :class:`tfk8s.Conflict`
+        unless ``force=True``.
+        """
+        return self._core.apply(_as_object(obj), _apply_options(force, dry_run, field_manager))
+
+    def apply_all(
+        self,
+        objs: Iterable[ObjectLike],
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        field_manager: str = "tfk8s",
+        max_in_flight: int = 32,
+    ) -> List[ApplyResult]:
+        """Server-side apply of many objects at once (concurrently, up to ``max_in_flight``).
+
+        Returns one :class:`ApplyResult` per object, in input order; a failure of one object
+        does not stop the others. ``[r.result() for r in results]`` raises the first error.
+        """
+        objects = [_as_object(o) for o in objs]
+        options = _apply_options(force, dry_run, field_manager)
+        raw = self._core.apply_all(objects, options, max_in_flight)
+        return [ApplyResult(o, e) for o, e in raw]
+
+    def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: Optional[str] = None,
+        *,
+        propagation_policy: Optional[str] = None,
+        grace_period_seconds: Optional[int] = None,
+        precondition_uid: Optional[str] = None,
+        precondition_resource_version: Optional[str] = None,
+        dry_run: bool = False,
+    ) -> Object:
+        """Deletes an object; returns the server's answer (the object being deleted, or a
+        Status). ``propagation_policy`` is ``"Foreground"``, ``"Background"`` or ``"Orphan"``.
+        Raises :class:`tfk8s.NotFound` when it does not exist."""
+        options = _delete_options(propagation_policy, grace_period_seconds, dry_run)
+        if precondition_uid:
+            options.precondition_uid = precondition_uid
+        if precondition_resource_version:
+            options.precondition_resource_version = precondition_resource_version
+        return self._core.delete_by_kind(api_version, kind, _opt(namespace), name, options)
+
+    def delete_collection(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: Optional[str] = None,
+        *,
+        label_selector: Optional[str] = None,
+        field_selector: Optional[str] = None,
+        propagation_policy: Optional[str] = None,
+        grace_period_seconds: Optional[int] = None,
+        dry_run: bool = False,
+    ) -> Object:
+        """Deletes every object of a kind in a namespace that matches the selectors."""
+        return self._core.delete_collection(
+            self.resolve(api_version, kind),
+            _opt(namespace),
+            _list_options(label_selector, field_selector, None, None, None),
+            _delete_options(propagation_policy, grace_period_seconds, dry_run),
+        )
+
+    # ---- streams ------------------------------------------------------------------------------
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: Optional[str] = None,
+        *,
+        all_namespaces: bool = False,
+        label_selector: Optional[str] = None,
+        field_selector: Optional[str] = None,
+        resource_version: Optional[str] = None,
+        timeout_seconds: Optional[int] = None,
+        allow_bookmarks: bool = False,
+    ) -> Watch:
+        """A raw watch: a :class:`Watch` iterator of :class:`WatchEvent`.
+
+        Without ``resource_version`` the server first sends an ADDED event for every existing
+        object, then the changes; with one (e.g. a list's ``metadata.resourceVersion``) only the
+        changes after it. ``timeout_seconds`` makes the server end the watch after that long.
+
+        Use it as ``with client.watch(...) as events: for event in events: ...``; breaking out,
+        Ctrl-C or leaving the block closes the stream. For a watch that lists first and never
+        gives up, see :meth:`informer`.
+        """
+        options = _core.WatchOptions()
+        if label_selector:
+            options.label_selector = label_selector
+        if field_selector:
+            options.field_selector = field_selector
+        if resource_version:
+            options.resource_version = resource_version
+        options.allow_bookmarks = allow_bookmarks
+        if timeout_seconds is not None:
+            options.timeout_seconds = timeout_seconds
+        ns = self._list_namespace(namespace, all_namespaces)
+        stream = self._core.watch(self.resolve(api_version, kind), ns, options)
+        return Watch(stream, f"watch {kind} in {ns or 'all namespaces'}")
+
+    def informer(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: Optional[str] = None,
+        *,
+        all_namespaces: bool = False,
+        label_selector: Optional[str] = None,
+        field_selector: Optional[str] = None,
+        resource_version: Optional[str] = None,
+        watch_timeout: Optional[float] = None,
+    ) -> Informer:
+        """An :class:`Informer`: ADDED events for what exists, then every change, forever
+        (resuming, relisting and retrying as needed) until it is closed.
+
+        ``resource_version`` (e.g. a saved :attr:`Informer.resource_version`) resumes without
+        listing first. ``watch_timeout`` (seconds) bounds each underlying watch request.
+        """
+        options = _list_options(label_selector, field_selector, resource_version, None, None)
+        ns = self._list_namespace(namespace, all_namespaces)
+        core = _core.Informer(self._core, self.resolve(api_version, kind), ns, options)
+        if watch_timeout is not None:
+            core.set_watch_timeout(watch_timeout)
+        return Informer(core, f"informer {kind} in {ns or 'all namespaces'}")
+
+    def logs(
+        self,
+        pod: str,
+        namespace: Optional[str] = None,
+        *,
+        container: Optional[str] = None,
+        tail_lines: Optional[int] = None,
+        since_seconds: Optional[int] = None,
+        limit_bytes: Optional[int] = None,
+        timestamps: bool = False,
+        previous: bool = False,
+    ) -> str:
+        """A pod's log as one str (it does not follow; see :meth:`stream_logs`).
+
+        ``container`` is required when the pod has several; ``previous=True`` reads the
+        previous (crashed) instance.
+        """
+        options = _log_options(
+            container, False, tail_lines, since_seconds, limit_bytes, timestamps, previous
+        )
+        return self._core.read_logs(_opt(namespace), pod, options)
+
+    def stream_logs(
+        self,
+        pod: str,
+        namespace: Optional[str] = None,
+        *,
+        container: Optional[str] = None,
+        follow: bool = True,
+        tail_lines: Optional[int] = None,
+        since_seconds: Optional[int] = None,
+        limit_bytes: Optional[int] = None,
+        timestamps: bool = False,
+        previous: bool = False,
+    ) -> LogLines:
+        """A pod's log as a :class:`LogLines` iterator of lines, as they are written
+        (``follow=True``: until the container ends or the iterator is closed)."""
+        options = _log_options(
+            container, follow, tail_lines, since_seconds, limit_bytes, timestamps, previous
+        )
+        ns = _opt(namespace)
+        stream = self._core.stream_logs(ns, pod, options)
+        return LogLines(stream, f"logs of pod {ns or self.namespace}/{pod}")
+
+
+# ---- option builders ----------------------------------------------------------------------------
+def _list_options(
+    label_selector: Optional[str],
+    field_selector: Optional[str],
+    resource_version: Optional[str],
+    resource_version_match: Optional[str],
+    timeout_seconds: Optional[int],
+) -> _core.ListOptions:
+    options = _core.ListOptions()
+    if label_selector:
+        options.label_selector = label_selector
+    if field_selector:
+        options.field_selector = field_selector
+    if resource_version:
+        options.resource_version = resource_version
+    if resource_version_match:
+        options.resource_version_match = resource_version_match
+    if timeout_seconds is not None:
+        options.timeout_seconds = timeout_seconds
+    return options
+
+
+def _write_options(dry_run: bool, field_manager: Optional[str]) -> _core.WriteOptions:
+    options = _core.WriteOptions()
+    options.dry_run = dry_run
+    if field_manager:
+        options.field_manager = field_manager
+    return options
+
+
+def _apply_options(force: bool, dry_run: bool, field_manager: str) -> _core.ApplyOptions:
+    options = _core.ApplyOptions()
+    options.force = force
+    options.dry_run = dry_run
+    options.field_manager = field_manager
+    return options
+
+
+def _delete_options(
+    propagation_policy: Optional[str], grace_period_seconds: Optional[int], dry_run: bool
+) -> _core.DeleteOptions:
+    options = _core.DeleteOptions()
+    if propagation_policy:
+        options.propagation_policy = propagation_policy
+    if grace_period_seconds is not None:
+        options.grace_period_seconds = grace_period_seconds
+    options.dry_run = dry_run
+    return options
+
+
+def _log_options(
+    container: Optional[str],
+    follow: bool,
+    tail_lines: Optional[int],
+    since_seconds: Optional[int],
+    limit_bytes: Optional[int],
+    timestamps: bool,
+    previous: bool,
+) -> _core.LogOptions:
+    options = _core.LogOptions()
+    if container:
+        options.container = container
+    options.follow = follow
+    options.tail_lines = tail_lines
+    options.since_seconds = since_seconds
+    options.limit_bytes = limit_bytes
+    options.timestamps = timestamps
+    options.previous = previous
+    return options
+
+
+__all__ = [
+    "ApplyResult",
+    "Client",
+    "Informer",
+    "LogLines",
+    "Object",
+    "Watch",
+    "WatchEvent",
+]
