@@ -1,61 +1,31 @@
-// The quickstart: connect, apply a small workload with server-side apply, wait for its pods
-// with a watch (no polling), read their logs, and delete everything with one cascading delete.
+// The quickstart (tools/quickstart.sh runs it): launch a distributed TensorFlow cluster —
+// 2 parameter servers, 2 GPU workers, a chief, TensorBoard and a shared volume — wait for it
+// (watch driven, with progress), print its status table and merged logs, then delete it.
 //
 //   quickstart [--kubeconfig PATH] [--context NAME] [--namespace NAME]
 //
 // Without --kubeconfig it uses the usual resolution (KUBECONFIG, ~/.kube/config, in-cluster);
-// tools/quickstart.sh starts the local cluster and passes its kubeconfig.
+// tools/quickstart.sh starts the local cluster when you have none and passes its kubeconfig.
+// Against the local cluster the "containers" are simulated: what each replica prints comes from
+// the node simulator (the pod annotation below), everything else is the real control plane.
 
-#include <tfk8s/client.hpp>
+#include <tfk8s/tfcluster.hpp>
 
 #include <chrono>
 #include <cstring>
-#include <iomanip>
 #include <iostream>
-#include <map>
-#include <set>
-
-namespace {
-
-const tfk8s::ResourceType kNamespaces{"", "v1", "Namespace", "namespaces", false};
-const tfk8s::ResourceType kPods{"", "v1", "Pod", "pods", true};
-
-tfk8s::Json Deployment(const std::string& ns) {
-  using tfk8s::Json;
-  return {
-      {"apiVersion", "apps/v1"},
-      {"kind", "Deployment"},
-      {"metadata",
-       {{"name", "hello"},
-        {"namespace", ns},
-        {"labels", {{"app.kubernetes.io/managed-by", "tfk8s"}}}}},
-      {"spec",
-       {{"replicas", 3},
-        {"selector", {{"matchLabels", {{"app", "hello"}}}}},
-        {"template",
-         {{"metadata",
-           {{"labels", {{"app", "hello"}}},
-            // Read by the local cluster's node simulator: what the "container" prints.
-            {"annotations", {{"sim.tfk8s.io/log-lines", "hello from tfk8s\nready to train"}}}}},
-          {"spec",
-           {{"containers",
-             Json::array({{{"name", "main"},
-                           {"image", "tensorflow/tensorflow:2.4.0"},
-                           {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}},
-                           {"ports", Json::array({{{"containerPort", 2222},
-                                                   {"protocol", "TCP"}}})}}})}}}}}}}};
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   tfk8s::KubeconfigOptions options;
   std::string ns = "tfk8s-quickstart";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--kubeconfig")) options.path = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--context")) options.context = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--namespace")) ns = argv[i + 1];
-    else {
+    if (!std::strcmp(argv[i], "--kubeconfig")) {
+      options.path = argv[i + 1];
+    } else if (!std::strcmp(argv[i], "--context")) {
+      options.context = argv[i + 1];
+    } else if (!std::strcmp(argv[i], "--namespace")) {
+      ns = argv[i + 1];
+    } else {
       std::cerr << "usage: quickstart [--kubeconfig PATH] [--context NAME] [--namespace NAME]\n";
       return 2;
     }
@@ -66,53 +36,54 @@ int main(int argc, char** argv) {
     tfk8s::Client client = tfk8s::Client::FromDefault(options);
     std::cout << "connected to " << client.config().server << " (Kubernetes "
               << client.ServerVersion()["gitVersion"].get<std::string>() << ")\n";
-
-    // 1. Apply a namespace and a deployment (server-side apply: re-running converges).
     client.Apply({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
-    client.Apply(Deployment(ns));
-    std::cout << "applied deployment " << ns << "/hello (3 replicas)\n";
 
-    // 2. Wait until the three pods run, driven by watch events.
-    tfk8s::ListOptions selector;
-    selector.label_selector = "app=hello";
-    tfk8s::Informer pods(client, kPods, ns, selector);
-    std::map<std::string, tfk8s::Json> running;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-    while (running.size() < 3 && std::chrono::steady_clock::now() < deadline) {
-      auto ev = pods.Next(std::chrono::seconds(1));
-      if (!ev) continue;
-      std::string name = ev->object["metadata"]["name"];
-      std::string phase = ev->object.value("status", tfk8s::Json::object()).value("phase", "");
-      if (ev->type != tfk8s::WatchEventType::kDeleted && phase == "Running") {
-        running[name] = ev->object;
-      } else {
-        running.erase(name);
-      }
-    }
-    if (running.size() < 3) {
-      std::cerr << "pods did not become Running in time\n";
-      return 1;
-    }
-    std::cout << std::left << std::setw(34) << "POD" << std::setw(12) << "PHASE" << "NODE\n";
-    for (const auto& [name, pod] : running) {
-      std::cout << std::setw(34) << name << std::setw(12) << pod["status"]["phase"].get<std::string>()
-                << pod["spec"]["nodeName"].get<std::string>() << "\n";
-    }
+    tfk8s::TFClusterSpec spec;
+    spec.name = "mnist";
+    spec.namespace_name = ns;
+    spec.ps.replicas = 2;
+    spec.ps.resources = {"1", "2Gi", "", "", 0};
+    spec.worker.replicas = 2;
+    spec.worker.resources = {"2", "4Gi", "", "", 1};  // one GPU each: GPU image, GPU nodes
+    spec.worker.script = "python /data/mnist.py --epochs 3";
+    spec.worker.pod_annotations = {
+        {"sim.tfk8s.io/log-lines", "epoch 1/3 loss=0.41\nepoch 2/3 loss=0.18\nepoch 3/3 loss=0.09"}};
+    spec.chief.replicas = 1;
+    spec.tensorboard = tfk8s::TFTensorBoardSpec{};
+    spec.storage = tfk8s::TFStorageSpec{};
+    spec.storage->size = "5Gi";
+    spec.storage->access_modes = {"ReadWriteOnce"};
+    spec.placement.cputype = "xeon-gold";
+    spec.placement.gputype = "v100";
 
-    // 3. Logs of the first pod.
-    const std::string& first = running.begin()->first;
-    std::cout << "logs of " << first << ":\n" << client.ReadLogs(ns, first);
+    tfk8s::TFCluster cluster(client, spec);  // validated here; nothing sent yet
+    cluster.Apply();                         // quota + placement pre-flight, concurrent apply
+    std::cout << "applied TFCluster " << ns << "/mnist; waiting for its replicas\n";
+    auto status = cluster.Wait(tfk8s::TFWaitFor::kReady, std::chrono::minutes(3),
+                               [](const tfk8s::TFClusterStatus& s) {
+                                 std::cout << "  " << s.message << "\n";
+                               });
+    std::cout << status.Table();
 
-    // 4. One delete removes everything: the namespace cascades to the deployment and its pods.
-    tfk8s::DeleteOptions cascade;
-    cascade.propagation_policy = "Foreground";
-    client.Delete(kNamespaces, "", ns, cascade);
-    std::cout << "deleted namespace " << ns << "; done in "
+    std::cout << "merged logs:\n";
+    cluster.Logs({}, [](const tfk8s::TFLogLine& line) {
+      std::cout << "  " << line.Prefixed() << "\n";
+      return true;
+    });
+
+    tfk8s::TFDeleteOptions del;
+    del.wait = std::chrono::minutes(2);
+    cluster.Delete(del);
+    client.Delete({"", "v1", "Namespace", "namespaces", false}, "", ns);
+    std::cout << "deleted; done in "
               << std::chrono::duration_cast<std::chrono::milliseconds>(
                      std::chrono::steady_clock::now() - t0)
                      .count()
               << " ms\n";
     return 0;
+  } catch (const tfk8s::TFClusterFailed& e) {
+    std::cerr << e.what() << "\n" << e.status().Table();
+    return 1;
   } catch (const tfk8s::Error& e) {
     std::cerr << "tfk8s: " << tfk8s::ToString(e.kind()) << ": " << e.what() << "\n";
     return 1;
