@@ -1,0 +1,376 @@
+#pragma once
+/// @file
+/// DevInstance: a per-user development container (Jupyter Lab, SSH, code-server, TensorBoard and
+/// custom ports) used like a cloud host, as one typed object. The spec renders (purely) to a
+/// StatefulSet with one replica, a headless Service, a Secret holding the credentials and, for
+/// the NodePort backend, a NodePort Service; the DevInstance class creates, starts, stops,
+/// restarts, exposes, reports on and deletes it through a Client.
+///
+/// Security model: every start draws a fresh 192-bit password from OpenSSL's CSPRNG. The
+/// plaintext lives only in the instance's Secret and in the one result returned to the caller;
+/// the StatefulSet references the Secret (secretKeyRef and a file volume) and never contains the
+/// password or its hashes. Jupyter gets a salted hash (token disabled), code-server the password
+/// through `PASSWORD` from the Secret, sshd a SHA-512 crypt hash applied with `chpasswd -e` at
+/// start. Pods get no service-account token unless asked.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tfk8s/client.hpp"
+#include "tfk8s/quota.hpp"
+
+namespace tfk8s {
+
+/// Compute resources. As in GoblinLab, limits equal requests unless both are given.
+struct DevResources {
+  std::string cpu;           ///< Request, e.g. "4" or "500m". Required.
+  std::string memory;        ///< Request, e.g. "16Gi". Required.
+  std::string cpu_limit;     ///< Limit; empty = the request. When set, at least the request.
+  std::string memory_limit;  ///< Limit; empty = the request. When set, at least the request.
+  int gpus = 0;              ///< nvidia.com/gpu (requests = limits; adds the GPU toleration).
+};
+
+/// One environment variable.
+struct DevEnvVar {
+  std::string name;   ///< A C identifier-like name (`[-._a-zA-Z][-._a-zA-Z0-9]*`).
+  std::string value;  ///< Plain value; never put secrets here (they would be in the pod spec).
+};
+
+/// An extra port served by the container (a web app, a debugger, …).
+struct DevPort {
+  std::string name;  ///< IANA service name: ≤ 15 chars, lower-case letters, digits, '-'.
+  int port = 0;      ///< Container port, 1..65535.
+};
+
+/// Which tools the container runs, and on which ports. Every enabled port is in the Service.
+struct DevTools {
+  bool jupyter = true;          ///< Jupyter Lab (hashed password, token disabled).
+  int jupyter_port = 8888;      ///< Jupyter's port.
+  bool ssh = true;              ///< sshd (root login, as in GoblinLab).
+  int ssh_port = 22;            ///< sshd's port.
+  bool code_server = true;      ///< code-server (VS Code in the browser).
+  int code_server_port = 8080;  ///< code-server's port.
+  bool tensorboard = true;      ///< TensorBoard (no authentication of its own).
+  int tensorboard_port = 6006;  ///< TensorBoard's port.
+  std::string tensorboard_log_dir = "/root/logs";  ///< --logdir.
+  std::vector<DevPort> custom_ports;               ///< Extra ports (names must be unique).
+};
+
+/// The user's default volume: the PVC `<owner>-home`, created on first use, never owned by an
+/// instance (it survives deletes unless asked), shared by all of the user's instances in the
+/// namespace.
+struct DevHomeVolume {
+  bool enabled = true;        ///< Mount it (GoblinLab always does).
+  std::string size = "10Gi";  ///< For the first creation only.
+  std::string storage_class;  ///< For the first creation; empty = cluster default.
+  std::vector<std::string> access_modes{"ReadWriteOnce"};  ///< For the first creation.
+  std::string mount_path = "/root";                        ///< Where the container sees it.
+};
+
+/// An extra PersistentVolumeClaim to mount. The claim must belong to the instance's owner
+/// (label `tfk8s.io/owner`) or be shared with them (annotation `tfk8s.io/shared-with`):
+/// read-only mounts need an "ro" or "rw" grant, read-write mounts an "rw" grant.
+struct DevMount {
+  std::string claim;       ///< PVC name in the instance's namespace.
+  std::string mount_path;  ///< Absolute path in the container.
+  bool read_only = false;  ///< Mount read-only.
+  std::string sub_path;    ///< Mount only this sub-directory of the volume (optional).
+};
+
+/// Where the pod may run, in the seeds' node-label vocabulary (a required node affinity).
+struct DevPlacement {
+  bool tensorflow_nodes_only = true;  ///< Require nodetype=tensorflow.
+  std::string cputype;                ///< Required cputype label (CPU instances), if set.
+  std::string gputype;                ///< Required gputype label (GPU instances), if set.
+  std::string pool = "shared";        ///< pooltype: "shared" or "unshared".
+  std::string private_name;           ///< privatename (required when pool is unshared).
+};
+
+/// Pod security knobs. The defaults follow JupyterHub's: no API token in the pod.
+struct DevSecurity {
+  bool automount_service_account_token = false;  ///< Mount the SA token (off: no API access).
+  std::string service_account;                   ///< Empty: the namespace's default account.
+  bool ssh_password_login = true;                ///< Allow SSH with the generated password.
+  std::vector<std::string> ssh_authorized_keys;  ///< Public keys allowed to log in as root.
+};
+
+/// How ports are reached from outside the cluster.
+enum class DevExposure {
+  kNone,        ///< Only inside the cluster (the headless Service).
+  kIngressTcp,  ///< ingress-nginx's tcp-services ConfigMap (as GoblinLab does).
+  kNodePort,    ///< A NodePort Service `<name>-nodeport` (ingress-nginx is retired upstream).
+};
+/// "none", "ingress-tcp", "node-port".
+std::string ToString(DevExposure e);
+
+/// Exposure settings.
+struct DevExposeSpec {
+  DevExposure backend = DevExposure::kNone;  ///< Which mechanism (none by default).
+  /// Tools to expose ("jupyter", "ssh", "code-server", "tensorboard" or a custom port's name).
+  /// Empty: the authenticated tools that are enabled (Jupyter, SSH, code-server) — TensorBoard
+  /// and custom ports have no authentication of tfk8s's, so they are exposed only when listed.
+  std::vector<std::string> tools;
+  std::string configmap_namespace = "kube-system";  ///< Where tcp-services lives (GoblinLab).
+  std::string configmap_name = "tcp-services";      ///< ingress-nginx --tcp-services-configmap.
+  int port_min = 20000;                             ///< First external port to hand out.
+  int port_max = 29999;                             ///< Last external port to hand out.
+  bool create_configmap = false;  ///< Create the ConfigMap when missing (else NotFound).
+  /// Host name users connect to (the ingress controller's or a node's public address). Empty
+  /// with kNodePort: the address of the node running the pod.
+  std::string external_host;
+};
+
+/// The whole instance. Validate() checks everything before any request is sent.
+struct DevInstanceSpec {
+  std::string owner;                          ///< The user (DNS-1123 label).
+  std::string name;                           ///< Instance name (≤ 52: a StatefulSet).
+  std::string namespace_name = "default";     ///< The team's queue.
+  std::map<std::string, std::string> labels;  ///< Added to every object.
+  std::string image = "tensorflow/tensorflow:2.4.0-jupyter";  ///< Any image (CPU or GPU).
+  std::string image_pull_policy = "IfNotPresent";             ///< IfNotPresent, Always or Never.
+  std::string image_pull_secret;                              ///< Optional registry Secret.
+  /// Empty: the tfk8s start script (starts each enabled tool found in the image). Otherwise
+  /// this command runs instead, e.g. the image's own start script of a GoblinLab-style image,
+  /// which reads PASSWORD (from the Secret) itself.
+  std::vector<std::string> command;
+  DevResources resources;                              ///< cpu, memory (required) and GPUs.
+  std::string notebook_tag;                            ///< NOTEBOOK_TAG; empty = the instance name.
+  std::string hadoop_user;                             ///< HADOOP_USER; empty = the owner.
+  std::vector<DevEnvVar> env;                          ///< Extra environment (no secrets).
+  std::map<std::string, std::string> pod_annotations;  ///< Added to the pod.
+  DevTools tools;                                      ///< Which tools run, on which ports.
+  DevHomeVolume home;                                  ///< The owner's default volume at /root.
+  std::vector<DevMount> mounts;  ///< Extra claims (owned by or shared with the owner).
+  bool host_localtime = true;    ///< Mount the node's /etc/localtime (GoblinLab).
+  DevPlacement placement;        ///< Node labels the pod requires.
+  DevSecurity security;          ///< Service account, SSH login modes.
+  DevExposeSpec expose;          ///< Exposure outside the cluster.
+
+  /// Throws ValidationError naming the field, the value and the rule.
+  void Validate() const;
+  /// The spec as JSON (stored on the StatefulSet, so an instance can be loaded back).
+  [[nodiscard]] Json ToJson() const;
+  /// Inverse of ToJson(); throws ValidationError naming the field on bad input.
+  static DevInstanceSpec FromJson(const Json& json);
+};
+
+/// Name of a user's default volume: `<owner>-home`.
+std::string HomeClaimName(const std::string& owner);
+
+/// The credential material of one start. Printing it shows REDACTED for every field.
+struct DevCredentials {
+  std::string password;      ///< Plaintext (192 bits, base64url).
+  std::string jupyter_hash;  ///< `sha512:<salt>:<hex>` for Jupyter.
+  std::string ssh_hash;      ///< `$6$<salt>$<hash>` for chpasswd -e.
+  /// Fresh credentials from the CSPRNG (new password, new salts).
+  static DevCredentials Generate();
+  /// "DevCredentials{password=REDACTED, …}".
+  [[nodiscard]] std::string ToString() const;
+};
+
+/// Extra inputs of rendering that come from the server or the lifecycle.
+struct DevRenderOptions {
+  std::string root_uid;  ///< UID of the StatefulSet; empty renders no ownerReferences.
+  bool running = true;   ///< replicas 1 (running) or 0 (stopped).
+  /// When set, the Secret is rendered with this material; otherwise no Secret is rendered.
+  std::optional<DevCredentials> credentials;
+};
+
+/// Renders the instance: StatefulSet (the root), headless Service, the NodePort Service (with
+/// that backend), the Secret (when credentials are given), and the home PVC (when enabled; it
+/// has no owner). Pure: validates, then builds JSON.
+std::vector<Json> RenderDevInstance(const DevInstanceSpec& spec,
+                                    const DevRenderOptions& options = {});
+
+/// The instance's phase.
+enum class DevPhase { kStopped, kPending, kRunning, kFailed, kUnknown };
+/// "Stopped", "Pending", "Running", "Failed", "Unknown".
+std::string ToString(DevPhase phase);
+
+/// Where and how one tool is reached.
+struct DevEndpoint {
+  std::string tool;              ///< "jupyter", "ssh", "code-server", "tensorboard" or a name.
+  int port = 0;                  ///< Container (and Service) port.
+  std::string cluster_address;   ///< `<name>.<ns>.svc:<port>` (inside the cluster).
+  int external_port = 0;         ///< tcp-services or node port; 0 when not exposed.
+  std::string external_address;  ///< `<host>:<external_port>`; empty when not exposed or the
+                                 ///< host is unknown.
+  /// How to connect: `http://…/` for web tools, `ssh -p <port> root@<host>` for SSH (the
+  /// external address when there is one, else the cluster address).
+  std::string connect;
+};
+
+/// Access information for every tool (never contains the password).
+struct DevAccess {
+  std::string user = "root";           ///< Login for SSH.
+  std::vector<DevEndpoint> endpoints;  ///< One per enabled port, in Service order.
+  /// The endpoint of `tool`, if enabled.
+  [[nodiscard]] std::optional<DevEndpoint> Find(const std::string& tool) const;
+  /// An aligned text table.
+  [[nodiscard]] std::string Table() const;
+  /// An HTML table (escaped), for notebooks and portals.
+  [[nodiscard]] std::string Html() const;
+};
+
+/// What Create/Start/Restart return: the new password (the only copy outside the Secret) and
+/// the access information.
+struct DevStartResult {
+  std::string password;  ///< Plaintext; the caller's only copy (not logged by ToString()).
+  DevAccess access;      ///< Where to connect.
+  /// Access table with the password REDACTED (safe to log).
+  [[nodiscard]] std::string ToString() const;
+};
+
+/// Status of an instance.
+struct DevInstanceStatus {
+  DevPhase phase = DevPhase::kUnknown;   ///< Stopped, Pending, Running, Failed or Unknown.
+  std::string pod;                       ///< `<name>-0` when it exists.
+  std::string node;                      ///< Where it runs.
+  int restarts = 0;                      ///< Container restarts.
+  std::vector<std::string> ready_tools;  ///< Tools whose port is served (the container is Ready).
+  std::string reason;                    ///< Why it is not running (Unschedulable: …, …).
+  std::string message;                   ///< One-line summary.
+  /// A short text table.
+  [[nodiscard]] std::string Table() const;
+};
+
+/// One row of DevInstance::List.
+struct DevInstanceSummary {
+  std::string namespace_name;  ///< The team's queue.
+  std::string name;            ///< Instance name.
+  std::string owner;           ///< The user.
+  std::string image;           ///< Container image.
+  bool running = false;        ///< Desired replicas is 1.
+  bool ready = false;          ///< The pod is Ready.
+};
+
+/// Options of DevInstance::Create.
+struct DevCreateOptions {
+  bool start = true;      ///< Start the pod at once (else create stopped).
+  bool preflight = true;  ///< Quota and placement pre-flight (mount grants are always checked).
+};
+
+/// Options of DevInstance::Stop.
+struct DevStopOptions {
+  bool keep_ports = false;  ///< Keep the external ports (tcp-services entries) while stopped.
+};
+
+/// Options of DevInstance::Delete.
+struct DevDeleteOptions {
+  /// Also delete the owner's home PVC (refused while another instance of the owner mounts it).
+  bool delete_home_volume = false;
+  std::optional<std::chrono::milliseconds> wait;  ///< Wait until the pod and objects are gone.
+};
+
+/// A live development instance: the spec plus a client.
+class DevInstance {
+ public:
+  /// Validates the spec (throws ValidationError); sends nothing.
+  DevInstance(Client client, DevInstanceSpec spec);
+  /// Loads an existing instance from its StatefulSet (the stored spec).
+  static DevInstance Load(Client client, const std::string& ns, const std::string& name);
+  /// Instances in `ns` ("" = every namespace: a user's instances across teams), optionally only
+  /// those of `owner` (a team's instances: ns set, owner empty). Sorted by namespace and name.
+  static std::vector<DevInstanceSummary> List(Client client, const std::string& ns,
+                                              const std::string& owner = "");
+
+  /// The spec.
+  [[nodiscard]] const DevInstanceSpec& spec() const { return spec_; }
+  /// Replaces the spec (validated; same owner, name and namespace); Apply() converges to it.
+  void set_spec(DevInstanceSpec spec);
+
+  /// Checks the mount grants (reads PVCs; throws ValidationError for a claim that is missing or
+  /// not shared with the owner), then the quota headroom for what does not exist yet and node
+  /// placement. Sends no writes.
+  FitResult Preflight();
+  /// Creates the instance: mount grants, pre-flight (throws QuotaExceeded or DevInstanceFailed;
+  /// nothing is created), the home PVC if missing, the StatefulSet, its Secret and Services,
+  /// the external ports, then starts it. Throws AlreadyExists if it exists. On a failure after
+  /// the first write everything created (except the home PVC) is removed again.
+  DevStartResult Create(const DevCreateOptions& options = {});
+  /// Converges an existing instance to the spec (resources, image, tools, mounts, exposure);
+  /// keeps its password and running state. A changed pod template restarts the pod.
+  void Apply();
+  /// Starts a stopped instance (replicas 1) with a fresh password, after a quota pre-flight for
+  /// its pod; exposes its ports. On a running instance it rotates the password and restarts.
+  DevStartResult Start();
+  /// Stops the instance (replicas 0); volumes are kept, ports released unless kept.
+  void Stop(const DevStopOptions& options = {});
+  /// A fresh password and a new pod (the old one is deleted; the StatefulSet recreates it).
+  DevStartResult Restart();
+  /// Deletes the StatefulSet (cascading to the pod, Services and Secret) and releases the
+  /// external ports. PVCs are kept unless asked.
+  void Delete(const DevDeleteOptions& options = {});
+  /// Phase, node, ready tools and the reason when not running. Throws NotFound if absent.
+  DevInstanceStatus Status();
+  /// Waits, driven by watches, until the tools are ready; fails fast (DevInstanceFailed) when
+  /// the pod cannot start (no node could ever take it, image pull failure, crash loop,
+  /// configuration error, pods refused by quota). Throws Timeout when the time is up.
+  DevInstanceStatus Wait(std::chrono::milliseconds timeout,
+                         const std::function<void(const DevInstanceStatus&)>& on_progress = {});
+  /// The address of every tool (reads the Service and the tcp-services ConfigMap).
+  DevAccess Access();
+  /// The objects (without the Secret) as YAML for `kubectl apply -f`.
+  [[nodiscard]] std::string ToYaml() const;
+
+ private:
+  DevStartResult Launch();
+  void SyncExposure(const DevInstanceSpec& spec, bool running);
+  Json ApplyObjects(bool running, const std::optional<DevCredentials>& credentials);
+  Client client_;
+  DevInstanceSpec spec_;
+};
+
+/// Thrown by DevInstance::Wait (and a refused pre-flight); carries the status.
+class DevInstanceFailed : public Error {
+ public:
+  /// @param status the status when the failure was detected.
+  DevInstanceFailed(std::string what, DevInstanceStatus status);
+  /// The status when the failure was detected.
+  [[nodiscard]] const DevInstanceStatus& status() const noexcept { return status_; }
+
+ private:
+  DevInstanceStatus status_;
+};
+
+// ---- volumes and sharing ------------------------------------------------------------------
+
+/// Access granted to another user.
+enum class DevShareMode { kReadOnly, kReadWrite };
+/// "ro" / "rw".
+std::string ToString(DevShareMode mode);
+
+/// Annotation holding the grants of a PVC: `{"bob": "ro", "carol": "rw"}` (JSON).
+inline constexpr const char* kSharedWithAnnotation = "tfk8s.io/shared-with";
+/// Label naming a PVC's (or an instance's) owner.
+inline constexpr const char* kOwnerLabel = "tfk8s.io/owner";
+
+/// A user's extra volume.
+struct DevVolumeSpec {
+  std::string owner;                       ///< The user who owns (and may share) it.
+  std::string name;                        ///< PVC name.
+  std::string namespace_name = "default";  ///< Namespace (claims are namespaced).
+  std::string size = "10Gi";               ///< Requested storage.
+  std::string storage_class;               ///< Empty: the cluster default.
+  std::vector<std::string> access_modes{"ReadWriteMany"};  ///< Sharing usually needs RWX.
+};
+
+/// Creates a PVC owned by `spec.owner` (label tfk8s.io/owner). Returns the created object.
+Json CreateVolume(Client& client, const DevVolumeSpec& spec);
+/// Records a grant on `owner`'s PVC (read-modify-write with resourceVersion, retried on
+/// Conflict). Throws ValidationError when the PVC is not `owner`'s.
+void ShareVolume(Client& client, const std::string& ns, const std::string& claim,
+                 const std::string& owner, const std::string& grantee, DevShareMode mode);
+/// Removes `grantee`'s grant (absent grants are fine).
+void UnshareVolume(Client& client, const std::string& ns, const std::string& claim,
+                   const std::string& owner, const std::string& grantee);
+/// The grants recorded on a PVC object (user → mode). Malformed annotations give no grants.
+std::map<std::string, DevShareMode> VolumeGrants(const Json& pvc);
+/// Why `user` may not mount `pvc` (read-only or not); empty when allowed. Pure.
+std::string MountRefusal(const Json& pvc, const std::string& user, bool read_only);
+
+}  // namespace tfk8s

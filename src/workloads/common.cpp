@@ -1,0 +1,152 @@
+// Helpers shared by workload lifecycles (see common.hpp).
+
+#include "workloads/common.hpp"
+
+#include <fmt/format.h>
+
+namespace tfk8s::internal {
+
+std::vector<Json> Items(Json list) {
+  std::vector<Json> out;
+  if (auto it = list.find("items"); it != list.end() && it->is_array()) {
+    for (auto& item : *it) out.push_back(std::move(item));
+  }
+  return out;
+}
+
+namespace {
+
+std::string MetadataString(const Json& object, const char* section, const std::string& key) {
+  auto md = object.find("metadata");
+  if (md == object.end() || !md->is_object()) return {};
+  auto sec = md->find(section);
+  if (sec == md->end() || !sec->is_object()) return {};
+  auto v = sec->find(key);
+  return v != sec->end() && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::string NameOf(const Json& object) {
+  auto md = object.find("metadata");
+  if (md == object.end() || !md->is_object()) return {};
+  return md->value("name", "");
+}
+
+std::string LabelOf(const Json& object, const std::string& key) {
+  return MetadataString(object, "labels", key);
+}
+
+std::string AnnotationOf(const Json& object, const std::string& key) {
+  return MetadataString(object, "annotations", key);
+}
+
+std::string PodProblem(const Json& pod, bool* fatal) {
+  *fatal = false;
+  const Json& status = pod.value("status", Json::object());
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+      return fmt::format("{}: {}", c.value("reason", "Unschedulable"), c.value("message", ""));
+    }
+  }
+  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+    for (const auto& cs : status.value(list, Json::array())) {
+      const Json& state = cs.value("state", Json::object());
+      if (auto w = state.find("waiting"); w != state.end()) {
+        std::string reason = w->value("reason", "");
+        if (reason == "ErrImagePull" || reason == "ImagePullBackOff" ||
+            reason == "InvalidImageName" || reason == "CrashLoopBackOff" ||
+            reason == "CreateContainerConfigError" || reason == "CreateContainerError") {
+          *fatal = true;
+          std::string msg = w->value("message", "");
+          return msg.empty() ? reason : fmt::format("{}: {}", reason, msg);
+        }
+        if (!reason.empty() && reason != "ContainerCreating" && reason != "PodInitializing") {
+          return reason;
+        }
+      }
+      if (auto t = state.find("terminated"); t != state.end()) {
+        std::string reason = t->value("reason", "");
+        if (reason == "OOMKilled") *fatal = true;
+        int code = t->value("exitCode", 0);
+        if (code != 0) {
+          return fmt::format("{} (exit code {})", reason.empty() ? "Error" : reason, code);
+        }
+      }
+      const Json& last = cs.value("lastState", Json::object());
+      if (auto t = last.find("terminated");
+          t != last.end() && t->value("reason", "") == "OOMKilled") {
+        *fatal = true;
+        return "OOMKilled";
+      }
+    }
+  }
+  return {};
+}
+
+int PodRestarts(const Json& pod) {
+  int n = 0;
+  const Json& status = pod.value("status", Json::object());
+  for (const auto& cs : status.value("containerStatuses", Json::array())) {
+    n += cs.value("restartCount", 0);
+  }
+  return n;
+}
+
+bool PodReady(const Json& pod) {
+  const Json& status = pod.value("status", Json::object());
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+WatchTracker::WatchTracker(Client client, const ResourceType& type, const std::string& ns,
+                           ListOptions selectors, std::mutex* mu, std::condition_variable* cv,
+                           std::atomic<int>* changes)
+    : informer_(std::move(client), type, ns, std::move(selectors)) {
+  thread_ = std::thread([this, mu, cv, changes] {
+    try {
+      while (!stop_) {
+        // Next() lists before it waits, so after its first return the snapshot is current.
+        auto ev = informer_.Next(std::chrono::milliseconds(500));
+        bool first = !synced_.exchange(true);
+        if (!ev && !first) continue;
+        {
+          std::lock_guard lock(*mu);
+          ++*changes;
+        }
+        cv->notify_all();
+      }
+    } catch (...) {
+      std::lock_guard lock(*mu);
+      error_ = std::current_exception();
+      cv->notify_all();
+    }
+  });
+}
+
+WatchTracker::~WatchTracker() {
+  stop_ = true;
+  informer_.Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool WaitForObject(Client client, const ResourceType& type, const std::string& ns,
+                   const std::string& name, std::chrono::milliseconds timeout,
+                   const std::function<bool(const Json* object)>& done) {
+  ListOptions sel;
+  sel.field_selector = "metadata.name=" + name;
+  Informer watch(std::move(client), type, ns, sel);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    // The first Next() lists, so the snapshot reflects the server from then on.
+    auto ev = watch.Next(std::chrono::milliseconds(200));
+    auto snapshot = watch.Snapshot();
+    if (done(snapshot.empty() ? nullptr : &snapshot.front())) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    (void)ev;
+  }
+}
+
+}  // namespace tfk8s::internal

@@ -1,0 +1,79 @@
+#pragma once
+// Internal: small helpers shared by workload lifecycles (reading lists safely, pod problems,
+// watch-driven waiting). New workloads use these; TFCluster keeps its own copies for now.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tfk8s/client.hpp"
+
+namespace tfk8s::internal {
+
+inline const ResourceType kConfigMapType{"", "v1", "ConfigMap", "configmaps", true};
+inline const ResourceType kSecretType{"", "v1", "Secret", "secrets", true};
+inline const ResourceType kServiceType{"", "v1", "Service", "services", true};
+inline const ResourceType kPodType{"", "v1", "Pod", "pods", true};
+inline const ResourceType kEventType{"", "v1", "Event", "events", true};
+inline const ResourceType kPvcType{"", "v1", "PersistentVolumeClaim", "persistentvolumeclaims",
+                                   true};
+inline const ResourceType kStatefulSetType{"apps", "v1", "StatefulSet", "statefulsets", true};
+
+/// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
+/// destroyed temporary.
+std::vector<Json> Items(Json list);
+
+/// metadata.name ("" when absent).
+std::string NameOf(const Json& object);
+/// metadata.labels[key] ("" when absent).
+std::string LabelOf(const Json& object, const std::string& key);
+/// metadata.annotations[key] ("" when absent).
+std::string AnnotationOf(const Json& object, const std::string& key);
+
+/// Why a pod is not running, from its conditions and container states; "" when nothing is
+/// wrong. `*fatal` is set for states that waiting will not heal (image pull failures, crash
+/// loops, configuration errors, OOMKilled).
+std::string PodProblem(const Json& pod, bool* fatal);
+/// Sum of the containers' restart counts.
+int PodRestarts(const Json& pod);
+/// True when the pod's Ready condition is True.
+bool PodReady(const Json& pod);
+
+/// Runs an Informer on its own thread, counting changes and waking a shared condition variable,
+/// so a wait can react to any of several watches without polling.
+class WatchTracker {
+ public:
+  WatchTracker(Client client, const ResourceType& type, const std::string& ns,
+               ListOptions selectors, std::mutex* mu, std::condition_variable* cv,
+               std::atomic<int>* changes);
+  WatchTracker(const WatchTracker&) = delete;
+  WatchTracker& operator=(const WatchTracker&) = delete;
+  ~WatchTracker();
+  /// The objects currently known.
+  [[nodiscard]] std::vector<Json> Snapshot() const { return informer_.Snapshot(); }
+  /// The error that stopped the informer, if any (read under the shared mutex).
+  [[nodiscard]] std::exception_ptr error() const { return error_; }
+  /// True once the first list is done: from then on Snapshot() reflects the server.
+  [[nodiscard]] bool synced() const { return synced_; }
+
+ private:
+  Informer informer_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> synced_{false};
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+/// Waits for a condition on one object, driven by a watch on it (field selector on its name):
+/// returns true once `done(object or nullptr-when-absent)` holds, false at the deadline.
+bool WaitForObject(Client client, const ResourceType& type, const std::string& ns,
+                   const std::string& name, std::chrono::milliseconds timeout,
+                   const std::function<bool(const Json* object)>& done);
+
+}  // namespace tfk8s::internal

@@ -1,0 +1,791 @@
+// DevInstance lifecycle: create, apply, start / stop / restart, external ports, status,
+// watch-driven wait, access, list, delete. All I/O goes through the generic Client.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <tuple>
+
+#include "tfk8s/devinstance.hpp"
+#include "tfk8s/validation.hpp"
+#include "tfk8s/yaml.hpp"
+#include "util/base64.hpp"
+#include "workloads/common.hpp"
+#include "workloads/devinstance_internal.hpp"
+
+namespace tfk8s {
+
+using internal::AnnotationOf;
+using internal::DevPodName;
+using internal::DevPorts;
+using internal::DevSecretName;
+using internal::Items;
+using internal::kConfigMapType;
+using internal::kEventType;
+using internal::kPodType;
+using internal::kPvcType;
+using internal::kSecretType;
+using internal::kServiceType;
+using internal::kStatefulSetType;
+using internal::LabelOf;
+
+DevInstanceFailed::DevInstanceFailed(std::string what, DevInstanceStatus status)
+    : Error(ErrorKind::kWorkloadFailed, std::move(what)), status_(std::move(status)) {}
+
+// ---- formatting -----------------------------------------------------------------------------
+
+std::optional<DevEndpoint> DevAccess::Find(const std::string& tool) const {
+  for (const auto& e : endpoints) {
+    if (e.tool == tool) return e;
+  }
+  return std::nullopt;
+}
+
+std::string DevAccess::Table() const {
+  std::string out =
+      fmt::format("{:<12} {:>5}  {:<40} {}\n", "TOOL", "PORT", "CLUSTER ADDRESS", "CONNECT");
+  for (const auto& e : endpoints) {
+    out += fmt::format("{:<12} {:>5}  {:<40} {}\n", e.tool, e.port, e.cluster_address, e.connect);
+  }
+  return out;
+}
+
+namespace {
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DevAccess::Html() const {
+  std::string out =
+      "<table><thead><tr><th>tool</th><th>port</th><th>cluster address</th><th>external "
+      "address</th><th>connect</th></tr></thead><tbody>";
+  for (const auto& e : endpoints) {
+    std::string connect = HtmlEscape(e.connect);
+    if (e.connect.rfind("http", 0) == 0) {
+      connect = fmt::format("<a href=\"{0}\" target=\"_blank\">{0}</a>", connect);
+    }
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                       HtmlEscape(e.tool), e.port, HtmlEscape(e.cluster_address),
+                       HtmlEscape(e.external_address), connect);
+  }
+  out += "</tbody></table>";
+  return out;
+}
+
+std::string DevStartResult::ToString() const {
+  return "user: " + access.user + "\npassword: REDACTED\n" + access.Table();
+}
+
+std::string DevInstanceStatus::Table() const {
+  std::string out = fmt::format("phase:   {}\n", tfk8s::ToString(phase));
+  if (!pod.empty()) {
+    out +=
+        fmt::format("pod:     {} on {} ({} restarts)\n", pod, node.empty() ? "-" : node, restarts);
+  }
+  if (!ready_tools.empty()) out += fmt::format("tools:   {}\n", fmt::join(ready_tools, ", "));
+  if (!reason.empty()) out += fmt::format("reason:  {}\n", reason);
+  if (!message.empty() && message != reason) out += fmt::format("message: {}\n", message);
+  return out;
+}
+
+// ---- status (pure) ----------------------------------------------------------------------------
+
+namespace internal {
+
+DevInstanceStatus ComputeDevStatus(const DevInstanceSpec& spec, const DevObserved& seen,
+                                   std::vector<std::string>* fatal) {
+  DevInstanceStatus st;
+  if (!seen.statefulset.is_object()) {
+    st.message = "the instance does not exist";
+    return st;
+  }
+  int desired = seen.statefulset.value("spec", Json::object()).value("replicas", 1);
+  const Json* pod = nullptr;
+  bool terminating = false;
+  for (const auto& p : seen.pods) {
+    if (NameOf(p) != DevPodName(spec)) continue;
+    if (p.value("metadata", Json::object()).contains("deletionTimestamp")) {
+      terminating = true;
+      continue;
+    }
+    pod = &p;
+  }
+  if (pod) {
+    st.pod = NameOf(*pod);
+    st.node = pod->value("spec", Json::object()).value("nodeName", "");
+    st.restarts = PodRestarts(*pod);
+  }
+  if (desired == 0) {
+    st.phase = DevPhase::kStopped;
+    st.message = pod || terminating ? "stopping" : "stopped";
+    return st;
+  }
+  if (!pod) {
+    st.phase = DevPhase::kPending;
+    if (!seen.quota_rejections.empty()) {
+      st.reason = seen.quota_rejections.front();
+      if (fatal) fatal->push_back(st.reason);
+    } else {
+      st.reason = terminating ? "waiting for the previous pod to terminate"
+                              : "waiting for the pod to be created";
+    }
+    st.message = st.reason;
+    return st;
+  }
+  const Json& status = pod->value("status", Json::object());
+  std::string phase = status.value("phase", "Pending");
+  bool is_fatal = false;
+  std::string problem = PodProblem(*pod, &is_fatal);
+  if (phase == "Failed" || phase == "Succeeded") {
+    st.phase = DevPhase::kFailed;
+    std::string why = status.value("message", status.value("reason", ""));
+    st.reason = !problem.empty()
+                    ? problem
+                    : fmt::format("the pod {}{}{}", phase == "Failed" ? "failed" : "exited",
+                                  why.empty() ? "" : ": ", why);
+    if (fatal) fatal->push_back(st.reason);
+  } else if (phase == "Running" && PodReady(*pod)) {
+    st.phase = DevPhase::kRunning;
+    for (const auto& p : DevPorts(spec)) st.ready_tools.push_back(p.name);
+    st.message = fmt::format("running on {}", st.node);
+    return st;
+  } else {
+    st.phase = DevPhase::kPending;
+    if (!problem.empty()) {
+      st.reason = problem;
+      if (is_fatal && fatal) fatal->push_back(problem);
+    } else if (phase == "Running") {
+      st.reason = "starting: the tools do not accept connections yet";
+    } else {
+      st.reason = st.node.empty() ? "waiting to be scheduled" : "starting on " + st.node;
+    }
+  }
+  st.message = st.reason;
+  return st;
+}
+
+}  // namespace internal
+
+// ---- lifecycle helpers
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// tfk8s owns every field of these objects: take them over from other managers.
+ApplyOptions Forced() {
+  ApplyOptions a;
+  a.force = true;
+  return a;
+}
+
+std::optional<Json> GetOptional(Client& client, const ResourceType& type, const std::string& ns,
+                                const std::string& name) {
+  try {
+    return client.Get(type, ns, name);
+  } catch (const NotFound&) {
+    return std::nullopt;
+  }
+}
+
+int DesiredReplicas(const Json& sts) {
+  return sts.value("spec", Json::object()).value("replicas", 1);
+}
+
+// Mount grants, checked before anything is written: reads the claims only. Returns whether the
+// owner's home claim exists already.
+bool CheckGrants(Client& client, const DevInstanceSpec& spec) {
+  const std::string& ns = spec.namespace_name;
+  for (std::size_t i = 0; i < spec.mounts.size(); ++i) {
+    const DevMount& m = spec.mounts[i];
+    std::string field = fmt::format("mounts[{}].claim", i);
+    auto pvc = GetOptional(client, kPvcType, ns, m.claim);
+    if (!pvc) {
+      throw ValidationError(
+          field, m.claim, fmt::format("no PersistentVolumeClaim {} in namespace {}", m.claim, ns));
+    }
+    std::string why = MountRefusal(*pvc, spec.owner, m.read_only);
+    if (!why.empty()) throw ValidationError(field, m.claim, why);
+  }
+  if (!spec.home.enabled) return false;
+  auto home = GetOptional(client, kPvcType, ns, HomeClaimName(spec.owner));
+  if (!home) return false;
+  std::string owner = LabelOf(*home, kOwnerLabel);
+  if (owner != spec.owner) {
+    throw ValidationError("home", HomeClaimName(spec.owner),
+                          fmt::format("exists in {} but belongs to {}", ns,
+                                      owner.empty() ? "nobody (no tfk8s.io/owner label)" : owner));
+  }
+  return true;
+}
+
+// What creating or starting would add, against the quota; and the pod against the nodes.
+FitResult PreflightObjects(Client& client, const DevInstanceSpec& spec, const Json* existing,
+                           bool home_exists) {
+  DevRenderOptions o;
+  o.running = true;
+  o.credentials = DevCredentials{};  // the Secret counts as an object; its content does not
+  auto rendered = RenderDevInstance(spec, o);
+  FitResult fit;
+  if (!existing) {
+    std::vector<Json> fresh;
+    for (const auto& obj : rendered) {
+      if (obj.value("kind", "") == "PersistentVolumeClaim" && home_exists) continue;
+      fresh.push_back(obj);
+    }
+    fit = CheckQuota(client, spec.namespace_name, fresh);
+  } else if (DesiredReplicas(*existing) == 0) {
+    // A stopped instance's objects exist already: only its pod comes back.
+    fit = CheckQuotaForPods(client, spec.namespace_name, rendered.front()["spec"]["template"], 1);
+  }
+  fit.Merge(CheckPlacement(client, {rendered.front()}));
+  return fit;
+}
+
+void ThrowIfNotFit(const DevInstanceSpec& spec, const FitResult& fit, const char* action) {
+  if (fit.fits) return;
+  std::string what = fmt::format("DevInstance {}/{} cannot {}; nothing was changed: {}",
+                                 spec.namespace_name, spec.name, action, fit.Message());
+  if (!fit.shortfalls.empty()) {
+    std::vector<std::string> resources;
+    for (const auto& s : fit.shortfalls) resources.push_back(s.resource);
+    throw QuotaExceeded(what, "Forbidden", fit.Message(), {}, resources);
+  }
+  DevInstanceStatus st;
+  st.phase = DevPhase::kFailed;
+  st.reason = fit.Message();
+  st.message = fit.Message();
+  throw DevInstanceFailed(what, st);
+}
+
+Json ApplyStatefulSet(Client& client, const DevInstanceSpec& spec, bool running) {
+  DevRenderOptions o;
+  o.running = running;
+  return client.Apply(RenderDevInstance(spec, o).front(), Forced());
+}
+
+// The current credentials from the Secret (to re-render it without changing the password).
+std::optional<DevCredentials> CredentialsFrom(const Json& secret) {
+  const Json& data = secret.value("data", Json::object());
+  auto field = [&](const char* key) -> std::optional<std::string> {
+    auto it = data.find(key);
+    if (it == data.end() || !it->is_string()) return std::nullopt;
+    return internal::Base64Decode(it->get<std::string>());
+  };
+  auto password = field(internal::kPasswordKey);
+  auto jupyter = field(internal::kJupyterHashKey);
+  auto ssh = field(internal::kSshHashKey);
+  if (!password || !jupyter || !ssh) return std::nullopt;
+  return DevCredentials{*password, *jupyter, *ssh};
+}
+
+DevAccess BaseAccess(const DevInstanceSpec& spec) {
+  DevAccess a;
+  for (const auto& p : DevPorts(spec)) {
+    DevEndpoint e;
+    e.tool = p.name;
+    e.port = p.port;
+    e.cluster_address = fmt::format("{}.{}.svc:{}", spec.name, spec.namespace_name, p.port);
+    a.endpoints.push_back(e);
+  }
+  return a;
+}
+
+void FillConnect(DevAccess* a) {
+  for (auto& e : a->endpoints) {
+    std::string address = e.external_address.empty() ? e.cluster_address : e.external_address;
+    if (e.tool == "ssh") {
+      auto colon = address.rfind(':');
+      e.connect = fmt::format("ssh -p {} {}@{}", address.substr(colon + 1), a->user,
+                              address.substr(0, colon));
+    } else {
+      e.connect = "http://" + address + "/";
+    }
+  }
+}
+
+// FailedCreate events saying "exceeded quota" about this StatefulSet since tfk8s last applied
+// it (older ones belong to an earlier start).
+std::vector<std::string> QuotaRejections(const Json& sts, const std::vector<Json>& events) {
+  std::string uid = sts.value("metadata", Json::object()).value("uid", "");
+  std::string since;
+  for (const auto& f : sts["metadata"].value("managedFields", Json::array())) {
+    if (f.value("manager", "") == "tfk8s") since = std::max(since, f.value("time", ""));
+  }
+  since = since.substr(0, 19);  // RFC 3339 to the second, server clock on both sides
+  std::vector<std::string> out;
+  for (const auto& e : events) {
+    const Json& involved = e.value("involvedObject", Json::object());
+    std::string message = e.value("message", "");
+    if (involved.value("uid", "") != uid || message.find("exceeded quota") == std::string::npos) {
+      continue;
+    }
+    std::string when = e.value("lastTimestamp", "");
+    if (when.empty() || !e["lastTimestamp"].is_string()) when = e.value("eventTime", "");
+    if (when.substr(0, 19) < since) continue;
+    out.push_back(fmt::format("{} cannot create its pod: {}", involved.value("name", ""), message));
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- DevInstance --------------------------------------------------------------------------------
+
+DevInstance::DevInstance(Client client, DevInstanceSpec spec)
+    : client_(std::move(client)), spec_(std::move(spec)) {
+  spec_.Validate();
+}
+
+void DevInstance::set_spec(DevInstanceSpec spec) {
+  spec.Validate();
+  if (spec.name != spec_.name || spec.namespace_name != spec_.namespace_name ||
+      spec.owner != spec_.owner) {
+    throw ValidationError("name", spec.name,
+                          "an instance cannot be renamed, moved or given away; delete it");
+  }
+  spec_ = std::move(spec);
+}
+
+DevInstance DevInstance::Load(Client client, const std::string& ns, const std::string& name) {
+  Json sts = client.Get(kStatefulSetType, ns, name);
+  std::string text = AnnotationOf(sts, internal::kDevSpecAnnotation);
+  if (LabelOf(sts, internal::kInstanceLabel) != name || text.empty()) {
+    throw NotFound(
+        ErrorKind::kNotFound,
+        fmt::format("statefulset {}/{} exists but is not a tfk8s dev instance", ns, name), 404,
+        "NotFound");
+  }
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    throw ValidationError(std::string("metadata.annotations[") + internal::kDevSpecAnnotation + "]",
+                          name, "the stored spec is not JSON");
+  }
+  return DevInstance(std::move(client), DevInstanceSpec::FromJson(j));
+}
+
+std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::string& ns,
+                                                  const std::string& owner) {
+  ListOptions o;
+  o.label_selector = std::string(internal::kInstanceLabel) + "," + internal::kManagedBy + "=tfk8s";
+  if (!owner.empty()) {
+    validation::RequireDns1123Label("owner", owner);
+    o.label_selector += std::string(",") + kOwnerLabel + "=" + owner;
+  }
+  std::vector<DevInstanceSummary> out;
+  for (const auto& sts : Items(client.ListAll(kStatefulSetType, ns, o))) {
+    DevInstanceSummary s;
+    const Json& md = sts.value("metadata", Json::object());
+    s.namespace_name = md.value("namespace", "");
+    s.name = md.value("name", "");
+    s.owner = LabelOf(sts, kOwnerLabel);
+    const Json& containers = sts.value("spec", Json::object())
+                                 .value("template", Json::object())
+                                 .value("spec", Json::object())
+                                 .value("containers", Json::array());
+    if (!containers.empty()) s.image = containers.front().value("image", "");
+    s.running = DesiredReplicas(sts) > 0;
+    s.ready = sts.value("status", Json::object()).value("readyReplicas", 0) > 0;
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
+  });
+  return out;
+}
+
+FitResult DevInstance::Preflight() {
+  bool home_exists = CheckGrants(client_, spec_);
+  auto existing = GetOptional(client_, kStatefulSetType, spec_.namespace_name, spec_.name);
+  return PreflightObjects(client_, spec_, existing ? &*existing : nullptr, home_exists);
+}
+
+Json DevInstance::ApplyObjects(bool running, const std::optional<DevCredentials>& credentials) {
+  Json sts = ApplyStatefulSet(client_, spec_, running);
+  DevRenderOptions o;
+  o.running = running;
+  o.root_uid = sts["metadata"].value("uid", "");
+  o.credentials = credentials;
+  std::vector<Json> children;
+  for (auto& obj : RenderDevInstance(spec_, o)) {
+    std::string kind = obj.value("kind", "");
+    // The StatefulSet is applied; the home PVC is only ever created (never resized or taken).
+    if (kind == "StatefulSet" || kind == "PersistentVolumeClaim") continue;
+    children.push_back(std::move(obj));
+  }
+  for (auto& r : client_.ApplyAll(children, Forced())) {
+    if (!r.ok()) std::rethrow_exception(r.error);
+  }
+  return sts;
+}
+
+void DevInstance::SyncExposure(const DevInstanceSpec& spec, bool running) {
+  const DevExposeSpec& x = spec.expose;
+  if (x.backend == DevExposure::kIngressTcp) {
+    std::vector<int> targets;
+    if (running) {
+      for (const auto& p : internal::DevExposedPorts(spec)) targets.push_back(p.port);
+    }
+    internal::UpdateTcpServices(
+        client_, x,
+        [&](Json* data) {
+          bool changed = false;
+          internal::AssignTcpPorts(data, spec.namespace_name, spec.name, targets, x.port_min,
+                                   x.port_max, &changed);
+          return changed;
+        },
+        running);
+  }
+  if (x.backend == DevExposure::kNodePort && !running) {
+    // Node ports are a cluster-wide resource: give them back while stopped.
+    try {
+      client_.Delete(kServiceType, spec.namespace_name, internal::DevNodePortName(spec));
+    } catch (const NotFound&) {
+    }
+  }
+}
+
+DevStartResult DevInstance::Create(const DevCreateOptions& options) {
+  const std::string& ns = spec_.namespace_name;
+  bool home_exists = CheckGrants(client_, spec_);
+  if (GetOptional(client_, kStatefulSetType, ns, spec_.name)) {
+    throw AlreadyExists(
+        ErrorKind::kAlreadyExists,
+        fmt::format("DevInstance {}/{} already exists (use Apply() or Start())", ns, spec_.name),
+        409, "AlreadyExists");
+  }
+  if (options.preflight) {
+    ThrowIfNotFit(spec_, PreflightObjects(client_, spec_, nullptr, home_exists), "be created");
+  }
+  if (spec_.home.enabled && !home_exists) {
+    try {
+      client_.Create(kPvcType, ns, RenderDevInstance(spec_).back());
+    } catch (const AlreadyExists&) {
+      CheckGrants(client_, spec_);  // created meanwhile: it must still be the owner's
+    }
+  }
+  DevCredentials credentials = DevCredentials::Generate();
+  try {
+    // Stopped first: the Secret and Services exist before the pod can start.
+    ApplyObjects(false, credentials);
+    if (options.start) {
+      SyncExposure(spec_, true);
+      ApplyStatefulSet(client_, spec_, true);
+    }
+  } catch (...) {
+    // Leave nothing half-made behind; the home PVC stays (it is the user's).
+    try {
+      SyncExposure(spec_, false);
+    } catch (...) {
+    }
+    try {
+      DeleteOptions del;
+      del.propagation_policy = "Background";
+      client_.Delete(kStatefulSetType, ns, spec_.name, del);
+    } catch (...) {
+    }
+    throw;
+  }
+  DevStartResult result;
+  result.password = std::move(credentials.password);
+  try {
+    result.access = Access();
+  } catch (const Error&) {
+    // The password must reach the caller even if the exposure cannot be read back.
+    result.access = BaseAccess(spec_);
+    FillConnect(&result.access);
+  }
+  return result;
+}
+
+void DevInstance::Apply() {
+  const std::string& ns = spec_.namespace_name;
+  CheckGrants(client_, spec_);
+  Json sts = client_.Get(kStatefulSetType, ns, spec_.name);
+  bool running = DesiredReplicas(sts) > 0;
+  std::optional<DevInstanceSpec> previous;
+  Json stored = Json::parse(AnnotationOf(sts, internal::kDevSpecAnnotation), nullptr, false);
+  if (stored.is_object()) {
+    try {
+      previous = DevInstanceSpec::FromJson(stored);
+    } catch (const ValidationError&) {
+    }
+  }
+  // Keep the password; re-render the Secret so changed authorized keys reach it.
+  std::optional<DevCredentials> credentials;
+  if (auto secret = GetOptional(client_, kSecretType, ns, DevSecretName(spec_))) {
+    credentials = CredentialsFrom(*secret);
+  }
+  ApplyObjects(running, credentials);
+  if (spec_.expose.backend != DevExposure::kNodePort) {
+    try {
+      client_.Delete(kServiceType, ns, internal::DevNodePortName(spec_));
+    } catch (const NotFound&) {
+    }
+  }
+  // Entries made under an earlier exposure setting go before the new ones are made.
+  if (previous && previous->expose.backend == DevExposure::kIngressTcp &&
+      (spec_.expose.backend != DevExposure::kIngressTcp ||
+       previous->expose.configmap_namespace != spec_.expose.configmap_namespace ||
+       previous->expose.configmap_name != spec_.expose.configmap_name)) {
+    SyncExposure(*previous, false);
+  }
+  if (running) SyncExposure(spec_, true);
+}
+
+DevStartResult DevInstance::Launch() {
+  const std::string& ns = spec_.namespace_name;
+  CheckGrants(client_, spec_);
+  Json sts = client_.Get(kStatefulSetType, ns, spec_.name);
+  bool was_running = DesiredReplicas(sts) > 0;
+  ThrowIfNotFit(spec_, PreflightObjects(client_, spec_, &sts, true),
+                was_running ? "restart" : "start");
+  DevCredentials credentials = DevCredentials::Generate();
+  // The Secret is written before the pod (re)starts, so the pod reads the new password.
+  ApplyObjects(was_running, credentials);
+  SyncExposure(spec_, true);
+  ApplyStatefulSet(client_, spec_, true);
+  if (was_running) {
+    // The running pod holds the old password: replace it (the StatefulSet recreates it).
+    try {
+      Json pod = client_.Get(kPodType, ns, DevPodName(spec_));
+      if (!pod["metadata"].contains("deletionTimestamp")) {
+        DeleteOptions del;
+        del.precondition_uid = pod["metadata"].value("uid", "");
+        client_.Delete(kPodType, ns, DevPodName(spec_), del);
+      }
+    } catch (const NotFound&) {
+    } catch (const Conflict&) {
+      // Already replaced by someone else: the new pod reads the new Secret anyway.
+    }
+  }
+  DevStartResult result;
+  result.password = std::move(credentials.password);
+  try {
+    result.access = Access();
+  } catch (const Error&) {
+    result.access = BaseAccess(spec_);
+    FillConnect(&result.access);
+  }
+  return result;
+}
+
+DevStartResult DevInstance::Start() { return Launch(); }
+
+DevStartResult DevInstance::Restart() { return Launch(); }
+
+void DevInstance::Stop(const DevStopOptions& options) {
+  client_.Get(kStatefulSetType, spec_.namespace_name, spec_.name);  // NotFound when absent
+  ApplyStatefulSet(client_, spec_, false);
+  if (!options.keep_ports) SyncExposure(spec_, false);
+}
+
+void DevInstance::Delete(const DevDeleteOptions& options) {
+  const std::string& ns = spec_.namespace_name;
+  std::string home = HomeClaimName(spec_.owner);
+  if (options.delete_home_volume && spec_.home.enabled) {
+    for (const auto& other : List(client_, ns, spec_.owner)) {
+      if (other.name != spec_.name) {
+        throw ValidationError("deleteHomeVolume", home,
+                              "still used by the owner's instance " + other.name);
+      }
+    }
+  }
+  // Ports first: if releasing fails, the instance is intact and the call can be repeated.
+  SyncExposure(spec_, false);
+  if (auto sts = GetOptional(client_, kStatefulSetType, ns, spec_.name)) {
+    DeleteOptions del;
+    del.propagation_policy = options.wait ? "Foreground" : "Background";
+    del.precondition_uid = (*sts)["metadata"].value("uid", "");
+    try {
+      client_.Delete(kStatefulSetType, ns, spec_.name, del);
+    } catch (const NotFound&) {
+    }
+  }
+  if (options.delete_home_volume && spec_.home.enabled) {
+    if (auto pvc = GetOptional(client_, kPvcType, ns, home)) {
+      if (LabelOf(*pvc, kOwnerLabel) == spec_.owner) {
+        DeleteOptions del;
+        del.precondition_uid = (*pvc)["metadata"].value("uid", "");
+        try {
+          client_.Delete(kPvcType, ns, home, del);
+        } catch (const NotFound&) {
+        }
+      }
+    }
+  }
+  if (!options.wait) return;
+  auto deadline = std::chrono::steady_clock::now() + *options.wait;
+  auto gone = [](const Json* o) { return o == nullptr; };
+  // Foreground deletion keeps the StatefulSet until its pod, Services and Secret are gone.
+  bool done =
+      internal::WaitForObject(client_, kStatefulSetType, ns, spec_.name, *options.wait, gone);
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  done = done && internal::WaitForObject(client_, kPodType, ns, DevPodName(spec_),
+                                         std::max(left, std::chrono::milliseconds(1)), gone);
+  if (!done) {
+    throw Timeout(ErrorKind::kTimeout,
+                  fmt::format("DevInstance {}/{} still being deleted after {} ms", ns, spec_.name,
+                              options.wait->count()));
+  }
+}
+
+DevInstanceStatus DevInstance::Status() {
+  const std::string& ns = spec_.namespace_name;
+  internal::DevObserved seen;
+  seen.statefulset = client_.Get(kStatefulSetType, ns, spec_.name);
+  ListOptions sel;
+  sel.label_selector = internal::DevSelector(spec_);
+  seen.pods = Items(client_.ListAll(kPodType, ns, sel));
+  ListOptions events;
+  events.field_selector = "involvedObject.name=" + spec_.name + ",reason=FailedCreate";
+  seen.quota_rejections =
+      QuotaRejections(seen.statefulset, Items(client_.ListAll(kEventType, ns, events)));
+  return internal::ComputeDevStatus(spec_, seen, nullptr);
+}
+
+DevInstanceStatus DevInstance::Wait(
+    std::chrono::milliseconds timeout,
+    const std::function<void(const DevInstanceStatus&)>& on_progress) {
+  const std::string& ns = spec_.namespace_name;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<int> changes{0};
+  ListOptions pod_sel;
+  pod_sel.label_selector = internal::DevSelector(spec_);
+  ListOptions sts_sel;
+  sts_sel.field_selector = "metadata.name=" + spec_.name;
+  ListOptions event_sel;
+  event_sel.field_selector = "involvedObject.name=" + spec_.name + ",reason=FailedCreate";
+  internal::WatchTracker pods(client_, kPodType, ns, pod_sel, &mu, &cv, &changes);
+  internal::WatchTracker sets(client_, kStatefulSetType, ns, sts_sel, &mu, &cv, &changes);
+  internal::WatchTracker events(client_, kEventType, ns, event_sel, &mu, &cv, &changes);
+
+  // Unschedulable fails fast only when no node could ever take the pod (else capacity may free
+  // up); that judgement is the placement check's, made once.
+  std::optional<FitResult> placement;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last_table;
+  while (true) {
+    int seen_changes = changes;
+    bool synced = pods.synced() && sets.synced() && events.synced();
+    internal::DevObserved seen;
+    auto sts = sets.Snapshot();
+    if (!sts.empty()) {
+      seen.statefulset = sts.front();
+      seen.quota_rejections = QuotaRejections(seen.statefulset, events.Snapshot());
+    }
+    seen.pods = pods.Snapshot();
+    std::vector<std::string> fatal;
+    DevInstanceStatus st = internal::ComputeDevStatus(spec_, seen, &fatal);
+    if (synced && sts.empty()) {
+      throw NotFound(ErrorKind::kNotFound,
+                     fmt::format("DevInstance {}/{} does not exist", ns, spec_.name), 404,
+                     "NotFound");
+    }
+    if (!synced) st.message = "watching";
+    if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
+      if (!placement) placement = CheckPlacement(client_, {RenderDevInstance(spec_).front()});
+      if (!placement->fits) fatal.push_back(st.reason + "; " + placement->Message());
+    }
+    std::string table = st.Table();
+    if (synced && on_progress && table != last_table) on_progress(st);
+    if (synced) last_table = table;
+
+    if (st.phase == DevPhase::kRunning) return st;
+    if (!fatal.empty()) {
+      throw DevInstanceFailed(
+          fmt::format("DevInstance {}/{} cannot start: {}", ns, spec_.name, fatal.front()), st);
+    }
+    if (st.phase == DevPhase::kStopped) {
+      throw DevInstanceFailed(
+          fmt::format("DevInstance {}/{} is stopped; Start() it first", ns, spec_.name), st);
+    }
+
+    std::unique_lock lock(mu);
+    for (const internal::WatchTracker* t : {&pods, &sets, &events}) {
+      if (auto e = t->error()) std::rethrow_exception(e);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Timeout(ErrorKind::kTimeout, fmt::format("DevInstance {}/{}: not ready after {} ms: {}",
+                                                     ns, spec_.name, timeout.count(), st.message));
+    }
+    // Woken by any watch event; the bounded wait only re-checks the deadline.
+    cv.wait_until(lock,
+                  std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)),
+                  [&] { return changes != seen_changes; });
+  }
+}
+
+DevAccess DevInstance::Access() {
+  const std::string& ns = spec_.namespace_name;
+  const DevExposeSpec& x = spec_.expose;
+  DevAccess a = BaseAccess(spec_);
+  if (x.backend == DevExposure::kIngressTcp) {
+    if (auto cm = GetOptional(client_, kConfigMapType, x.configmap_namespace, x.configmap_name)) {
+      auto assigned = internal::TcpAssignments(cm->value("data", Json::object()), ns, spec_.name);
+      for (auto& e : a.endpoints) {
+        auto it = assigned.find(e.port);
+        if (it == assigned.end()) continue;
+        e.external_port = it->second;
+        if (!x.external_host.empty()) {
+          e.external_address = fmt::format("{}:{}", x.external_host, it->second);
+        }
+      }
+    }
+  } else if (x.backend == DevExposure::kNodePort) {
+    if (auto svc = GetOptional(client_, kServiceType, ns, internal::DevNodePortName(spec_))) {
+      std::string host = x.external_host;
+      if (host.empty()) {
+        // Any node forwards a node port; the pod's own node is the natural choice.
+        if (auto pod = GetOptional(client_, kPodType, ns, DevPodName(spec_))) {
+          host = pod->value("status", Json::object()).value("hostIP", "");
+        }
+      }
+      for (const auto& p : (*svc)["spec"].value("ports", Json::array())) {
+        for (auto& e : a.endpoints) {
+          if (e.tool != p.value("name", "")) continue;
+          e.external_port = p.value("nodePort", 0);
+          if (!host.empty() && e.external_port > 0) {
+            e.external_address = fmt::format("{}:{}", host, e.external_port);
+          }
+        }
+      }
+    }
+  }
+  FillConnect(&a);
+  return a;
+}
+
+std::string DevInstance::ToYaml() const { return ToYamlDocuments(RenderDevInstance(spec_)); }
+
+}  // namespace tfk8s

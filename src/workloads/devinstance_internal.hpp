@@ -1,0 +1,90 @@
+#pragma once
+// Internal: names, labels and pure helpers shared by DevInstance's rendering, exposure and
+// lifecycle code (and its unit tests).
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tfk8s/devinstance.hpp"
+
+namespace tfk8s::internal {
+
+inline constexpr const char* kInstanceLabel = "tfk8s.io/instance";
+inline constexpr const char* kDevComponentLabel = "tfk8s.io/component";
+inline constexpr const char* kDevSpecAnnotation = "tfk8s.io/spec";
+inline constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr const char* kDevGpuResource = "nvidia.com/gpu";
+/// Where the Secret's hash files are mounted (never the plaintext).
+inline constexpr const char* kCredentialsDir = "/var/run/tfk8s/credentials";
+/// The container's name (GoblinLab's).
+inline constexpr const char* kDevContainer = "notebook";
+
+// Keys of the credentials Secret.
+inline constexpr const char* kPasswordKey = "password";
+inline constexpr const char* kJupyterHashKey = "jupyter-hashed-password";
+inline constexpr const char* kSshHashKey = "ssh-password-hash";
+inline constexpr const char* kAuthorizedKeysKey = "authorized_keys";
+
+/// `<name>-credentials`.
+std::string DevSecretName(const DevInstanceSpec& spec);
+/// `<name>-nodeport`.
+std::string DevNodePortName(const DevInstanceSpec& spec);
+/// `<name>-0`, the StatefulSet's only pod.
+std::string DevPodName(const DevInstanceSpec& spec);
+/// `tfk8s.io/instance=<name>`.
+std::string DevSelector(const DevInstanceSpec& spec);
+
+/// Every enabled port in Service order: jupyter, ssh, code-server, tensorboard, custom ports.
+std::vector<DevPort> DevPorts(const DevInstanceSpec& spec);
+/// The enabled ports to expose outside the cluster (expose.tools, or the authenticated tools).
+std::vector<DevPort> DevExposedPorts(const DevInstanceSpec& spec);
+
+/// The start script run by `/bin/sh -c` when no command is given (constant: every setting
+/// comes from TFK8S_* variables, every secret from the Secret).
+const char* DevStartScript();
+
+/// The Secret's `data` for `credentials` (base64 values).
+Json DevSecretData(const DevInstanceSpec& spec, const DevCredentials& credentials);
+
+// ---- tcp-services (pure) ---------------------------------------------------------------------
+
+/// `"<ns>/<service>:<port>"`, the value of a tcp-services entry.
+std::string TcpServiceTarget(const std::string& ns, const std::string& service, int port);
+/// Target (Service) port → external port of the entries in `data` that point at ns/service
+/// (entries with ingress-nginx's `:PROXY` suffixes included).
+std::map<int, int> TcpAssignments(const Json& data, const std::string& ns,
+                                  const std::string& service);
+/// Makes `data` map exactly `targets` of ns/service: keeps existing entries, removes entries of
+/// ns/service for other targets, and gives each missing target the lowest free external port in
+/// [min, max]. Returns target → external port. Throws DevInstanceFailed when the range is full.
+/// `*changed` tells whether `data` was modified.
+std::map<int, int> AssignTcpPorts(Json* data, const std::string& ns, const std::string& service,
+                                  const std::vector<int>& targets, int min, int max, bool* changed);
+/// Removes every entry pointing at ns/service; returns how many.
+int RemoveTcpPorts(Json* data, const std::string& ns, const std::string& service);
+
+/// Read-modify-write of the tcp-services ConfigMap named by `expose`: reads it, lets `mutate`
+/// change its data (returning false when nothing changed), and writes it back with a Replace
+/// carrying the resourceVersion that was read; on Conflict it reads again and retries (jittered
+/// backoff, up to 30 attempts). A missing ConfigMap is created when `may_create` and
+/// `expose.create_configmap`, ignored when not `may_create`, else NotFound.
+void UpdateTcpServices(Client& client, const DevExposeSpec& expose,
+                       const std::function<bool(Json* data)>& mutate, bool may_create);
+
+// ---- status (pure) -------------------------------------------------------------------------
+
+/// What a status computation looks at.
+struct DevObserved {
+  Json statefulset;                           ///< null when absent.
+  std::vector<Json> pods;                     ///< Pods labelled with the instance.
+  std::vector<std::string> quota_rejections;  ///< Recent FailedCreate "exceeded quota" messages.
+};
+
+/// Phase, pod, node, ready tools and reason; appends reasons that waiting will not heal to
+/// `*fatal` (when not null).
+DevInstanceStatus ComputeDevStatus(const DevInstanceSpec& spec, const DevObserved& observed,
+                                   std::vector<std::string>* fatal);
+
+}  // namespace tfk8s::internal

@@ -1,0 +1,956 @@
+// DevInstance: spec validation, JSON round trip, credentials and rendering. Pure: no I/O.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "http/crypto.hpp"
+#include "tfk8s/devinstance.hpp"
+#include "tfk8s/quantity.hpp"
+#include "tfk8s/validation.hpp"
+#include "util/base64.hpp"
+#include "workloads/devinstance_internal.hpp"
+
+namespace tfk8s {
+
+using internal::kInstanceLabel;
+using internal::kManagedBy;
+
+std::string ToString(DevExposure e) {
+  switch (e) {
+    case DevExposure::kNone:
+      return "none";
+    case DevExposure::kIngressTcp:
+      return "ingress-tcp";
+    case DevExposure::kNodePort:
+      return "node-port";
+  }
+  return "none";
+}
+
+std::string ToString(DevPhase phase) {
+  switch (phase) {
+    case DevPhase::kStopped:
+      return "Stopped";
+    case DevPhase::kPending:
+      return "Pending";
+    case DevPhase::kRunning:
+      return "Running";
+    case DevPhase::kFailed:
+      return "Failed";
+    case DevPhase::kUnknown:
+      break;
+  }
+  return "Unknown";
+}
+
+std::string ToString(DevShareMode mode) { return mode == DevShareMode::kReadOnly ? "ro" : "rw"; }
+
+std::string HomeClaimName(const std::string& owner) { return owner + "-home"; }
+
+DevCredentials DevCredentials::Generate() {
+  DevCredentials c;
+  c.password = internal::GeneratePassword();
+  c.jupyter_hash = internal::NewJupyterPasswordHash(c.password);
+  c.ssh_hash = internal::NewSha512Crypt(c.password);
+  return c;
+}
+
+std::string DevCredentials::ToString() const {
+  return "DevCredentials{password=REDACTED, jupyter_hash=REDACTED, ssh_hash=REDACTED}";
+}
+
+namespace internal {
+
+std::string DevSecretName(const DevInstanceSpec& spec) { return spec.name + "-credentials"; }
+std::string DevNodePortName(const DevInstanceSpec& spec) { return spec.name + "-nodeport"; }
+std::string DevPodName(const DevInstanceSpec& spec) { return spec.name + "-0"; }
+std::string DevSelector(const DevInstanceSpec& spec) {
+  return std::string(kInstanceLabel) + "=" + spec.name;
+}
+
+std::vector<DevPort> DevPorts(const DevInstanceSpec& spec) {
+  std::vector<DevPort> out;
+  const DevTools& t = spec.tools;
+  if (t.jupyter) out.push_back({"jupyter", t.jupyter_port});
+  if (t.ssh) out.push_back({"ssh", t.ssh_port});
+  if (t.code_server) out.push_back({"code-server", t.code_server_port});
+  if (t.tensorboard) out.push_back({"tensorboard", t.tensorboard_port});
+  for (const auto& p : t.custom_ports) out.push_back(p);
+  return out;
+}
+
+std::vector<DevPort> DevExposedPorts(const DevInstanceSpec& spec) {
+  std::vector<DevPort> out;
+  if (spec.expose.backend == DevExposure::kNone) return out;
+  std::set<std::string> wanted(spec.expose.tools.begin(), spec.expose.tools.end());
+  for (const auto& p : DevPorts(spec)) {
+    bool authenticated = p.name == "jupyter" || p.name == "ssh" || p.name == "code-server";
+    if (wanted.empty() ? authenticated : wanted.count(p.name) > 0) out.push_back(p);
+  }
+  return out;
+}
+
+Json DevSecretData(const DevInstanceSpec& spec, const DevCredentials& credentials) {
+  Json data = {{kPasswordKey, Base64Encode(credentials.password)},
+               {kJupyterHashKey, Base64Encode(credentials.jupyter_hash)},
+               {kSshHashKey, Base64Encode(credentials.ssh_hash)}};
+  if (!spec.security.ssh_authorized_keys.empty()) {
+    std::string keys;
+    for (const auto& k : spec.security.ssh_authorized_keys) keys += k + "\n";
+    data[kAuthorizedKeysKey] = Base64Encode(keys);
+  }
+  return data;
+}
+
+// Every setting comes from TFK8S_* variables and every secret from the Secret (PASSWORD via
+// secretKeyRef, the hashes as files), so the script is the same for every instance and holds
+// nothing worth hiding. PASSWORD is removed from the environment at once and handed to
+// code-server alone; Jupyter and sshd only ever see hashes.
+const char* DevStartScript() {
+  return R"SH(# tfk8s dev instance: start every enabled tool that the image has.
+set -u
+cred="$TFK8S_CREDENTIALS_DIR"
+pw="${PASSWORD:-}"
+unset PASSWORD
+trap 'trap - TERM INT; kill -TERM 0 2>/dev/null; exit 0' TERM INT
+have() { command -v "$1" >/dev/null 2>&1; }
+state="$TFK8S_HOME/.tfk8s"
+mkdir -p "$state" 2>/dev/null || state=/tmp/tfk8s
+mkdir -p "$state" /tmp/tfk8s
+started=0
+if [ -n "${TFK8S_SSH_PORT:-}" ]; then
+  sshd_bin="$(command -v sshd || echo /usr/sbin/sshd)"
+  if [ -x "$sshd_bin" ]; then
+    login=prohibit-password
+    if [ "$TFK8S_SSH_PASSWORD_LOGIN" = yes ]; then
+      printf 'root:%s\n' "$(cat "$cred/ssh-password-hash")" | chpasswd -e && login=yes
+    fi
+    keys=/etc/ssh/tfk8s_authorized_keys
+    mkdir -p /etc/ssh /run/sshd "$state/ssh" && chmod 700 "$state/ssh"
+    if [ -s "$cred/authorized_keys" ]; then cat "$cred/authorized_keys" > "$keys"; else : > "$keys"; fi
+    chmod 600 "$keys"
+    for t in ed25519 rsa; do
+      [ -f "$state/ssh/ssh_host_${t}_key" ] || ssh-keygen -q -t "$t" -N '' -f "$state/ssh/ssh_host_${t}_key"
+    done
+    "$sshd_bin" -D -e -p "$TFK8S_SSH_PORT" -h "$state/ssh/ssh_host_ed25519_key" \
+      -h "$state/ssh/ssh_host_rsa_key" -o PermitRootLogin="$login" \
+      -o PasswordAuthentication="$TFK8S_SSH_PASSWORD_LOGIN" \
+      -o "AuthorizedKeysFile=.ssh/authorized_keys $keys" &
+    started=$((started + 1))
+  else
+    echo "tfk8s: sshd is not in the image; SSH is not available" >&2
+  fi
+fi
+if [ -n "${TFK8S_JUPYTER_PORT:-}" ]; then
+  if have jupyter; then
+    cat > /tmp/tfk8s/jupyter_config.py <<'PY'
+import os
+with open(os.path.join(os.environ['TFK8S_CREDENTIALS_DIR'], 'jupyter-hashed-password')) as f:
+    hashed = f.read().strip()
+if not hashed:
+    raise SystemExit('tfk8s: no Jupyter password hash; refusing to start without authentication')
+for app in (c.ServerApp, c.NotebookApp):
+    app.ip = '0.0.0.0'
+    app.port = int(os.environ['TFK8S_JUPYTER_PORT'])
+    app.open_browser = False
+    app.allow_root = True
+    app.token = ''
+    app.password = hashed
+    app.password_required = True
+c.ServerApp.root_dir = os.environ['TFK8S_HOME']
+c.NotebookApp.notebook_dir = os.environ['TFK8S_HOME']
+c.IdentityProvider.token = ''
+c.PasswordIdentityProvider.hashed_password = hashed
+c.PasswordIdentityProvider.password_required = True
+PY
+    app=lab
+    jupyter lab --version >/dev/null 2>&1 || app=notebook
+    jupyter "$app" --config=/tmp/tfk8s/jupyter_config.py &
+    started=$((started + 1))
+  else
+    echo "tfk8s: jupyter is not in the image; Jupyter is not available" >&2
+  fi
+fi
+if [ -n "${TFK8S_CODE_SERVER_PORT:-}" ]; then
+  if have code-server; then
+    PASSWORD="$pw" code-server --bind-addr "0.0.0.0:$TFK8S_CODE_SERVER_PORT" --auth password \
+      "$TFK8S_HOME" &
+    started=$((started + 1))
+  else
+    echo "tfk8s: code-server is not in the image; code-server is not available" >&2
+  fi
+fi
+pw=
+if [ -n "${TFK8S_TENSORBOARD_PORT:-}" ]; then
+  if have tensorboard; then
+    mkdir -p "$TFK8S_TENSORBOARD_LOGDIR"
+    tensorboard --logdir "$TFK8S_TENSORBOARD_LOGDIR" --host 0.0.0.0 \
+      --port "$TFK8S_TENSORBOARD_PORT" &
+    started=$((started + 1))
+  else
+    echo "tfk8s: tensorboard is not in the image; TensorBoard is not available" >&2
+  fi
+fi
+if [ "$started" -eq 0 ]; then
+  echo "tfk8s: none of the enabled tools is in the image" >&2
+  exit 1
+fi
+wait
+)SH";
+}
+
+}  // namespace internal
+
+using internal::DevPorts;
+
+// ---- validation -----------------------------------------------------------------------------
+
+namespace {
+
+Quantity RequireQuantity(const std::string& field, const std::string& value, bool required) {
+  if (value.empty()) {
+    if (required) throw ValidationError(field, value, "is required");
+    return {};
+  }
+  Quantity q;
+  std::string why;
+  if (!Quantity::TryParse(value, &q, &why)) throw ValidationError(field, value, why);
+  if (q.Sign() < 0) throw ValidationError(field, value, "must not be negative");
+  if (required && q.IsZero()) throw ValidationError(field, value, "must be positive");
+  return q;
+}
+
+void CheckAbsolutePath(const std::string& field, const std::string& path) {
+  if (path.empty() || path.front() != '/') {
+    throw ValidationError(field, path, "must be an absolute path");
+  }
+  if (path.find(':') != std::string::npos) {
+    throw ValidationError(field, path, "must not contain ':'");
+  }
+}
+
+void CheckPort(const std::string& field, int port) {
+  if (port < 1 || port > 65535) {
+    throw ValidationError(field, std::to_string(port), "must be a port number in 1..65535");
+  }
+}
+
+// Kubernetes' IsValidPortName: an IANA service name.
+void CheckPortName(const std::string& field, const std::string& name) {
+  bool letter = false;
+  bool ok = !name.empty() && name.size() <= 15 && name.front() != '-' && name.back() != '-' &&
+            name.find("--") == std::string::npos;
+  for (char c : name) {
+    if (c >= 'a' && c <= 'z') {
+      letter = true;
+    } else if (!((c >= '0' && c <= '9') || c == '-')) {
+      ok = false;
+    }
+  }
+  if (!ok || !letter) {
+    throw ValidationError(field, name,
+                          "must be an IANA service name: at most 15 lower-case letters, digits "
+                          "and '-', with a letter, no leading, trailing or double '-'");
+  }
+}
+
+// Kubernetes' IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*.
+void CheckEnvName(const std::string& field, const std::string& name) {
+  bool ok = !name.empty() && !(name.front() >= '0' && name.front() <= '9');
+  for (char c : name) {
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && c != '-' && c != '.' && c != '_') ok = false;
+  }
+  if (!ok) {
+    throw ValidationError(field, name,
+                          "not a valid environment variable name ([-._a-zA-Z][-._a-zA-Z0-9]*)");
+  }
+}
+
+void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
+  if (!value.empty()) validation::RequireLabelValue(field, value);
+}
+
+}  // namespace
+
+void DevInstanceSpec::Validate() const {
+  validation::RequireDns1123Label("owner", owner);
+  validation::RequireStatefulSetName("name", name);
+  validation::RequireDns1123Label("namespace", namespace_name);
+  for (const auto& [k, v] : labels) {
+    validation::RequireLabelKey("labels", k);
+    validation::RequireLabelValue("labels[" + k + "]", v);
+    if (k == kManagedBy || k == kInstanceLabel || k == kOwnerLabel ||
+        k == internal::kDevComponentLabel) {
+      throw ValidationError("labels", k, "is set by tfk8s");
+    }
+  }
+  if (image.empty() || image.find_first_of(" \t\n") != std::string::npos) {
+    throw ValidationError("image", image, "must be a non-empty image reference without spaces");
+  }
+  if (image_pull_policy != "IfNotPresent" && image_pull_policy != "Always" &&
+      image_pull_policy != "Never") {
+    throw ValidationError("imagePullPolicy", image_pull_policy,
+                          "must be IfNotPresent, Always or Never");
+  }
+  if (!image_pull_secret.empty()) {
+    validation::RequireDns1123Subdomain("imagePullSecret", image_pull_secret);
+  }
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    if (command[i].empty() && i == 0) {
+      throw ValidationError("command[0]", "", "must name a program");
+    }
+  }
+
+  // Resources: requests = limits unless both are given (then limit >= request).
+  Quantity cpu = RequireQuantity("resources.cpu", resources.cpu, true);
+  Quantity memory = RequireQuantity("resources.memory", resources.memory, true);
+  if (!resources.cpu_limit.empty() &&
+      RequireQuantity("resources.cpuLimit", resources.cpu_limit, true) < cpu) {
+    throw ValidationError("resources.cpuLimit", resources.cpu_limit,
+                          "must be at least the request (" + resources.cpu + ")");
+  }
+  if (!resources.memory_limit.empty() &&
+      RequireQuantity("resources.memoryLimit", resources.memory_limit, true) < memory) {
+    throw ValidationError("resources.memoryLimit", resources.memory_limit,
+                          "must be at least the request (" + resources.memory + ")");
+  }
+  if (resources.gpus < 0) {
+    throw ValidationError("resources.gpus", std::to_string(resources.gpus), "must be >= 0");
+  }
+
+  // Environment: tfk8s's own variables cannot be overridden (PASSWORD would defeat the Secret).
+  std::set<std::string> env_names;
+  for (std::size_t i = 0; i < env.size(); ++i) {
+    std::string f = fmt::format("env[{}].name", i);
+    CheckEnvName(f, env[i].name);
+    if (env[i].name == "PASSWORD" || env[i].name == "NOTEBOOK_TAG" ||
+        env[i].name == "HADOOP_USER" || env[i].name.rfind("TFK8S_", 0) == 0) {
+      throw ValidationError(f, env[i].name,
+                            "is set by tfk8s (use notebookTag / hadoopUser; the password comes "
+                            "from the instance's Secret)");
+    }
+    if (!env_names.insert(env[i].name).second) {
+      throw ValidationError(f, env[i].name, "is given twice");
+    }
+  }
+  for (const auto& [k, v] : pod_annotations) validation::RequireLabelKey("podAnnotations", k);
+
+  // Tools and ports: every port once, every name once.
+  CheckPort("tools.jupyterPort", tools.jupyter_port);
+  CheckPort("tools.sshPort", tools.ssh_port);
+  CheckPort("tools.codeServerPort", tools.code_server_port);
+  CheckPort("tools.tensorboardPort", tools.tensorboard_port);
+  if (tools.tensorboard) CheckAbsolutePath("tools.tensorboardLogDir", tools.tensorboard_log_dir);
+  std::map<int, std::string> port_owner;
+  std::set<std::string> port_names;
+  auto claim_port = [&](const std::string& field, const std::string& port_name, int port) {
+    auto [it, fresh] = port_owner.emplace(port, port_name);
+    if (!fresh) {
+      throw ValidationError(field, std::to_string(port),
+                            "clashes with the " + it->second + " port");
+    }
+    if (!port_names.insert(port_name).second) {
+      throw ValidationError(field, port_name, "port name is used twice");
+    }
+  };
+  if (tools.jupyter) claim_port("tools.jupyterPort", "jupyter", tools.jupyter_port);
+  if (tools.ssh) claim_port("tools.sshPort", "ssh", tools.ssh_port);
+  if (tools.code_server) claim_port("tools.codeServerPort", "code-server", tools.code_server_port);
+  if (tools.tensorboard) claim_port("tools.tensorboardPort", "tensorboard", tools.tensorboard_port);
+  for (std::size_t i = 0; i < tools.custom_ports.size(); ++i) {
+    const DevPort& p = tools.custom_ports[i];
+    std::string f = fmt::format("tools.customPorts[{}]", i);
+    CheckPortName(f + ".name", p.name);
+    for (const char* reserved : {"jupyter", "ssh", "code-server", "tensorboard"}) {
+      if (p.name == reserved) {
+        throw ValidationError(f + ".name", p.name, "is the name of a built-in tool");
+      }
+    }
+    CheckPort(f + ".port", p.port);
+    if (port_names.count(p.name)) {
+      throw ValidationError(f + ".name", p.name, "port name is used twice");
+    }
+    claim_port(f + ".port", p.name, p.port);
+  }
+
+  // Volumes.
+  std::set<std::string> paths;
+  auto claim_path = [&](const std::string& field, const std::string& path) {
+    CheckAbsolutePath(field, path);
+    std::string p = path.size() > 1 && path.back() == '/' ? path.substr(0, path.size() - 1) : path;
+    if (!paths.insert(p).second) throw ValidationError(field, path, "is mounted twice");
+  };
+  claim_path("credentials (reserved)", internal::kCredentialsDir);
+  if (host_localtime) claim_path("hostLocaltime (reserved)", "/etc/localtime");
+  if (home.enabled) {
+    RequireQuantity("home.size", home.size, true);
+    if (home.access_modes.empty()) {
+      throw ValidationError("home.accessModes", "", "needs at least one access mode");
+    }
+    for (const auto& m : home.access_modes) {
+      if (m != "ReadWriteOnce" && m != "ReadOnlyMany" && m != "ReadWriteMany") {
+        throw ValidationError("home.accessModes", m,
+                              "must be ReadWriteOnce, ReadOnlyMany or ReadWriteMany");
+      }
+    }
+    if (!home.storage_class.empty()) {
+      validation::RequireDns1123Subdomain("home.storageClass", home.storage_class);
+    }
+    claim_path("home.mountPath", home.mount_path);
+  }
+  for (std::size_t i = 0; i < mounts.size(); ++i) {
+    const DevMount& m = mounts[i];
+    std::string f = fmt::format("mounts[{}]", i);
+    validation::RequireDns1123Subdomain(f + ".claim", m.claim);
+    if (home.enabled && m.claim == HomeClaimName(owner)) {
+      throw ValidationError(f + ".claim", m.claim,
+                            "is the owner's home volume, already mounted at " + home.mount_path);
+    }
+    claim_path(f + ".mountPath", m.mount_path);
+    if (!m.sub_path.empty() &&
+        (m.sub_path.front() == '/' || m.sub_path == ".." || m.sub_path.rfind("../", 0) == 0 ||
+         m.sub_path.find("/../") != std::string::npos ||
+         (m.sub_path.size() >= 3 && m.sub_path.compare(m.sub_path.size() - 3, 3, "/..") == 0))) {
+      throw ValidationError(f + ".subPath", m.sub_path,
+                            "must be a relative path that does not leave the volume");
+    }
+  }
+
+  // Placement.
+  if (placement.pool != "shared" && placement.pool != "unshared") {
+    throw ValidationError("placement.pool", placement.pool, "must be shared or unshared");
+  }
+  if (placement.pool == "unshared" && placement.private_name.empty()) {
+    throw ValidationError("placement.privateName", "",
+                          "unshared nodes are reserved to an owner: name it");
+  }
+  CheckLabelValueIfSet("placement.cputype", placement.cputype);
+  CheckLabelValueIfSet("placement.gputype", placement.gputype);
+  CheckLabelValueIfSet("placement.privateName", placement.private_name);
+
+  // Security.
+  if (!security.service_account.empty()) {
+    validation::RequireDns1123Subdomain("security.serviceAccount", security.service_account);
+  }
+  for (std::size_t i = 0; i < security.ssh_authorized_keys.size(); ++i) {
+    const std::string& key = security.ssh_authorized_keys[i];
+    std::string f = fmt::format("security.sshAuthorizedKeys[{}]", i);
+    if (key.find_first_of("\r\n") != std::string::npos || key.empty()) {
+      throw ValidationError(f, "(key)", "must be one non-empty line");
+    }
+    if (key.rfind("ssh-", 0) != 0 && key.rfind("ecdsa-", 0) != 0 && key.rfind("sk-", 0) != 0) {
+      throw ValidationError(f, key.substr(0, 16),
+                            "must be an OpenSSH public key (ssh-ed25519 …, ssh-rsa …, ecdsa-…)");
+    }
+  }
+  if (tools.ssh && !security.ssh_password_login && security.ssh_authorized_keys.empty()) {
+    throw ValidationError("security.sshPasswordLogin", "false",
+                          "SSH is enabled with neither password login nor authorized keys");
+  }
+
+  // Exposure.
+  if (expose.backend != DevExposure::kNone) {
+    for (std::size_t i = 0; i < expose.tools.size(); ++i) {
+      if (!port_names.count(expose.tools[i])) {
+        throw ValidationError(fmt::format("expose.tools[{}]", i), expose.tools[i],
+                              "is not an enabled tool or custom port of this instance");
+      }
+    }
+    if (internal::DevExposedPorts(*this).empty()) {
+      throw ValidationError("expose.tools", "",
+                            "nothing to expose: enable Jupyter, SSH or code-server, or list the "
+                            "tools to expose");
+    }
+  }
+  if (expose.backend == DevExposure::kIngressTcp) {
+    validation::RequireDns1123Label("expose.configmapNamespace", expose.configmap_namespace);
+    validation::RequireDns1123Subdomain("expose.configmapName", expose.configmap_name);
+    CheckPort("expose.portMin", expose.port_min);
+    CheckPort("expose.portMax", expose.port_max);
+    if (expose.port_max < expose.port_min) {
+      throw ValidationError("expose.portMax", std::to_string(expose.port_max),
+                            "must be at least portMin (" + std::to_string(expose.port_min) + ")");
+    }
+  }
+  if (!expose.external_host.empty() &&
+      expose.external_host.find_first_of(" /\t\n") != std::string::npos) {
+    throw ValidationError("expose.externalHost", expose.external_host,
+                          "must be a host name or address");
+  }
+}
+
+// ---- JSON round trip ------------------------------------------------------------------------
+
+namespace {
+
+template <typename T>
+T Field(const Json& j, const char* key, const std::string& path, T fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const Json::exception&) {
+    throw ValidationError(path + key, it->dump(), "has the wrong type");
+  }
+}
+
+const Json& Section(const Json& j, const char* key) {
+  static const Json kEmpty = Json::object();
+  if (!j.is_object()) return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : kEmpty;
+}
+
+}  // namespace
+
+Json DevInstanceSpec::ToJson() const {
+  Json env_json = Json::array();
+  for (const auto& e : env) env_json.push_back({{"name", e.name}, {"value", e.value}});
+  Json custom = Json::array();
+  for (const auto& p : tools.custom_ports) custom.push_back({{"name", p.name}, {"port", p.port}});
+  Json mounts_json = Json::array();
+  for (const auto& m : mounts) {
+    mounts_json.push_back({{"claim", m.claim},
+                           {"mountPath", m.mount_path},
+                           {"readOnly", m.read_only},
+                           {"subPath", m.sub_path}});
+  }
+  return {{"owner", owner},
+          {"name", name},
+          {"namespace", namespace_name},
+          {"labels", labels},
+          {"image", image},
+          {"imagePullPolicy", image_pull_policy},
+          {"imagePullSecret", image_pull_secret},
+          {"command", command},
+          {"resources",
+           {{"cpu", resources.cpu},
+            {"memory", resources.memory},
+            {"cpuLimit", resources.cpu_limit},
+            {"memoryLimit", resources.memory_limit},
+            {"gpus", resources.gpus}}},
+          {"notebookTag", notebook_tag},
+          {"hadoopUser", hadoop_user},
+          {"env", env_json},
+          {"podAnnotations", pod_annotations},
+          {"tools",
+           {{"jupyter", tools.jupyter},
+            {"jupyterPort", tools.jupyter_port},
+            {"ssh", tools.ssh},
+            {"sshPort", tools.ssh_port},
+            {"codeServer", tools.code_server},
+            {"codeServerPort", tools.code_server_port},
+            {"tensorboard", tools.tensorboard},
+            {"tensorboardPort", tools.tensorboard_port},
+            {"tensorboardLogDir", tools.tensorboard_log_dir},
+            {"customPorts", custom}}},
+          {"home",
+           {{"enabled", home.enabled},
+            {"size", home.size},
+            {"storageClass", home.storage_class},
+            {"accessModes", home.access_modes},
+            {"mountPath", home.mount_path}}},
+          {"mounts", mounts_json},
+          {"hostLocaltime", host_localtime},
+          {"placement",
+           {{"tensorflowNodesOnly", placement.tensorflow_nodes_only},
+            {"cputype", placement.cputype},
+            {"gputype", placement.gputype},
+            {"pool", placement.pool},
+            {"privateName", placement.private_name}}},
+          {"security",
+           {{"automountServiceAccountToken", security.automount_service_account_token},
+            {"serviceAccount", security.service_account},
+            {"sshPasswordLogin", security.ssh_password_login},
+            {"sshAuthorizedKeys", security.ssh_authorized_keys}}},
+          {"expose",
+           {{"backend", ToString(expose.backend)},
+            {"tools", expose.tools},
+            {"configmapNamespace", expose.configmap_namespace},
+            {"configmapName", expose.configmap_name},
+            {"portMin", expose.port_min},
+            {"portMax", expose.port_max},
+            {"createConfigmap", expose.create_configmap},
+            {"externalHost", expose.external_host}}}};
+}
+
+DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
+  if (!j.is_object()) throw ValidationError("spec", j.dump(), "must be a JSON object");
+  DevInstanceSpec s;
+  s.owner = Field<std::string>(j, "owner", "", "");
+  s.name = Field<std::string>(j, "name", "", "");
+  s.namespace_name = Field<std::string>(j, "namespace", "", s.namespace_name);
+  s.labels = Field<std::map<std::string, std::string>>(j, "labels", "", {});
+  s.image = Field<std::string>(j, "image", "", s.image);
+  s.image_pull_policy = Field<std::string>(j, "imagePullPolicy", "", s.image_pull_policy);
+  s.image_pull_secret = Field<std::string>(j, "imagePullSecret", "", "");
+  s.command = Field<std::vector<std::string>>(j, "command", "", {});
+  const Json& r = Section(j, "resources");
+  s.resources.cpu = Field<std::string>(r, "cpu", "resources.", "");
+  s.resources.memory = Field<std::string>(r, "memory", "resources.", "");
+  s.resources.cpu_limit = Field<std::string>(r, "cpuLimit", "resources.", "");
+  s.resources.memory_limit = Field<std::string>(r, "memoryLimit", "resources.", "");
+  s.resources.gpus = Field<int>(r, "gpus", "resources.", 0);
+  s.notebook_tag = Field<std::string>(j, "notebookTag", "", "");
+  s.hadoop_user = Field<std::string>(j, "hadoopUser", "", "");
+  if (auto e = j.find("env"); e != j.end() && e->is_array()) {
+    for (const auto& v : *e) {
+      s.env.push_back(
+          {Field<std::string>(v, "name", "env.", ""), Field<std::string>(v, "value", "env.", "")});
+    }
+  }
+  s.pod_annotations = Field<std::map<std::string, std::string>>(j, "podAnnotations", "", {});
+  const Json& t = Section(j, "tools");
+  s.tools.jupyter = Field<bool>(t, "jupyter", "tools.", s.tools.jupyter);
+  s.tools.jupyter_port = Field<int>(t, "jupyterPort", "tools.", s.tools.jupyter_port);
+  s.tools.ssh = Field<bool>(t, "ssh", "tools.", s.tools.ssh);
+  s.tools.ssh_port = Field<int>(t, "sshPort", "tools.", s.tools.ssh_port);
+  s.tools.code_server = Field<bool>(t, "codeServer", "tools.", s.tools.code_server);
+  s.tools.code_server_port = Field<int>(t, "codeServerPort", "tools.", s.tools.code_server_port);
+  s.tools.tensorboard = Field<bool>(t, "tensorboard", "tools.", s.tools.tensorboard);
+  s.tools.tensorboard_port = Field<int>(t, "tensorboardPort", "tools.", s.tools.tensorboard_port);
+  s.tools.tensorboard_log_dir =
+      Field<std::string>(t, "tensorboardLogDir", "tools.", s.tools.tensorboard_log_dir);
+  if (auto c = t.find("customPorts"); c != t.end() && c->is_array()) {
+    for (const auto& p : *c) {
+      s.tools.custom_ports.push_back({Field<std::string>(p, "name", "tools.customPorts.", ""),
+                                      Field<int>(p, "port", "tools.customPorts.", 0)});
+    }
+  }
+  const Json& h = Section(j, "home");
+  s.home.enabled = Field<bool>(h, "enabled", "home.", s.home.enabled);
+  s.home.size = Field<std::string>(h, "size", "home.", s.home.size);
+  s.home.storage_class = Field<std::string>(h, "storageClass", "home.", "");
+  s.home.access_modes =
+      Field<std::vector<std::string>>(h, "accessModes", "home.", s.home.access_modes);
+  s.home.mount_path = Field<std::string>(h, "mountPath", "home.", s.home.mount_path);
+  if (auto m = j.find("mounts"); m != j.end() && m->is_array()) {
+    for (const auto& v : *m) {
+      s.mounts.push_back({Field<std::string>(v, "claim", "mounts.", ""),
+                          Field<std::string>(v, "mountPath", "mounts.", ""),
+                          Field<bool>(v, "readOnly", "mounts.", false),
+                          Field<std::string>(v, "subPath", "mounts.", "")});
+    }
+  }
+  s.host_localtime = Field<bool>(j, "hostLocaltime", "", s.host_localtime);
+  const Json& p = Section(j, "placement");
+  s.placement.tensorflow_nodes_only = Field<bool>(p, "tensorflowNodesOnly", "placement.", true);
+  s.placement.cputype = Field<std::string>(p, "cputype", "placement.", "");
+  s.placement.gputype = Field<std::string>(p, "gputype", "placement.", "");
+  s.placement.pool = Field<std::string>(p, "pool", "placement.", s.placement.pool);
+  s.placement.private_name = Field<std::string>(p, "privateName", "placement.", "");
+  const Json& sec = Section(j, "security");
+  s.security.automount_service_account_token =
+      Field<bool>(sec, "automountServiceAccountToken", "security.", false);
+  s.security.service_account = Field<std::string>(sec, "serviceAccount", "security.", "");
+  s.security.ssh_password_login = Field<bool>(sec, "sshPasswordLogin", "security.", true);
+  s.security.ssh_authorized_keys =
+      Field<std::vector<std::string>>(sec, "sshAuthorizedKeys", "security.", {});
+  const Json& x = Section(j, "expose");
+  std::string backend = Field<std::string>(x, "backend", "expose.", "none");
+  if (backend == "none") {
+    s.expose.backend = DevExposure::kNone;
+  } else if (backend == "ingress-tcp") {
+    s.expose.backend = DevExposure::kIngressTcp;
+  } else if (backend == "node-port") {
+    s.expose.backend = DevExposure::kNodePort;
+  } else {
+    throw ValidationError("expose.backend", backend, "must be none, ingress-tcp or node-port");
+  }
+  s.expose.tools = Field<std::vector<std::string>>(x, "tools", "expose.", {});
+  s.expose.configmap_namespace =
+      Field<std::string>(x, "configmapNamespace", "expose.", s.expose.configmap_namespace);
+  s.expose.configmap_name =
+      Field<std::string>(x, "configmapName", "expose.", s.expose.configmap_name);
+  s.expose.port_min = Field<int>(x, "portMin", "expose.", s.expose.port_min);
+  s.expose.port_max = Field<int>(x, "portMax", "expose.", s.expose.port_max);
+  s.expose.create_configmap = Field<bool>(x, "createConfigmap", "expose.", false);
+  s.expose.external_host = Field<std::string>(x, "externalHost", "expose.", "");
+  return s;
+}
+
+// ---- rendering --------------------------------------------------------------------------------
+
+namespace {
+
+Json CommonLabels(const DevInstanceSpec& spec, const char* component) {
+  Json labels = Json::object();
+  for (const auto& [k, v] : spec.labels) labels[k] = v;
+  labels[kManagedBy] = "tfk8s";
+  labels[kInstanceLabel] = spec.name;
+  labels[kOwnerLabel] = spec.owner;
+  labels[internal::kDevComponentLabel] = component;
+  return labels;
+}
+
+Json Metadata(const DevInstanceSpec& spec, const DevRenderOptions& o, const std::string& name,
+              const char* component) {
+  Json m = {{"name", name},
+            {"namespace", spec.namespace_name},
+            {"labels", CommonLabels(spec, component)}};
+  if (!o.root_uid.empty()) {
+    m["ownerReferences"] = Json::array({{{"apiVersion", "apps/v1"},
+                                         {"kind", "StatefulSet"},
+                                         {"name", spec.name},
+                                         {"uid", o.root_uid},
+                                         {"controller", true},
+                                         {"blockOwnerDeletion", true}}});
+  }
+  return m;
+}
+
+Json Resources(const DevResources& r) {
+  Json requests = {{"cpu", r.cpu}, {"memory", r.memory}};
+  Json limits = {{"cpu", r.cpu_limit.empty() ? r.cpu : r.cpu_limit},
+                 {"memory", r.memory_limit.empty() ? r.memory : r.memory_limit}};
+  if (r.gpus > 0) {
+    // Extended resources cannot be over-committed: requests must equal limits.
+    requests[internal::kDevGpuResource] = std::to_string(r.gpus);
+    limits[internal::kDevGpuResource] = std::to_string(r.gpus);
+  }
+  return {{"requests", requests}, {"limits", limits}};
+}
+
+Json Affinity(const DevInstanceSpec& spec) {
+  Json exprs = Json::array();
+  auto in = [&](const char* key, const std::string& value) {
+    exprs.push_back({{"key", key}, {"operator", "In"}, {"values", Json::array({value})}});
+  };
+  const DevPlacement& p = spec.placement;
+  if (p.tensorflow_nodes_only) in("nodetype", "tensorflow");
+  if (spec.resources.gpus > 0 && !p.gputype.empty()) {
+    in("gputype", p.gputype);
+  } else if (spec.resources.gpus == 0 && !p.cputype.empty()) {
+    in("cputype", p.cputype);
+  }
+  in("pooltype", p.pool);
+  if (p.pool == "unshared") in("privatename", p.private_name);
+  return {{"nodeAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution",
+             {{"nodeSelectorTerms", Json::array({{{"matchExpressions", exprs}}})}}}}}};
+}
+
+Json Env(const DevInstanceSpec& spec) {
+  Json env = Json::array();
+  auto add = [&](const std::string& name, const std::string& value) {
+    env.push_back({{"name", name}, {"value", value}});
+  };
+  add("NOTEBOOK_TAG", spec.notebook_tag.empty() ? spec.name : spec.notebook_tag);
+  add("HADOOP_USER", spec.hadoop_user.empty() ? spec.owner : spec.hadoop_user);
+  add("TFK8S_INSTANCE", spec.name);
+  add("TFK8S_OWNER", spec.owner);
+  add("TFK8S_HOME", spec.home.enabled ? spec.home.mount_path : "/root");
+  add("TFK8S_CREDENTIALS_DIR", internal::kCredentialsDir);
+  const DevTools& t = spec.tools;
+  if (t.jupyter) add("TFK8S_JUPYTER_PORT", std::to_string(t.jupyter_port));
+  if (t.ssh) {
+    add("TFK8S_SSH_PORT", std::to_string(t.ssh_port));
+    add("TFK8S_SSH_PASSWORD_LOGIN", spec.security.ssh_password_login ? "yes" : "no");
+  }
+  if (t.code_server) add("TFK8S_CODE_SERVER_PORT", std::to_string(t.code_server_port));
+  if (t.tensorboard) {
+    add("TFK8S_TENSORBOARD_PORT", std::to_string(t.tensorboard_port));
+    add("TFK8S_TENSORBOARD_LOGDIR", t.tensorboard_log_dir);
+  }
+  for (const auto& e : spec.env) add(e.name, e.value);
+  // The plaintext reaches the container only by reference (GoblinLab images read PASSWORD).
+  env.push_back({{"name", "PASSWORD"},
+                 {"valueFrom",
+                  {{"secretKeyRef",
+                    {{"name", internal::DevSecretName(spec)}, {"key", internal::kPasswordKey}}}}}});
+  return env;
+}
+
+// Unique claims in mount order: each becomes one volume, mounted at one or more paths.
+std::vector<std::string> MountClaims(const DevInstanceSpec& spec) {
+  std::vector<std::string> claims;
+  for (const auto& m : spec.mounts) {
+    if (std::find(claims.begin(), claims.end(), m.claim) == claims.end()) {
+      claims.push_back(m.claim);
+    }
+  }
+  return claims;
+}
+
+Json Container(const DevInstanceSpec& spec) {
+  Json c = {{"name", internal::kDevContainer},
+            {"image", spec.image},
+            {"imagePullPolicy", spec.image_pull_policy}};
+  if (spec.command.empty()) {
+    c["command"] = Json::array({"/bin/sh", "-c", internal::DevStartScript()});
+  } else {
+    c["command"] = spec.command;
+  }
+  c["env"] = Env(spec);
+  Json ports = Json::array();
+  for (const auto& p : DevPorts(spec)) {
+    ports.push_back({{"name", p.name}, {"containerPort", p.port}, {"protocol", "TCP"}});
+  }
+  if (!ports.empty()) c["ports"] = ports;
+  c["resources"] = Resources(spec.resources);
+  Json mounts = Json::array();
+  if (spec.home.enabled) mounts.push_back({{"name", "home"}, {"mountPath", spec.home.mount_path}});
+  auto claims = MountClaims(spec);
+  for (const auto& m : spec.mounts) {
+    auto index = std::find(claims.begin(), claims.end(), m.claim) - claims.begin();
+    Json vm = {{"name", fmt::format("claim-{}", index)}, {"mountPath", m.mount_path}};
+    if (m.read_only) vm["readOnly"] = true;
+    if (!m.sub_path.empty()) vm["subPath"] = m.sub_path;
+    mounts.push_back(vm);
+  }
+  mounts.push_back(
+      {{"name", "credentials"}, {"mountPath", internal::kCredentialsDir}, {"readOnly", true}});
+  if (spec.host_localtime) {
+    mounts.push_back({{"name", "localtime"}, {"mountPath", "/etc/localtime"}, {"readOnly", true}});
+  }
+  c["volumeMounts"] = mounts;
+  // The pod counts as ready once the first interactive tool accepts connections.
+  auto all = DevPorts(spec);
+  if (!all.empty()) {
+    c["readinessProbe"] = {{"tcpSocket", {{"port", all.front().port}}},
+                           {"initialDelaySeconds", 5},
+                           {"periodSeconds", 10}};
+  }
+  return c;
+}
+
+Json Volumes(const DevInstanceSpec& spec) {
+  Json volumes = Json::array();
+  if (spec.home.enabled) {
+    volumes.push_back(
+        {{"name", "home"}, {"persistentVolumeClaim", {{"claimName", HomeClaimName(spec.owner)}}}});
+  }
+  auto claims = MountClaims(spec);
+  for (std::size_t i = 0; i < claims.size(); ++i) {
+    // A claim mounted only read-only is also attached read-only.
+    bool read_only = true;
+    for (const auto& m : spec.mounts) {
+      if (m.claim == claims[i] && !m.read_only) read_only = false;
+    }
+    Json pvc = {{"claimName", claims[i]}};
+    if (read_only) pvc["readOnly"] = true;
+    volumes.push_back({{"name", fmt::format("claim-{}", i)}, {"persistentVolumeClaim", pvc}});
+  }
+  // Only the hashes (and public keys) are projected into files; the plaintext stays out of the
+  // filesystem.
+  Json items =
+      Json::array({{{"key", internal::kJupyterHashKey}, {"path", internal::kJupyterHashKey}},
+                   {{"key", internal::kSshHashKey}, {"path", internal::kSshHashKey}}});
+  if (!spec.security.ssh_authorized_keys.empty()) {
+    items.push_back(
+        {{"key", internal::kAuthorizedKeysKey}, {"path", internal::kAuthorizedKeysKey}});
+  }
+  volumes.push_back(
+      {{"name", "credentials"},
+       {"secret",
+        {{"secretName", internal::DevSecretName(spec)}, {"defaultMode", 0400}, {"items", items}}}});
+  if (spec.host_localtime) {
+    volumes.push_back({{"name", "localtime"}, {"hostPath", {{"path", "/etc/localtime"}}}});
+  }
+  return volumes;
+}
+
+Json PodSpec(const DevInstanceSpec& spec) {
+  Json pod = {{"automountServiceAccountToken", spec.security.automount_service_account_token},
+              {"enableServiceLinks", false},
+              {"securityContext", {{"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+              {"affinity", Affinity(spec)}};
+  if (!spec.security.service_account.empty()) {
+    pod["serviceAccountName"] = spec.security.service_account;
+  }
+  if (spec.resources.gpus > 0) {
+    pod["tolerations"] = Json::array(
+        {{{"key", internal::kDevGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+  }
+  if (!spec.image_pull_secret.empty()) {
+    pod["imagePullSecrets"] = Json::array({{{"name", spec.image_pull_secret}}});
+  }
+  pod["containers"] = Json::array({Container(spec)});
+  pod["volumes"] = Volumes(spec);
+  return pod;
+}
+
+Json ServicePorts(const std::vector<DevPort>& ports) {
+  Json out = Json::array();
+  for (const auto& p : ports) {
+    // protocol is explicit: server-side apply on v1.20 fails without it.
+    out.push_back(
+        {{"name", p.name}, {"port", p.port}, {"targetPort", p.port}, {"protocol", "TCP"}});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Json> RenderDevInstance(const DevInstanceSpec& spec, const DevRenderOptions& o) {
+  spec.Validate();
+  std::vector<Json> out;
+  Json selector = {{kInstanceLabel, spec.name}};
+
+  Json sts_meta = {{"name", spec.name},
+                   {"namespace", spec.namespace_name},
+                   {"labels", CommonLabels(spec, "instance")},
+                   {"annotations", {{internal::kDevSpecAnnotation, spec.ToJson().dump()}}}};
+  Json pod_meta = {{"labels", CommonLabels(spec, "instance")}};
+  if (!spec.pod_annotations.empty()) pod_meta["annotations"] = spec.pod_annotations;
+  out.push_back({{"apiVersion", "apps/v1"},
+                 {"kind", "StatefulSet"},
+                 {"metadata", sts_meta},
+                 {"spec",
+                  {{"serviceName", spec.name},
+                   {"replicas", o.running ? 1 : 0},
+                   {"selector", {{"matchLabels", selector}}},
+                   {"template", {{"metadata", pod_meta}, {"spec", PodSpec(spec)}}}}}});
+
+  out.push_back(
+      {{"apiVersion", "v1"},
+       {"kind", "Service"},
+       {"metadata", Metadata(spec, o, spec.name, "service")},
+       {"spec",
+        {{"clusterIP", "None"}, {"selector", selector}, {"ports", ServicePorts(DevPorts(spec))}}}});
+
+  if (spec.expose.backend == DevExposure::kNodePort) {
+    out.push_back({{"apiVersion", "v1"},
+                   {"kind", "Service"},
+                   {"metadata", Metadata(spec, o, internal::DevNodePortName(spec), "node-port")},
+                   {"spec",
+                    {{"type", "NodePort"},
+                     {"selector", selector},
+                     {"ports", ServicePorts(internal::DevExposedPorts(spec))}}}});
+  }
+
+  if (o.credentials) {
+    out.push_back({{"apiVersion", "v1"},
+                   {"kind", "Secret"},
+                   {"metadata", Metadata(spec, o, internal::DevSecretName(spec), "credentials")},
+                   {"type", "Opaque"},
+                   {"data", internal::DevSecretData(spec, *o.credentials)}});
+  }
+
+  if (spec.home.enabled) {
+    // The home volume belongs to the user, not the instance: no ownerReference, no instance
+    // label, so deleting an instance never deletes it.
+    Json labels = Json::object();
+    labels[kManagedBy] = "tfk8s";
+    labels[kOwnerLabel] = spec.owner;
+    labels[internal::kDevComponentLabel] = "home";
+    Json pvc = {{"apiVersion", "v1"},
+                {"kind", "PersistentVolumeClaim"},
+                {"metadata",
+                 {{"name", HomeClaimName(spec.owner)},
+                  {"namespace", spec.namespace_name},
+                  {"labels", labels}}},
+                {"spec",
+                 {{"accessModes", spec.home.access_modes},
+                  {"resources", {{"requests", {{"storage", spec.home.size}}}}}}}};
+    if (!spec.home.storage_class.empty()) pvc["spec"]["storageClassName"] = spec.home.storage_class;
+    out.push_back(pvc);
+  }
+  return out;
+}
+
+}  // namespace tfk8s

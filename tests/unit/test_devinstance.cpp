@@ -1,0 +1,561 @@
+// DevInstance: validation, JSON round trip, rendering (golden files), secrets kept out of the
+// pod spec, tcp-services allocation, sharing grants, status computation, and the pre-request
+// mount check over a fake transport. No server.
+#include <doctest/doctest.h>
+
+#include <mutex>
+#include <set>
+
+#include "fake_transport.hpp"
+#include "golden.hpp"
+#include "http/crypto.hpp"
+#include "tfk8s/devinstance.hpp"
+#include "workloads/devinstance_internal.hpp"
+
+using namespace tfk8s;
+using tfk8s::testing::CheckGolden;
+using tfk8s::testing::FakeTransport;
+using tfk8s::testing::Respond;
+
+namespace {
+
+// Fixed material so the golden files are stable (a real start draws it from the CSPRNG).
+DevCredentials FixedCredentials() {
+  DevCredentials c;
+  c.password = "golden-password-0123456789abcdef";
+  c.jupyter_hash = internal::JupyterPasswordHash(c.password, "0123456789abcdef");
+  c.ssh_hash = internal::Sha512Crypt(c.password, "goldensaltgolden");
+  return c;
+}
+
+DevInstanceSpec CpuSpec() {
+  DevInstanceSpec s;
+  s.owner = "alice";
+  s.name = "notebook-test";
+  s.namespace_name = "team-a";
+  s.labels = {{"team", "vision"}};
+  s.image = "registry.example.com/goblinlab/tensorflow:2.4.0-cpu";
+  s.resources = {"4", "16Gi", "", "", 0};
+  s.env = {{"SPARK_HOME", "/opt/spark"}};
+  s.tools.custom_ports = {{"web", 8000}};
+  s.mounts = {{"bob-datasets", "/data/datasets", true, ""},
+              {"team-a-shared", "/data/shared", false, "alice"}};
+  s.placement.cputype = "xeon-gold";
+  s.expose.backend = DevExposure::kIngressTcp;
+  s.expose.external_host = "lab.example.com";
+  return s;
+}
+
+DevInstanceSpec GpuSpec() {
+  DevInstanceSpec s;
+  s.owner = "bob";
+  s.name = "bob-gpu";
+  s.namespace_name = "team-b";
+  s.image = "registry.example.com/goblinlab/tensorflow:2.4.0-gpu";
+  s.image_pull_secret = "registrykey-myhub";
+  s.resources = {"8", "32Gi", "16", "64Gi", 2};
+  s.hadoop_user = "hadoop-bob";
+  s.tools.code_server = false;
+  s.home.size = "50Gi";
+  s.home.storage_class = "fast-ssd";
+  s.placement.gputype = "v100";
+  s.security.ssh_password_login = false;
+  s.security.ssh_authorized_keys = {
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly bob@laptop"};
+  s.expose.backend = DevExposure::kNodePort;
+  s.expose.tools = {"jupyter", "ssh", "tensorboard"};
+  s.pod_annotations = {{"sim.tfk8s.io/log-lines", "hello"}};
+  return s;
+}
+
+Json Rendered(const DevInstanceSpec& spec) {
+  DevRenderOptions o;
+  o.root_uid = "0b6f4c1e-0000-4000-8000-000000000001";
+  o.credentials = FixedCredentials();
+  return Json(RenderDevInstance(spec, o));
+}
+
+const Json* Find(const Json& objects, const std::string& kind, const std::string& name) {
+  for (const auto& o : objects) {
+    if (o["kind"] == kind && o["metadata"]["name"] == name) return &o;
+  }
+  return nullptr;
+}
+
+// Runs `f` expecting ValidationError on `field`.
+template <typename F>
+void ExpectInvalid(F f, const std::string& field, const std::string& why_part = "") {
+  try {
+    f();
+    FAIL("expected ValidationError on " << field);
+  } catch (const ValidationError& e) {
+    CHECK(e.field() == field);
+    if (!why_part.empty()) {
+      CHECK_MESSAGE(std::string(e.what()).find(why_part) != std::string::npos, e.what());
+    }
+  }
+}
+
+ClientConfig TestConfig() {
+  ClientConfig c;
+  c.server = "https://127.0.0.1:6443";
+  c.token = "t";
+  c.rate_limit.qps = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST_SUITE("devinstance") {
+  TEST_CASE("golden: CPU instance with shared mounts and ingress exposure") {
+    CheckGolden("devinstance_cpu", Rendered(CpuSpec()));
+  }
+
+  TEST_CASE("golden: GPU instance with keys only and NodePort exposure") {
+    CheckGolden("devinstance_gpu", Rendered(GpuSpec()));
+  }
+
+  TEST_CASE("rendering: the shape GoblinLab needs") {
+    Json objects = Rendered(CpuSpec());
+    REQUIRE(objects.size() == 4);  // StatefulSet, Service, Secret, home PVC
+    const Json* sts = Find(objects, "StatefulSet", "notebook-test");
+    REQUIRE(sts);
+    CHECK((*sts)["spec"]["replicas"] == 1);
+    const Json& pod = (*sts)["spec"]["template"]["spec"];
+    CHECK(pod["automountServiceAccountToken"] == false);
+    CHECK_FALSE(pod.contains("tolerations"));
+    const Json& c = pod["containers"][0];
+    CHECK(c["resources"]["requests"] == c["resources"]["limits"]);  // requests = limits
+    std::map<std::string, Json> env;
+    for (const auto& e : c["env"]) env[e["name"]] = e;
+    CHECK(env["NOTEBOOK_TAG"]["value"] == "notebook-test");
+    CHECK(env["HADOOP_USER"]["value"] == "alice");
+    CHECK(env["PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "notebook-test-credentials");
+    CHECK_FALSE(env["PASSWORD"].contains("value"));
+
+    const Json* svc = Find(objects, "Service", "notebook-test");
+    REQUIRE(svc);
+    CHECK((*svc)["spec"]["clusterIP"] == "None");
+    std::set<int> ports;
+    for (const auto& p : (*svc)["spec"]["ports"]) {
+      CHECK(p["protocol"] == "TCP");
+      ports.insert(p["port"].get<int>());
+    }
+    CHECK(ports == std::set<int>{8888, 22, 8080, 6006, 8000});
+
+    const Json* home = Find(objects, "PersistentVolumeClaim", "alice-home");
+    REQUIRE(home);
+    CHECK_FALSE(home->at("metadata").contains("ownerReferences"));
+    CHECK_FALSE(home->at("metadata")["labels"].contains("tfk8s.io/instance"));
+    const Json* secret = Find(objects, "Secret", "notebook-test-credentials");
+    REQUIRE(secret);
+    CHECK(secret->at("metadata")["ownerReferences"][0]["kind"] == "StatefulSet");
+
+    // GPU: requests = limits for the GPU, the toleration, gputype instead of cputype.
+    Json gpu = Rendered(GpuSpec());
+    const Json& gpod = Find(gpu, "StatefulSet", "bob-gpu")->at("spec")["template"]["spec"];
+    CHECK(gpod["tolerations"][0]["key"] == "nvidia.com/gpu");
+    const Json& res = gpod["containers"][0]["resources"];
+    CHECK(res["requests"]["nvidia.com/gpu"] == "2");
+    CHECK(res["limits"]["nvidia.com/gpu"] == "2");
+    CHECK(res["limits"]["cpu"] == "16");
+    CHECK(gpod["imagePullSecrets"][0]["name"] == "registrykey-myhub");
+    const Json* np = Find(gpu, "Service", "bob-gpu-nodeport");
+    REQUIRE(np);
+    CHECK(np->at("spec")["type"] == "NodePort");
+    CHECK(np->at("spec")["ports"].size() == 3);
+
+    // Stopped: replicas 0. Without credentials: no Secret at all.
+    DevRenderOptions stopped;
+    stopped.running = false;
+    auto plain = RenderDevInstance(CpuSpec(), stopped);
+    CHECK(plain.front()["spec"]["replicas"] == 0);
+    for (const auto& o : plain) CHECK(o["kind"] != "Secret");
+  }
+
+  TEST_CASE("no secret material outside the Secret: not in the StatefulSet, nor in YAML") {
+    for (const auto& spec : {CpuSpec(), GpuSpec()}) {
+      DevCredentials creds = DevCredentials::Generate();
+      DevRenderOptions o;
+      o.credentials = creds;
+      auto objects = RenderDevInstance(spec, o);
+      for (const auto& obj : objects) {
+        std::string text = obj.dump();
+        if (obj["kind"] == "Secret") {
+          CHECK(text.find(creds.password) == std::string::npos);  // base64, not plain
+          continue;
+        }
+        CHECK(text.find(creds.password) == std::string::npos);
+        CHECK(text.find(creds.jupyter_hash) == std::string::npos);
+        CHECK(text.find(creds.ssh_hash) == std::string::npos);
+      }
+      DevInstance inst(Client(TestConfig()), spec);
+      CHECK(inst.ToYaml().find("kind: Secret") == std::string::npos);
+    }
+    DevCredentials creds = DevCredentials::Generate();
+    CHECK(creds.password.size() == 32);
+    CHECK(creds.ToString().find(creds.password) == std::string::npos);
+    CHECK(creds.ToString().find("REDACTED") != std::string::npos);
+    DevStartResult r;
+    r.password = creds.password;
+    CHECK(r.ToString().find(creds.password) == std::string::npos);
+  }
+
+  TEST_CASE("validation: port clash") {
+    auto spec = CpuSpec();
+    spec.tools.custom_ports = {{"web", 8888}};
+    ExpectInvalid([&] { spec.Validate(); }, "tools.customPorts[0].port",
+                  "clashes with the jupyter");
+    spec = CpuSpec();
+    spec.tools.code_server_port = 22;
+    ExpectInvalid([&] { spec.Validate(); }, "tools.codeServerPort", "clashes with the ssh");
+    spec = CpuSpec();
+    spec.tools.custom_ports = {{"web", 9000}, {"web", 9001}};
+    ExpectInvalid([&] { spec.Validate(); }, "tools.customPorts[1].name", "used twice");
+    spec = CpuSpec();
+    spec.tools.custom_ports = {{"jupyter", 9000}};
+    ExpectInvalid([&] { spec.Validate(); }, "tools.customPorts[0].name", "built-in");
+    spec = CpuSpec();
+    spec.tools.custom_ports = {{"Web_UI", 9000}};
+    ExpectInvalid([&] { spec.Validate(); }, "tools.customPorts[0].name", "IANA");
+    spec = CpuSpec();
+    spec.tools.jupyter = false;  // a disabled tool's port is free
+    spec.tools.custom_ports = {{"web", 8888}};
+    CHECK_NOTHROW(spec.Validate());
+  }
+
+  TEST_CASE("validation: bad mounts") {
+    auto spec = CpuSpec();
+    spec.mounts[0].mount_path = "data";
+    ExpectInvalid([&] { spec.Validate(); }, "mounts[0].mountPath", "absolute");
+    spec = CpuSpec();
+    spec.mounts[1].mount_path = "/root";
+    ExpectInvalid([&] { spec.Validate(); }, "mounts[1].mountPath", "mounted twice");
+    spec = CpuSpec();
+    spec.mounts[1].mount_path = "/data/datasets/";
+    ExpectInvalid([&] { spec.Validate(); }, "mounts[1].mountPath", "mounted twice");
+    spec = CpuSpec();
+    spec.mounts[0].mount_path = "/var/run/tfk8s/credentials";
+    ExpectInvalid([&] { spec.Validate(); }, "mounts[0].mountPath", "mounted twice");
+    spec = CpuSpec();
+    spec.mounts[1].sub_path = "../bob";
+    ExpectInvalid([&] { spec.Validate(); }, "mounts[1].subPath");
+    spec = CpuSpec();
+    spec.mounts[0].claim = "Bad_Claim";
+    ExpectInvalid([&] { spec.Validate(); }, "mounts[0].claim");
+    spec = CpuSpec();
+    spec.mounts[0].claim = "alice-home";
+    ExpectInvalid([&] { spec.Validate(); }, "mounts[0].claim", "home volume");
+  }
+
+  TEST_CASE("validation: everything else names the field") {
+    auto check = [](auto mutate, const std::string& field) {
+      auto spec = CpuSpec();
+      mutate(spec);
+      ExpectInvalid([&] { spec.Validate(); }, field);
+    };
+    check([](DevInstanceSpec& s) { s.owner = "Alice"; }, "owner");
+    check([](DevInstanceSpec& s) { s.name = std::string(53, 'a'); }, "name");
+    check([](DevInstanceSpec& s) { s.resources.cpu = ""; }, "resources.cpu");
+    check([](DevInstanceSpec& s) { s.resources.memory = "lots"; }, "resources.memory");
+    check([](DevInstanceSpec& s) { s.resources.cpu_limit = "2"; }, "resources.cpuLimit");
+    check([](DevInstanceSpec& s) { s.resources.gpus = -1; }, "resources.gpus");
+    check([](DevInstanceSpec& s) { s.env.push_back({"PASSWORD", "x"}); }, "env[1].name");
+    check([](DevInstanceSpec& s) { s.env.push_back({"TFK8S_HOME", "x"}); }, "env[1].name");
+    check([](DevInstanceSpec& s) { s.env.push_back({"1BAD", "x"}); }, "env[1].name");
+    check([](DevInstanceSpec& s) { s.env.push_back({"SPARK_HOME", "x"}); }, "env[1].name");
+    check([](DevInstanceSpec& s) { s.tools.ssh_port = 70000; }, "tools.sshPort");
+    check([](DevInstanceSpec& s) { s.image = ""; }, "image");
+    check([](DevInstanceSpec& s) { s.image_pull_policy = "Sometimes"; }, "imagePullPolicy");
+    check([](DevInstanceSpec& s) { s.labels["tfk8s.io/owner"] = "mallory"; }, "labels");
+    check([](DevInstanceSpec& s) { s.placement.pool = "unshared"; }, "placement.privateName");
+    check([](DevInstanceSpec& s) { s.home.access_modes = {"ReadWriteSometimes"}; },
+          "home.accessModes");
+    check([](DevInstanceSpec& s) { s.expose.tools = {"vnc"}; }, "expose.tools[0]");
+    check([](DevInstanceSpec& s) { s.expose.port_max = 100; }, "expose.portMax");
+    check(
+        [](DevInstanceSpec& s) {
+          s.security.ssh_password_login = false;
+          s.security.ssh_authorized_keys.clear();
+        },
+        "security.sshPasswordLogin");
+    check([](DevInstanceSpec& s) { s.security.ssh_authorized_keys = {"not a key"}; },
+          "security.sshAuthorizedKeys[0]");
+    check([](DevInstanceSpec& s) { s.tools.jupyter = s.tools.ssh = s.tools.code_server = false; },
+          "expose.tools");  // exposure on, nothing authenticated to expose
+  }
+
+  TEST_CASE("JSON round trip") {
+    for (const auto& spec : {CpuSpec(), GpuSpec()}) {
+      auto back = DevInstanceSpec::FromJson(spec.ToJson());
+      CHECK(back.ToJson() == spec.ToJson());
+    }
+    ExpectInvalid(
+        [] {
+          DevInstanceSpec::FromJson({{"resources", {{"gpus", "two"}}}});
+        },
+        "resources.gpus");
+    ExpectInvalid(
+        [] {
+          DevInstanceSpec::FromJson({{"expose", {{"backend", "vpn"}}}});
+        },
+        "expose.backend");
+  }
+
+  TEST_CASE("exposed tools: authenticated ones by default") {
+    auto spec = CpuSpec();
+    std::vector<std::string> names;
+    for (const auto& p : internal::DevExposedPorts(spec)) names.push_back(p.name);
+    CHECK(names == std::vector<std::string>{"jupyter", "ssh", "code-server"});
+    spec.expose.tools = {"web", "jupyter"};
+    names.clear();
+    for (const auto& p : internal::DevExposedPorts(spec)) names.push_back(p.name);
+    CHECK(names == std::vector<std::string>{"jupyter", "web"});
+    spec.expose.backend = DevExposure::kNone;
+    CHECK(internal::DevExposedPorts(spec).empty());
+  }
+
+  TEST_CASE("tcp-services: lowest free ports, idempotent, others untouched, release") {
+    Json data = {{"20000", "kube-system/other:80"},
+                 {"20002", "team-b/x:22:PROXY"},
+                 {"not-a-port", "keep/me:1"}};
+    bool changed = false;
+    auto got =
+        internal::AssignTcpPorts(&data, "team-a", "nb", {8888, 22, 8080}, 20000, 20010, &changed);
+    CHECK(changed);
+    CHECK(got == std::map<int, int>{{22, 20001}, {8080, 20003}, {8888, 20004}});
+    CHECK(data["20001"] == "team-a/nb:22");
+    CHECK(data["20004"] == "team-a/nb:8888");
+    CHECK(data["20000"] == "kube-system/other:80");
+    CHECK(data["not-a-port"] == "keep/me:1");
+    CHECK(internal::TcpAssignments(data, "team-a", "nb") == got);
+
+    // Again: nothing changes, the same ports come back.
+    Json before = data;
+    CHECK(internal::AssignTcpPorts(&data, "team-a", "nb", {8888, 22, 8080}, 20000, 20010,
+                                   &changed) == got);
+    CHECK_FALSE(changed);
+    CHECK(data == before);
+
+    // A tool no longer exposed gives its port back; a prefix-sharing service is not touched.
+    data["20005"] = "team-a/nb-2:22";
+    got = internal::AssignTcpPorts(&data, "team-a", "nb", {8888}, 20000, 20010, &changed);
+    CHECK(changed);
+    CHECK(got == std::map<int, int>{{8888, 20004}});
+    CHECK_FALSE(data.contains("20001"));
+    CHECK(data["20005"] == "team-a/nb-2:22");
+
+    CHECK(internal::RemoveTcpPorts(&data, "team-a", "nb") == 1);
+    CHECK(internal::TcpAssignments(data, "team-a", "nb").empty());
+    CHECK(data["20005"] == "team-a/nb-2:22");
+
+    // A full range is an error naming the range.
+    Json full = {{"30000", "a/b:1"}, {"30001", "a/b:2"}};
+    try {
+      internal::AssignTcpPorts(&full, "team-a", "nb", {22}, 30000, 30001, &changed);
+      FAIL("expected a full range");
+    } catch (const DevInstanceFailed& e) {
+      CHECK(std::string(e.what()).find("30000..30001") != std::string::npos);
+    }
+    Json null_data;
+    got = internal::AssignTcpPorts(&null_data, "n", "s", {22}, 1, 5, &changed);
+    CHECK(got.at(22) == 1);
+  }
+
+  TEST_CASE("tcp-services: a concurrent writer's Conflict makes the loser re-read, not collide") {
+    // A scripted server holding one ConfigMap with a resourceVersion; another writer takes
+    // port 20001 right after our first read, so our first (conditional) write must fail.
+    std::mutex mu;
+    Json data = {{"20000", "kube-system/other:80"}};
+    int version = 1;
+    int gets = 0;
+    int puts = 0;
+    auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
+      std::lock_guard lock(mu);
+      auto cm = [&] {
+        return Json{{"apiVersion", "v1"},
+                    {"kind", "ConfigMap"},
+                    {"metadata",
+                     {{"name", "tcp-services"},
+                      {"namespace", "ingress"},
+                      {"resourceVersion", std::to_string(version)}}},
+                    {"data", data}};
+      };
+      if (r.method == "GET") {
+        Json answer = cm();
+        if (++gets == 1) {
+          data["20001"] = "team-b/rival:22";
+          ++version;
+        }
+        return Respond(200, answer.dump());
+      }
+      REQUIRE(r.method == "PUT");
+      ++puts;
+      Json body = Json::parse(r.body);
+      if (body["metadata"]["resourceVersion"] != std::to_string(version)) {
+        return Respond(409, R"({"kind":"Status","reason":"Conflict","code":409,
+            "message":"the object has been modified"})");
+      }
+      data = body["data"];
+      ++version;
+      return Respond(200, cm().dump());
+    });
+    Client client(TestConfig(), fake);
+    DevExposeSpec x;
+    x.configmap_namespace = "ingress";
+    x.port_min = 20000;
+    x.port_max = 20010;
+    std::map<int, int> got;
+    internal::UpdateTcpServices(
+        client, x,
+        [&](Json* d) {
+          bool changed = false;
+          got =
+              internal::AssignTcpPorts(d, "team-a", "nb", {8888}, x.port_min, x.port_max, &changed);
+          return changed;
+        },
+        true);
+    CHECK(puts == 2);
+    CHECK(gets == 2);
+    CHECK(got == std::map<int, int>{{8888, 20002}});
+    CHECK(data == Json{{"20000", "kube-system/other:80"},
+                       {"20001", "team-b/rival:22"},
+                       {"20002", "team-a/nb:8888"}});
+
+    // Releasing from a missing ConfigMap is a no-op; allocating needs create_configmap.
+    auto missing = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
+      return Respond(404, R"({"kind":"Status","reason":"NotFound","code":404})");
+    });
+    Client none(TestConfig(), missing);
+    CHECK_NOTHROW(internal::UpdateTcpServices(
+        none, x, [](Json*) { return true; }, false));
+    CHECK_THROWS_AS(internal::UpdateTcpServices(
+                        none, x, [](Json*) { return true; }, true),
+                    NotFound);
+  }
+
+  TEST_CASE("sharing grants decide who may mount what") {
+    Json pvc = {{"metadata",
+                 {{"name", "bob-datasets"},
+                  {"labels", {{"tfk8s.io/owner", "bob"}}},
+                  {"annotations", {{"tfk8s.io/shared-with", R"({"alice":"ro","carol":"rw"})"}}}}}};
+    CHECK(MountRefusal(pvc, "bob", false).empty());
+    CHECK(MountRefusal(pvc, "alice", true).empty());
+    CHECK(MountRefusal(pvc, "alice", false).find("read-only") != std::string::npos);
+    CHECK(MountRefusal(pvc, "carol", false).empty());
+    CHECK(MountRefusal(pvc, "mallory", true).find("not shared with mallory") != std::string::npos);
+    auto grants = VolumeGrants(pvc);
+    CHECK(grants.size() == 2);
+    CHECK(grants["alice"] == DevShareMode::kReadOnly);
+    // Malformed or unlabelled: nothing is granted (fail closed).
+    pvc["metadata"]["annotations"]["tfk8s.io/shared-with"] = "alice=rw";
+    CHECK(VolumeGrants(pvc).empty());
+    CHECK_FALSE(MountRefusal(pvc, "alice", true).empty());
+    Json bare = {{"metadata", {{"name", "loose"}}}};
+    CHECK(MountRefusal(bare, "alice", true).find("no tfk8s.io/owner label") != std::string::npos);
+  }
+
+  TEST_CASE("mounting an unshared claim fails before any write") {
+    // The server has bob's claim, shared with nobody; alice asks to mount it.
+    auto fake = std::make_shared<FakeTransport>([](const internal::HttpRequest& r) {
+      if (r.method == "GET" &&
+          r.url.find("/persistentvolumeclaims/bob-datasets") != std::string::npos) {
+        return Respond(200, R"({"kind":"PersistentVolumeClaim","metadata":{"name":"bob-datasets",
+            "labels":{"tfk8s.io/owner":"bob"}}})");
+      }
+      return Respond(404, R"({"kind":"Status","reason":"NotFound","code":404})");
+    });
+    Client client(TestConfig(), fake);
+    auto spec = CpuSpec();
+    spec.mounts = {{"bob-datasets", "/data", true, ""}};
+    DevInstance inst(client, spec);
+    ExpectInvalid([&] { inst.Create(); }, "mounts[0].claim", "not shared with alice");
+    ExpectInvalid([&] { inst.Preflight(); }, "mounts[0].claim");
+    auto reqs = fake->requests();
+    REQUIRE_FALSE(reqs.empty());
+    for (const auto& r : reqs) CHECK(r.method == "GET");
+
+    // A claim that does not exist is refused the same way.
+    spec.mounts = {{"nope", "/data", true, ""}};
+    DevInstance missing(client, spec);
+    ExpectInvalid([&] { missing.Create(); }, "mounts[0].claim", "no PersistentVolumeClaim");
+    for (const auto& r : fake->requests()) CHECK(r.method == "GET");
+  }
+
+  TEST_CASE("status: stopped, waiting, quota, fatal pod problems, running") {
+    auto spec = CpuSpec();
+    internal::DevObserved seen;
+    std::vector<std::string> fatal;
+    CHECK(internal::ComputeDevStatus(spec, seen, &fatal).phase == DevPhase::kUnknown);
+
+    seen.statefulset = {{"metadata", {{"name", "notebook-test"}}}, {"spec", {{"replicas", 0}}}};
+    CHECK(internal::ComputeDevStatus(spec, seen, &fatal).phase == DevPhase::kStopped);
+
+    seen.statefulset["spec"]["replicas"] = 1;
+    auto st = internal::ComputeDevStatus(spec, seen, &fatal);
+    CHECK(st.phase == DevPhase::kPending);
+    CHECK(fatal.empty());
+    seen.quota_rejections = {"notebook-test cannot create its pod: exceeded quota: q"};
+    st = internal::ComputeDevStatus(spec, seen, &fatal);
+    CHECK(st.phase == DevPhase::kPending);
+    CHECK(fatal.size() == 1);
+    seen.quota_rejections.clear();
+    fatal.clear();
+
+    Json pod = {{"metadata", {{"name", "notebook-test-0"}}},
+                {"spec", {{"nodeName", "sim-cpu-1"}}},
+                {"status",
+                 {{"phase", "Pending"},
+                  {"containerStatuses",
+                   Json::array({{{"name", "notebook"},
+                                 {"restartCount", 0},
+                                 {"state", {{"waiting", {{"reason", "ImagePullBackOff"}}}}}}})}}}};
+    seen.pods = {pod};
+    st = internal::ComputeDevStatus(spec, seen, &fatal);
+    CHECK(st.reason.find("ImagePullBackOff") != std::string::npos);
+    CHECK(fatal.size() == 1);
+    fatal.clear();
+
+    pod["status"] = {
+        {"phase", "Running"},
+        {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})},
+        {"containerStatuses",
+         Json::array({{{"restartCount", 2}, {"state", {{"running", Json::object()}}}}})}};
+    seen.pods = {pod};
+    st = internal::ComputeDevStatus(spec, seen, &fatal);
+    CHECK(st.phase == DevPhase::kRunning);
+    CHECK(st.node == "sim-cpu-1");
+    CHECK(st.restarts == 2);
+    CHECK(st.ready_tools ==
+          std::vector<std::string>{"jupyter", "ssh", "code-server", "tensorboard", "web"});
+    CHECK(st.Table().find("Running") != std::string::npos);
+
+    // A terminating pod (during a restart) is not the instance's pod any more.
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+    seen.pods = {pod};
+    st = internal::ComputeDevStatus(spec, seen, &fatal);
+    CHECK(st.phase == DevPhase::kPending);
+    CHECK(st.reason.find("previous pod") != std::string::npos);
+  }
+
+  TEST_CASE("access formatting escapes HTML and never shows a password") {
+    DevAccess a;
+    a.endpoints.push_back({"jupyter", 8888, "nb.team-a.svc:8888", 20001, "lab.example.com:20001",
+                           "http://lab.example.com:20001/"});
+    a.endpoints.push_back({"<x>", 1, "a", 0, "", "b"});
+    CHECK(a.Html().find("<x>") == std::string::npos);
+    CHECK(a.Html().find("&lt;x&gt;") != std::string::npos);
+    CHECK(a.Table().find("lab.example.com:20001") != std::string::npos);
+    CHECK(a.Find("jupyter")->external_port == 20001);
+    CHECK_FALSE(a.Find("ssh").has_value());
+  }
+
+  TEST_CASE("the start script holds no secret and starts each tool on its variable") {
+    std::string script = internal::DevStartScript();
+    CHECK(script.find("unset PASSWORD") != std::string::npos);
+    CHECK(script.find("chpasswd -e") != std::string::npos);
+    CHECK(script.find("PasswordIdentityProvider.hashed_password") != std::string::npos);
+    CHECK(script.find("TFK8S_CODE_SERVER_PORT") != std::string::npos);
+    CHECK(script.find("refusing to start without authentication") != std::string::npos);
+  }
+}
