@@ -1,0 +1,464 @@
+#pragma once
+/// @file
+/// ScheduledJob: a training task run once or on a schedule (the GoblinLab "scheduled tasks"),
+/// with retries, a timeout, history, logs, and alerts on failure, timeout and missed schedules.
+///
+/// The spec renders (purely) to a batch/v1 Job for a run and to a CronJob (batch/v1, or
+/// batch/v1beta1 on servers that lack it) for a schedule. The ScheduledJob class applies, runs,
+/// suspends, inspects and deletes through a Client; the ScheduledJobWatcher watches the runs and
+/// schedules it manages and calls a callback and/or POSTs to a webhook — something no Kubernetes
+/// controller does. See docs/scheduledjob.md.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfk8s/client.hpp"
+#include "tfk8s/quota.hpp"
+
+namespace tfk8s {
+
+/// What the CronJob controller does when a run is due while the previous one still runs.
+enum class ConcurrencyPolicy {
+  kAllow,    ///< Start it anyway (runs overlap).
+  kForbid,   ///< Skip it (reported as a missed schedule by the watcher).
+  kReplace,  ///< Delete the running one and start the new one.
+};
+/// "Allow", "Forbid" or "Replace".
+std::string ToString(ConcurrencyPolicy policy);
+/// Parses "Allow" / "Forbid" / "Replace"; throws ValidationError(field "concurrencyPolicy").
+ConcurrencyPolicy ParseConcurrencyPolicy(std::string_view text);
+
+/// A PersistentVolumeClaim mounted into the task's container.
+struct JobVolume {
+  std::string claim_name;  ///< The PVC (in the job's namespace).
+  std::string mount_path;  ///< Absolute path in the container.
+  bool read_only = false;  ///< Mount read-only (a dataset shared by another user, say).
+  std::string sub_path;    ///< Mount only this folder of the volume ("" = all of it).
+};
+
+/// One environment variable of the task.
+struct JobEnvVar {
+  std::string name;   ///< A C identifier-like name ([-._a-zA-Z][-._a-zA-Z0-9]*).
+  std::string value;  ///< Passed as is (never interpreted by a shell).
+};
+
+/// Compute resources. Empty strings mean "not set"; limits default to the requests (the seed
+/// sets requests = limits). GPUs are requested and limited equally.
+struct JobResources {
+  std::string cpu;           ///< Request, e.g. "2" or "500m".
+  std::string memory;        ///< Request, e.g. "8Gi".
+  std::string cpu_limit;     ///< Limit; "" = the request.
+  std::string memory_limit;  ///< Limit; "" = the request.
+  int gpus = 0;              ///< nvidia.com/gpu (requests = limits); adds the GPU toleration.
+};
+
+/// Where the task may run, in the seeds' node-label vocabulary; rendered as a required node
+/// affinity (as TFCluster does). Empty strings mean "no constraint".
+struct JobPlacement {
+  std::string nodetype = "tensorflow";  ///< Required `nodetype` label ("" = any node).
+  std::string cputype;                  ///< Required `cputype`, e.g. "xeon-gold".
+  std::string gputype;                  ///< Required `gputype` (needs resources.gpus > 0).
+  std::string pool = "shared";          ///< `pooltype`: "shared", "unshared" or "" (any).
+  std::string private_name;             ///< `privatename`, required with pool "unshared".
+};
+
+/// A task, run on demand or on a schedule. Validate() checks everything before any request.
+///
+/// The container runs `exec_command exec_args... <home_path>/<entry_path> args...` as an argv
+/// array (no shell: an argument containing `;`, quotes, `$(...)`, spaces or newlines arrives as
+/// one literal argument) in `working_dir`. The seed's equivalent is
+/// `cd <workDir> && <execCommand> /root/<entryPath> <runArgs>`; CommandLine() prints that form,
+/// correctly quoted, for people and logs.
+struct ScheduledJobSpec {
+  std::string name;                             ///< DNS label of at most 52 characters.
+  std::string namespace_name = "default";       ///< The team's namespace (queue).
+  std::map<std::string, std::string> labels;    ///< Added to the CronJob, its Jobs and pods.
+  std::string image;                            ///< Container image (required).
+  std::vector<std::string> image_pull_secrets;  ///< Secrets for a private registry.
+  std::string service_account;                  ///< "" = the namespace's default.
+
+  std::string home_claim;           ///< The user's PVC mounted at home_path ("" = none).
+  std::string home_path = "/root";  ///< Where home_claim is mounted; entry_path is under it.
+  bool home_read_only = false;      ///< Mount the home claim read-only.
+  std::vector<JobVolume> volumes;   ///< More claims (any claim, any path).
+
+  std::string working_dir;             ///< Relative to home_path, or absolute; "" = home_path.
+  std::string exec_command;            ///< Interpreter or executable, e.g. "python3" ("" = run
+                                       ///< the entry itself).
+  std::vector<std::string> exec_args;  ///< Interpreter options before the entry, e.g. {"-u"}.
+  std::string entry_path;              ///< The program, relative to home_path (required).
+  std::vector<std::string> args;       ///< Program arguments, each passed literally.
+  std::vector<JobEnvVar> env;          ///< Environment variables.
+  JobResources resources;              ///< cpu, memory, nvidia.com/gpu.
+  JobPlacement placement;              ///< Node labels.
+  std::map<std::string, std::string> pod_annotations;  ///< Added to every run's pod.
+
+  int backoff_limit = 0;  ///< Retries after a failed attempt (the seed's 0: fail at once).
+  std::optional<std::int64_t> active_deadline_seconds;     ///< Timeout of a run (all attempts).
+  std::optional<std::int32_t> ttl_seconds_after_finished;  ///< Delete finished runs after this.
+
+  /// Cron expression ("0 3 * * *", "*/15 * * * MON-FRI", "@daily"); "" = run only on demand.
+  /// Validated client-side (see docs/scheduledjob.md for the accepted language).
+  std::string schedule;
+  /// IANA time zone of the schedule ("Europe/Berlin"); "" = the controller's zone (UTC on
+  /// practically every cluster). Needs Kubernetes ≥ 1.25 (CronJob spec.timeZone); applying a
+  /// schedule with a zone other than UTC to an older server is refused with a clear error.
+  std::string time_zone;
+  /// Overlapping runs. Forbid by default (not Kubernetes' Allow): two runs of one training task
+  /// would write the same files on the same claim.
+  ConcurrencyPolicy concurrency_policy = ConcurrencyPolicy::kForbid;
+  /// A run that cannot start within this many seconds of its time is skipped (and counted as
+  /// missed); unset = start late rather than never.
+  std::optional<std::int64_t> starting_deadline_seconds;
+  int successful_jobs_history_limit = 3;  ///< Finished successful runs kept by the controller.
+  int failed_jobs_history_limit = 1;      ///< Finished failed runs kept by the controller.
+  bool suspend = false;                   ///< No new scheduled runs while true.
+
+  /// Throws ValidationError(field, value, why) naming the field, e.g. "schedule", "args[2]".
+  void Validate() const;
+  /// The spec as JSON (camelCase keys; stored on the objects so Load() can recover it).
+  [[nodiscard]] Json ToJson() const;
+  /// Inverse of ToJson(); throws ValidationError naming the field on bad input.
+  static ScheduledJobSpec FromJson(const Json& json);
+  /// The container's argv: exec_command, exec_args, the entry's full path, args.
+  [[nodiscard]] std::vector<std::string> Command() const;
+  /// The container's working directory (absolute).
+  [[nodiscard]] std::string WorkingDirectory() const;
+  /// The seed's shell form, `cd '<dir>' && '<exec>' '<entry>' '<arg>'…`, every word quoted with
+  /// ShellQuote(): for display and logs (the container does not use a shell).
+  [[nodiscard]] std::string CommandLine() const;
+  /// Whether a schedule is set.
+  [[nodiscard]] bool scheduled() const { return !schedule.empty(); }
+};
+
+/// Quotes one word for a POSIX shell: the result, pasted into `sh -c`, is exactly `word` as one
+/// argument whatever it contains (`'` becomes `'\''`). "" gives `''`.
+std::string ShellQuote(std::string_view word);
+
+/// Validates a cron expression (and time zone, "" = UTC) without a spec; throws
+/// ValidationError(field "schedule" or "timeZone", the bad part, why).
+void ValidateCronSchedule(const std::string& schedule, const std::string& time_zone = "");
+
+/// The next `count` times `schedule` fires strictly after `after`, in `time_zone` ("" = UTC).
+/// Fewer when the schedule ends (never within five years). Throws ValidationError.
+std::vector<std::chrono::system_clock::time_point> NextScheduleTimes(
+    const std::string& schedule, const std::string& time_zone,
+    std::chrono::system_clock::time_point after, int count);
+
+/// Inputs of rendering that come from the server.
+struct ScheduledJobRenderOptions {
+  /// The CronJob API the server serves: "batch/v1" or "batch/v1beta1" (discovery decides at
+  /// apply time).
+  std::string cronjob_api_version = "batch/v1";
+  /// Whether the server knows CronJob spec.timeZone (Kubernetes ≥ 1.25). When false, a
+  /// time_zone other than "" / "UTC" is refused (ValidationError, field "timeZone").
+  bool time_zone_supported = true;
+  /// Name of a one-off run's Job; "" = generateName "<name>-" (the server adds 5 characters).
+  std::string job_name;
+};
+
+/// Renders one run of the task as a batch/v1 Job (no CronJob involved). Validates first. Pure.
+Json RenderRunJob(const ScheduledJobSpec& spec, const ScheduledJobRenderOptions& options = {});
+/// Renders the schedule as a CronJob of options.cronjob_api_version. Throws ValidationError
+/// when the spec has no schedule. Pure.
+Json RenderCronJob(const ScheduledJobSpec& spec, const ScheduledJobRenderOptions& options = {});
+/// What `kubectl create job --from=cronjob/<name>` creates: a Job from the CronJob's jobTemplate
+/// (as the server returned it, with metadata.uid), annotated
+/// `cronjob.kubernetes.io/instantiate: manual`, owned (controller reference) by the CronJob.
+/// `job_name` "" = generateName "<cronjob>-". `pod_annotations` are added to the pod template.
+/// Pure.
+Json RenderManualRun(const Json& cronjob, const std::string& job_name = "",
+                     const std::map<std::string, std::string>& pod_annotations = {});
+/// The CronJob when the spec has a schedule, else the one-off Job: what `kubectl apply -f`
+/// would need. Pure.
+std::vector<Json> RenderScheduledJob(const ScheduledJobSpec& spec,
+                                     const ScheduledJobRenderOptions& options = {});
+
+/// The state of one run.
+enum class RunResult {
+  kPending,    ///< Created, no pod running yet.
+  kRunning,    ///< An attempt is running.
+  kSucceeded,  ///< Completed.
+  kFailed,     ///< Failed (backoff limit reached, …).
+  kTimedOut,   ///< Failed because activeDeadlineSeconds passed (DeadlineExceeded).
+  kUnknown,    ///< Unrecognised status.
+};
+/// "Pending", "Running", "Succeeded", "Failed", "TimedOut", "Unknown".
+std::string ToString(RunResult result);
+
+/// What started a run.
+enum class RunTrigger {
+  kOnDemand,   ///< RunNow() of a task without a schedule (a standalone Job).
+  kScheduled,  ///< The CronJob controller, at a scheduled time.
+  kManual,     ///< RunNow() of a scheduled task (`kubectl create job --from=cronjob`).
+};
+/// "on-demand", "scheduled", "manual".
+std::string ToString(RunTrigger trigger);
+
+/// One run (one Job) of a task.
+struct JobRun {
+  std::string name;  ///< Job name.
+  std::string uid;   ///< Job UID.
+  std::string namespace_name;
+  std::string scheduled_job;  ///< The task's name.
+  RunTrigger trigger = RunTrigger::kOnDemand;
+  /// When the schedule asked for the run (scheduled runs only).
+  std::optional<std::chrono::system_clock::time_point> scheduled_time;
+  std::optional<std::chrono::system_clock::time_point> start_time;  ///< status.startTime.
+  std::optional<std::chrono::system_clock::time_point> end_time;    ///< Completion or failure.
+  std::optional<std::chrono::seconds> duration;                     ///< end - start, once finished.
+  RunResult result = RunResult::kUnknown;
+  std::string reason;   ///< e.g. "BackoffLimitExceeded", "DeadlineExceeded".
+  std::string message;  ///< The Job condition's message.
+  int attempts = 0;     ///< Pods started: failed + succeeded + active.
+  int active = 0;       ///< Attempts running now.
+  int succeeded = 0;    ///< Succeeded attempts.
+  int failed = 0;       ///< Failed attempts.
+  std::string alerted;  ///< The alert sent for it ("failure", "timeout") or "".
+  /// Succeeded, failed or timed out.
+  [[nodiscard]] bool finished() const;
+};
+
+/// The run described by a Job object. Pure.
+JobRun RunOf(const Json& job);
+/// Table rows (header first: NAME, TRIGGER, RESULT, START, END, DURATION, ATTEMPTS, REASON).
+std::vector<std::vector<std::string>> RunRows(const std::vector<JobRun>& runs);
+/// The rows as an aligned text table.
+std::string FormatRunTable(const std::vector<JobRun>& runs);
+
+/// The schedule's state on the server.
+struct ScheduleStatus {
+  bool exists = false;      ///< The CronJob exists.
+  std::string api_version;  ///< "batch/v1" or "batch/v1beta1".
+  bool suspended = false;
+  std::string schedule;  ///< As stored.
+  std::optional<std::chrono::system_clock::time_point> last_schedule_time;
+  std::optional<std::chrono::system_clock::time_point> last_successful_time;  ///< ≥ 1.21 only.
+  std::optional<std::chrono::system_clock::time_point> next_schedule_time;    ///< Computed here.
+  std::vector<std::string> active;  ///< Names of the runs the controller sees running.
+};
+
+/// The log of one attempt (pod) of a run.
+struct AttemptLog {
+  int attempt = 0;  ///< 1 for the first pod, by creation time.
+  std::string pod;
+  std::string phase;             ///< Pod phase.
+  std::optional<int> exit_code;  ///< When the container terminated.
+  std::string text;              ///< The log ("" when the pod never started).
+};
+
+/// Options of ScheduledJob::Logs.
+struct RunLogOptions {
+  std::optional<std::int64_t> tail_lines;  ///< Only the last N lines of each attempt.
+  bool timestamps = false;                 ///< RFC 3339 timestamp before each line.
+};
+
+/// One line of ScheduledJob::FollowLogs.
+struct RunLogLine {
+  int attempt = 0;  ///< 1, 2, … (pods by creation time).
+  std::string pod;
+  std::string line;
+};
+
+/// Options of ScheduledJob::RunNow.
+struct RunOptions {
+  std::string job_name;  ///< "" = generated ("<name>-xxxxx").
+  /// Added to the run's pod template (e.g. for a run-specific tag).
+  std::map<std::string, std::string> pod_annotations;
+  bool preflight = true;  ///< Check quota and node placement first (nothing is created if not).
+  bool dry_run = false;   ///< Server-side dry run: validated and admitted, not stored.
+};
+
+/// Options of ScheduledJob::Apply.
+struct ApplyScheduleOptions {
+  bool preflight = true;  ///< Check that one run fits the quota and some node.
+  bool dry_run = false;   ///< Server-side dry run.
+};
+
+/// Options of ScheduledJob::Delete.
+struct ScheduledJobDeleteOptions {
+  bool foreground = false;                        ///< Foreground cascading (the CronJob goes last).
+  bool keep_runs = false;                         ///< Keep finished and running Jobs (orphan them).
+  std::optional<std::chrono::milliseconds> wait;  ///< Wait until everything is gone.
+};
+
+/// A task bound to a client: applies the schedule, runs, suspends, inspects, deletes.
+class ScheduledJob {
+ public:
+  /// Validates the spec (throws ValidationError); sends nothing.
+  ScheduledJob(Client client, ScheduledJobSpec spec);
+  /// Loads a task from its CronJob, or (no schedule) from its newest run.
+  static ScheduledJob Load(Client client, const std::string& ns, const std::string& name);
+  /// Names of the tasks in a namespace (CronJobs and on-demand runs managed by tfk8s).
+  static std::vector<std::string> List(Client client, const std::string& ns);
+
+  /// The spec.
+  [[nodiscard]] const ScheduledJobSpec& spec() const { return spec_; }
+  /// Replaces the spec (validated; same name and namespace). Apply() to update the schedule.
+  void set_spec(ScheduledJobSpec spec);
+
+  /// Pre-flight without creating anything: one run against the namespace's quota headroom and
+  /// the nodes (a gputype no node has, a run bigger than any node).
+  FitResult Preflight();
+  /// Creates or updates the CronJob (server-side apply) in the API version the server serves.
+  /// Throws ValidationError without a schedule (or for a time zone the server cannot honour),
+  /// QuotaExceeded when one run would not fit (nothing is created). Returns the CronJob.
+  Json Apply(const ApplyScheduleOptions& options = {});
+  /// Starts a run now. Scheduled tasks: a Job from the CronJob's template, like `kubectl create
+  /// job --from=cronjob` (the CronJob must exist: Apply() first); else a Job from the spec.
+  /// Pre-flight first (QuotaExceeded). Returns the new run.
+  JobRun RunNow(const RunOptions& options = {});
+  /// Stops new scheduled runs (running ones continue).
+  void Suspend();
+  /// Resumes scheduled runs; the watcher does not report runs missed while suspended.
+  void Resume();
+  /// Deletes the CronJob and every run (cascading to their pods).
+  void Delete(const ScheduledJobDeleteOptions& options = {});
+
+  /// The schedule's state (exists = false for on-demand tasks).
+  ScheduleStatus Status();
+  /// Every run still on the server, oldest first.
+  std::vector<JobRun> History();
+  /// One run by Job name. Throws NotFound.
+  JobRun GetRun(const std::string& job_name);
+  /// Waits (watch driven) until the run finished; returns it whatever the result (check
+  /// `result`). `on_progress` sees every change. Throws Timeout, or NotFound if it is deleted.
+  JobRun WaitForRun(const std::string& job_name, std::chrono::milliseconds timeout,
+                    const std::function<void(const JobRun&)>& on_progress = {});
+  /// Logs of every attempt of a run, oldest first.
+  std::vector<AttemptLog> Logs(const std::string& job_name, const RunLogOptions& options = {});
+  /// Follows a run's output across attempts (a retry's pod is followed when it starts) until the
+  /// run finishes or `on_line` returns false. Waits up to `pending_wait` for a pod to start.
+  void FollowLogs(const std::string& job_name,
+                  const std::function<bool(const RunLogLine&)>& on_line,
+                  std::chrono::milliseconds pending_wait = std::chrono::minutes(2));
+  /// The rendered objects as YAML (batch/v1 CronJob, or the Job of an on-demand task).
+  [[nodiscard]] std::string ToYaml() const;
+
+ private:
+  ResourceType CronJobType();
+  Client client_;
+  ScheduledJobSpec spec_;
+  std::optional<ResourceType> cronjob_type_;
+};
+
+/// What an alert is about.
+enum class AlertKind {
+  kFailure,         ///< A run failed (backoff limit reached or another failure).
+  kTimeout,         ///< A run exceeded activeDeadlineSeconds.
+  kMissedSchedule,  ///< A scheduled run did not start (controller down, Forbid overlap, …).
+};
+/// "failure", "timeout", "missed-schedule".
+std::string ToString(AlertKind kind);
+
+/// One alert, as given to the callback and POSTed (ToJson()) to the webhook.
+struct ScheduledJobAlert {
+  AlertKind kind = AlertKind::kFailure;
+  std::string namespace_name;
+  std::string scheduled_job;  ///< The task.
+  std::string job;            ///< The run's Job ("" for a missed schedule).
+  std::string job_uid;
+  std::string reason;   ///< "BackoffLimitExceeded", "DeadlineExceeded", "MissedSchedule".
+  std::string message;  ///< Human-readable summary.
+  int attempts = 0;     ///< Attempts of the run.
+  std::optional<std::chrono::system_clock::time_point> start_time;
+  std::optional<std::chrono::system_clock::time_point> end_time;
+  /// Missed schedule: the latest scheduled time that did not produce a run.
+  std::optional<std::chrono::system_clock::time_point> scheduled_time;
+  int missed_runs = 0;  ///< Missed schedule: how many scheduled times were missed.
+  std::chrono::system_clock::time_point time;  ///< When the alert was raised.
+  /// {"source": "tfk8s", "kind", "namespace", "scheduledJob", "job", "jobUid", "reason",
+  /// "message", "attempts", "startTime", "endTime", "scheduledTime", "missedRuns", "time"}.
+  [[nodiscard]] Json ToJson() const;
+};
+
+/// A webhook receiving alerts as `POST <url>` with a JSON body (ScheduledJobAlert::ToJson()).
+struct AlertWebhook {
+  std::string url;                                ///< http:// or https://.
+  std::map<std::string, std::string> headers;     ///< e.g. {"Authorization", "Bearer …"}.
+  std::chrono::milliseconds timeout{5000};        ///< Per attempt (connect included).
+  int attempts = 3;                               ///< Tries before giving up (≥ 1).
+  std::chrono::milliseconds retry_backoff{1000};  ///< Wait before the 2nd try; doubles after.
+  bool insecure_skip_verify = false;              ///< https without certificate checks.
+  std::string ca_pem;                             ///< Trust this CA (PEM) instead of the system's.
+};
+
+/// The outcome of delivering one alert.
+struct WebhookDelivery {
+  bool delivered = false;  ///< A 2xx answer was received.
+  int attempts = 0;        ///< Requests sent.
+  int status = 0;          ///< Last HTTP status (0: no answer).
+  std::string error;       ///< Why it was not delivered.
+};
+
+/// POSTs one alert with retries (connection failures, timeouts, 429 and 5xx are retried; other
+/// 4xx answers are not). Never throws for delivery failures.
+WebhookDelivery SendWebhookAlert(const AlertWebhook& webhook, const ScheduledJobAlert& alert);
+
+/// Options of the watcher.
+struct ScheduledJobWatcherOptions {
+  std::string namespace_name;  ///< "" = every namespace.
+  std::string scheduled_job;   ///< "" = every tfk8s task in scope; else only this one.
+  std::function<void(const ScheduledJobAlert&)> on_alert;  ///< Called once per alert.
+  std::optional<AlertWebhook> webhook;                     ///< POSTed once per alert.
+  bool alert_on_failure = true;
+  bool alert_on_timeout = true;
+  bool alert_on_missed_schedule = true;
+  /// A scheduled run is missed when it has not started this long after its time (plus the
+  /// task's startingDeadlineSeconds, when set). The 1.20 controller checks every 10 s.
+  std::chrono::seconds missed_schedule_grace{60};
+  /// Failures older than this when first seen are not alerted (a new watcher on a namespace
+  /// full of old failures stays quiet).
+  std::chrono::seconds max_alert_age{24 * 3600};
+  /// Reports problems that do not stop the watcher (webhook down, a patch refused, callback
+  /// exceptions). Called on the watcher's threads.
+  std::function<void(const std::string&)> on_error;
+  /// Identifies this watcher in the alert annotations ("" = hostname/pid).
+  std::string identity;
+};
+
+/// Watches the runs and schedules of tfk8s tasks and raises alerts. Each alert is raised once:
+/// the watcher records it on the object (annotations `tfk8s.io/alerted`, `tfk8s.io/alert-state`
+/// on the Job; `tfk8s.io/missed-alerted` on the CronJob) with an optimistic-concurrency patch
+/// *before* delivering, so a restarted watcher, or a second one, does not repeat it; list-then-
+/// watch with resume and relist means nothing that happened while it was disconnected or down
+/// is missed. If a watcher dies while delivering, another one re-delivers after the claim
+/// expires (at-least-once for that rare case, exactly-once otherwise).
+class ScheduledJobWatcher {
+ public:
+  /// Nothing is sent until Run() or Start().
+  ScheduledJobWatcher(Client client, ScheduledJobWatcherOptions options);
+  ScheduledJobWatcher(const ScheduledJobWatcher&) = delete;
+  ScheduledJobWatcher& operator=(const ScheduledJobWatcher&) = delete;
+  /// Stops and joins the background thread, if any.
+  ~ScheduledJobWatcher();
+
+  /// Watches until Stop() is called (from another thread or a callback). Throws only for errors
+  /// that retrying cannot fix (e.g. Forbidden); apiserver restarts and network errors are
+  /// retried with backoff.
+  void Run();
+  /// Runs Run() on a background thread.
+  void Start();
+  /// Stops Run() / the background thread promptly. Thread-safe, idempotent. Alerts claimed but
+  /// not yet delivered are delivered by the next watcher once their claim expires.
+  void Stop();
+  /// Alerts delivered (callback ran and, with a webhook, it answered 2xx) so far.
+  [[nodiscard]] int alerts_sent() const;
+  /// Alerts whose webhook delivery failed after every retry.
+  [[nodiscard]] int alerts_failed() const;
+  /// The error that ended the background thread, if any.
+  [[nodiscard]] std::exception_ptr error() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tfk8s

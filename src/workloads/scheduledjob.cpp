@@ -1,0 +1,516 @@
+// ScheduledJob lifecycle: apply the schedule, run now, suspend/resume, delete, status, history,
+// waiting for a run (watch driven) and logs. All I/O goes through the generic Client.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "tfk8s/scheduledjob.hpp"
+#include "tfk8s/validation.hpp"
+#include "tfk8s/yaml.hpp"
+#include "workloads/cron.hpp"
+#include "workloads/scheduledjob_internal.hpp"
+
+namespace tfk8s {
+
+using internal::SysSeconds;
+
+namespace {
+
+const ResourceType kJobs{"batch", "v1", "Job", "jobs", true};
+const ResourceType kPods{"", "v1", "Pod", "pods", true};
+
+// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
+// destroyed temporary.
+std::vector<Json> Items(Json list) {
+  std::vector<Json> out;
+  if (auto it = list.find("items"); it != list.end() && it->is_array()) {
+    for (auto& item : *it) out.push_back(std::move(item));
+  }
+  return out;
+}
+
+std::string Name(const Json& o) { return o.value("metadata", Json::object()).value("name", ""); }
+
+std::string Created(const Json& o) {
+  return o.value("metadata", Json::object()).value("creationTimestamp", "");
+}
+
+// Oldest first; creation timestamps have one-second resolution, so names break ties.
+void SortByCreation(std::vector<Json>& objects) {
+  std::sort(objects.begin(), objects.end(), [](const Json& a, const Json& b) {
+    return std::make_pair(Created(a), Name(a)) < std::make_pair(Created(b), Name(b));
+  });
+}
+
+std::string TaskSelector(const std::string& name) {
+  return std::string(internal::kScheduledJobLabel) + "=" + name;
+}
+
+// Whether the server knows CronJob spec.timeZone (Kubernetes ≥ 1.25).
+bool ServerHasCronJobTimeZone(Client& client) {
+  Json v = client.ServerVersion();
+  auto number = [](const std::string& s) {
+    int n = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') break;
+      n = n * 10 + (c - '0');
+    }
+    return n;
+  };
+  int major = number(v.value("major", "0"));
+  int minor = number(v.value("minor", "0"));
+  return major > 1 || (major == 1 && minor >= 25);
+}
+
+[[noreturn]] void ThrowDoesNotFit(const std::string& what, const FitResult& fit) {
+  std::vector<std::string> resources;
+  for (const auto& s : fit.shortfalls) resources.push_back(s.resource);
+  std::string message =
+      fmt::format("{} does not fit; nothing was created: {}", what, fit.Message());
+  if (!fit.shortfalls.empty()) {
+    throw QuotaExceeded(message, "Forbidden", fit.Message(), {}, resources);
+  }
+  throw Error(ErrorKind::kWorkloadFailed, message);
+}
+
+FitResult CheckRun(Client& client, const std::string& ns, const Json& job) {
+  FitResult fit = CheckQuota(client, ns, {job});
+  fit.Merge(CheckPlacement(client, {job}));
+  return fit;
+}
+
+std::optional<int> ExitCodeOf(const Json& pod) {
+  for (const auto& cs :
+       pod.value("status", Json::object()).value("containerStatuses", Json::array())) {
+    const Json& state = cs.value("state", Json::object());
+    if (auto t = state.find("terminated"); t != state.end()) return t->value("exitCode", 0);
+  }
+  return std::nullopt;
+}
+
+bool ContainerStarted(const Json& pod) {
+  std::string phase = pod.value("status", Json::object()).value("phase", "");
+  if (phase == "Succeeded" || phase == "Failed") return true;
+  for (const auto& cs :
+       pod.value("status", Json::object()).value("containerStatuses", Json::array())) {
+    const Json& state = cs.value("state", Json::object());
+    if (state.contains("running") || state.contains("terminated")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---- construction and loading ---------------------------------------------------------------
+
+ScheduledJob::ScheduledJob(Client client, ScheduledJobSpec spec)
+    : client_(std::move(client)), spec_(std::move(spec)) {
+  spec_.Validate();
+}
+
+void ScheduledJob::set_spec(ScheduledJobSpec spec) {
+  spec.Validate();
+  if (spec.name != spec_.name || spec.namespace_name != spec_.namespace_name) {
+    throw ValidationError("name", spec.name, "a task cannot be renamed or moved; delete it");
+  }
+  spec_ = std::move(spec);
+}
+
+ResourceType ScheduledJob::CronJobType() {
+  if (!cronjob_type_) {
+    cronjob_type_ = client_.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
+  }
+  return *cronjob_type_;
+}
+
+ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std::string& name) {
+  auto from = [&](const Json& object) -> std::optional<ScheduledJob> {
+    std::string text = internal::AnnotationOf(object, internal::kSpecAnnotation);
+    if (text.empty()) return std::nullopt;
+    Json j = Json::parse(text, nullptr, false);
+    if (j.is_discarded()) {
+      throw ValidationError(std::string("metadata.annotations[") + internal::kSpecAnnotation + "]",
+                            name, "the stored spec is not JSON");
+    }
+    return ScheduledJob(client, ScheduledJobSpec::FromJson(j));
+  };
+  try {
+    ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
+    if (auto loaded = from(client.Get(cronjobs, ns, name))) return std::move(*loaded);
+  } catch (const NotFound&) {
+  }
+  ListOptions sel;
+  sel.label_selector = TaskSelector(name);
+  std::vector<Json> jobs = Items(client.ListAll(kJobs, ns, sel));
+  SortByCreation(jobs);
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
+    if (auto loaded = from(*it)) return std::move(*loaded);
+  }
+  throw NotFound(
+      ErrorKind::kNotFound,
+      fmt::format("no tfk8s scheduled job {}/{} (no CronJob or run with its spec)", ns, name), 404,
+      "NotFound");
+}
+
+std::vector<std::string> ScheduledJob::List(Client client, const std::string& ns) {
+  std::set<std::string> names;
+  ListOptions sel;
+  sel.label_selector = internal::kScheduledJobLabel;
+  try {
+    ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
+    for (const auto& cj : Items(client.ListAll(cronjobs, ns, sel))) {
+      names.insert(cj["metadata"]["labels"].value(internal::kScheduledJobLabel, ""));
+    }
+  } catch (const NotFound&) {
+  }
+  for (const auto& job : Items(client.ListAll(kJobs, ns, sel))) {
+    names.insert(job["metadata"]["labels"].value(internal::kScheduledJobLabel, ""));
+  }
+  names.erase("");
+  return {names.begin(), names.end()};
+}
+
+// ---- schedule -------------------------------------------------------------------------------
+
+FitResult ScheduledJob::Preflight() {
+  // One run is what a schedule or a run-now adds to the namespace's usage.
+  return CheckRun(client_, spec_.namespace_name, RenderRunJob(spec_));
+}
+
+Json ScheduledJob::Apply(const ApplyScheduleOptions& options) {
+  spec_.Validate();
+  if (!spec_.scheduled()) {
+    throw ValidationError("schedule", "",
+                          "no schedule to apply: set one, or start on-demand runs with RunNow()");
+  }
+  ScheduledJobRenderOptions ro;
+  ResourceType type = CronJobType();
+  ro.cronjob_api_version = type.ApiVersion();
+  bool utc = spec_.time_zone.empty() || spec_.time_zone == "UTC" || spec_.time_zone == "Etc/UTC";
+  ro.time_zone_supported = utc || ServerHasCronJobTimeZone(client_);
+  Json cronjob = RenderCronJob(spec_, ro);  // throws for a time zone the server cannot honour
+  if (options.preflight) {
+    FitResult fit = Preflight();
+    if (!fit.fits) {
+      ThrowDoesNotFit(fmt::format("ScheduledJob {}/{}", spec_.namespace_name, spec_.name), fit);
+    }
+  }
+  ApplyOptions apply;
+  apply.force = true;  // tfk8s owns these fields
+  apply.dry_run = options.dry_run;
+  return client_.Apply(cronjob, apply);
+}
+
+JobRun ScheduledJob::RunNow(const RunOptions& options) {
+  Json job;
+  if (spec_.scheduled()) {
+    Json cronjob;
+    try {
+      cronjob = client_.Get(CronJobType(), spec_.namespace_name, spec_.name);
+    } catch (const NotFound&) {
+      throw NotFound(ErrorKind::kNotFound,
+                     fmt::format("ScheduledJob {}/{} has a schedule but its CronJob does not "
+                                 "exist: Apply() it first",
+                                 spec_.namespace_name, spec_.name),
+                     404, "NotFound");
+    }
+    if (!cronjob.contains("apiVersion")) cronjob["apiVersion"] = CronJobType().ApiVersion();
+    job = RenderManualRun(cronjob, options.job_name, options.pod_annotations);
+  } else {
+    ScheduledJobRenderOptions ro;
+    ro.job_name = options.job_name;
+    job = RenderRunJob(spec_, ro);
+    for (const auto& [k, v] : options.pod_annotations) {
+      validation::RequireLabelKey("podAnnotations", k);
+      job["spec"]["template"]["metadata"]["annotations"][k] = v;
+    }
+  }
+  if (options.preflight) {
+    FitResult fit = CheckRun(client_, spec_.namespace_name, job);
+    if (!fit.fits) {
+      ThrowDoesNotFit(fmt::format("run of ScheduledJob {}/{}", spec_.namespace_name, spec_.name),
+                      fit);
+    }
+  }
+  WriteOptions write;
+  write.dry_run = options.dry_run;
+  write.field_manager = "tfk8s";
+  return RunOf(client_.Create(kJobs, spec_.namespace_name, job, write));
+}
+
+void ScheduledJob::Suspend() {
+  ScheduledJobSpec next = spec_;
+  next.suspend = true;
+  set_spec(std::move(next));
+  if (!spec_.scheduled()) return;
+  ApplyScheduleOptions options;
+  options.preflight = false;  // suspending never needs room
+  Apply(options);
+}
+
+void ScheduledJob::Resume() {
+  ScheduledJobSpec next = spec_;
+  next.suspend = false;
+  set_spec(std::move(next));
+  if (!spec_.scheduled()) return;
+  // Record the resumption before unsuspending: a watcher that sees the CronJob running again
+  // must already know that the times it slept through were not missed.
+  Json patch = {
+      {"metadata",
+       {{"annotations",
+         {{internal::kResumedAtAnnotation, internal::FormatTimestamp(internal::ToSysSeconds(
+                                               std::chrono::system_clock::now()))}}}}}};
+  WriteOptions write;
+  write.field_manager = internal::kStateFieldManager;
+  client_.Patch(CronJobType(), spec_.namespace_name, spec_.name, PatchType::kMerge, patch, write);
+  ApplyScheduleOptions options;
+  options.preflight = false;
+  Apply(options);
+}
+
+void ScheduledJob::Delete(const ScheduledJobDeleteOptions& options) {
+  const std::string& ns = spec_.namespace_name;
+  DeleteOptions del;
+  if (options.keep_runs) {
+    del.propagation_policy = "Orphan";
+  } else {
+    del.propagation_policy = options.foreground || options.wait ? "Foreground" : "Background";
+  }
+  std::optional<ResourceType> cronjobs;
+  try {
+    cronjobs = CronJobType();
+    client_.Delete(*cronjobs, ns, spec_.name, del);
+  } catch (const NotFound&) {
+  }
+  ListOptions sel;
+  sel.label_selector = TaskSelector(spec_.name);
+  if (!options.keep_runs) {
+    // On-demand runs have no owner; scheduled and manual ones go with the CronJob anyway, and
+    // deleting them here too just gets there sooner.
+    DeleteOptions run_del;
+    run_del.propagation_policy = "Background";  // their pods go as well
+    for (const auto& job : Items(client_.ListAll(kJobs, ns, sel))) {
+      try {
+        client_.Delete(kJobs, ns, Name(job), run_del);
+      } catch (const NotFound&) {
+      }
+    }
+  }
+  if (!options.wait) return;
+  auto deadline = std::chrono::steady_clock::now() + *options.wait;
+  auto wait_gone = [&](const ResourceType& type, const ListOptions& selector) {
+    Informer informer(client_, type, ns, selector);
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        throw Timeout(ErrorKind::kTimeout,
+                      fmt::format("ScheduledJob {}/{} still being deleted after {} ms", ns,
+                                  spec_.name, options.wait->count()));
+      }
+      informer.Next(std::min(left, std::chrono::milliseconds(500)));
+      // The first Next() lists, so an empty snapshot afterwards means nothing is left.
+      if (informer.Snapshot().empty()) return;
+    }
+  };
+  if (!options.keep_runs) wait_gone(kJobs, sel);
+  if (cronjobs) {
+    ListOptions by_name;
+    by_name.field_selector = "metadata.name=" + spec_.name;
+    wait_gone(*cronjobs, by_name);
+  }
+}
+
+ScheduleStatus ScheduledJob::Status() {
+  ScheduleStatus st;
+  if (!spec_.scheduled()) return st;
+  Json cj;
+  try {
+    cj = client_.Get(CronJobType(), spec_.namespace_name, spec_.name);
+  } catch (const NotFound&) {
+    return st;
+  }
+  st.exists = true;
+  st.api_version = cj.value("apiVersion", CronJobType().ApiVersion());
+  const Json& spec = cj.value("spec", Json::object());
+  st.suspended = spec.value("suspend", false);
+  st.schedule = spec.value("schedule", "");
+  if (auto t = internal::TimeAt(cj, Json::json_pointer("/status/lastScheduleTime"))) {
+    st.last_schedule_time = internal::ToTimePoint(*t);
+  }
+  if (auto t = internal::TimeAt(cj, Json::json_pointer("/status/lastSuccessfulTime"))) {
+    st.last_successful_time = internal::ToTimePoint(*t);
+  }
+  for (const auto& ref : cj.value("status", Json::object()).value("active", Json::array())) {
+    st.active.push_back(ref.value("name", ""));
+  }
+  if (!st.suspended) {
+    try {
+      auto next = NextScheduleTimes(st.schedule, spec.value("timeZone", ""),
+                                    std::chrono::system_clock::now(), 1);
+      if (!next.empty()) st.next_schedule_time = next.front();
+    } catch (const ValidationError&) {
+      // Edited by hand into something we do not understand: no prediction.
+    }
+  }
+  return st;
+}
+
+// ---- runs -----------------------------------------------------------------------------------
+
+std::vector<JobRun> ScheduledJob::History() {
+  ListOptions sel;
+  sel.label_selector = TaskSelector(spec_.name);
+  std::vector<Json> jobs = Items(client_.ListAll(kJobs, spec_.namespace_name, sel));
+  SortByCreation(jobs);
+  std::vector<JobRun> runs;
+  runs.reserve(jobs.size());
+  for (const auto& j : jobs) runs.push_back(RunOf(j));
+  return runs;
+}
+
+JobRun ScheduledJob::GetRun(const std::string& job_name) {
+  Json job = client_.Get(kJobs, spec_.namespace_name, job_name);
+  JobRun run = RunOf(job);
+  if (run.scheduled_job != spec_.name) {
+    throw NotFound(ErrorKind::kNotFound,
+                   fmt::format("job {}/{} is not a run of ScheduledJob {}", spec_.namespace_name,
+                               job_name, spec_.name),
+                   404, "NotFound");
+  }
+  return run;
+}
+
+JobRun ScheduledJob::WaitForRun(const std::string& job_name, std::chrono::milliseconds timeout,
+                                const std::function<void(const JobRun&)>& on_progress) {
+  JobRun run = GetRun(job_name);  // NotFound for a wrong name, before any watch
+  if (on_progress) on_progress(run);
+  if (run.finished()) return run;
+  ListOptions sel;
+  sel.field_selector = "metadata.name=" + job_name;
+  Informer informer(client_, kJobs, spec_.namespace_name, sel);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      throw Timeout(
+          ErrorKind::kTimeout,
+          fmt::format("run {}/{} not finished after {} ms ({}, {} attempts)", spec_.namespace_name,
+                      job_name, timeout.count(), ToString(run.result), run.attempts));
+    }
+    auto ev = informer.Next(left);
+    if (!ev) continue;
+    if (ev->type == WatchEventType::kDeleted) {
+      throw NotFound(
+          ErrorKind::kNotFound,
+          fmt::format("run {}/{} was deleted before it finished", spec_.namespace_name, job_name),
+          404, "NotFound");
+    }
+    JobRun next = RunOf(ev->object);
+    if (on_progress) on_progress(next);
+    run = std::move(next);
+    if (run.finished()) return run;
+  }
+}
+
+std::vector<AttemptLog> ScheduledJob::Logs(const std::string& job_name,
+                                           const RunLogOptions& options) {
+  JobRun run = GetRun(job_name);
+  ListOptions sel;
+  sel.label_selector = "controller-uid=" + run.uid;
+  std::vector<Json> pods = Items(client_.ListAll(kPods, spec_.namespace_name, sel));
+  SortByCreation(pods);
+  std::vector<AttemptLog> out;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    AttemptLog a;
+    a.attempt = static_cast<int>(i) + 1;
+    a.pod = Name(pods[i]);
+    a.phase = pods[i].value("status", Json::object()).value("phase", "");
+    a.exit_code = ExitCodeOf(pods[i]);
+    if (ContainerStarted(pods[i])) {
+      LogOptions lo;
+      lo.container = "task";
+      lo.tail_lines = options.tail_lines;
+      lo.timestamps = options.timestamps;
+      try {
+        a.text = client_.ReadLogs(spec_.namespace_name, a.pod, lo);
+      } catch (const BadRequest&) {
+        // The container has not produced a log yet (still creating): nothing to show.
+      } catch (const NotFound&) {
+      }
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+void ScheduledJob::FollowLogs(const std::string& job_name,
+                              const std::function<bool(const RunLogLine&)>& on_line,
+                              std::chrono::milliseconds pending_wait) {
+  JobRun run = GetRun(job_name);
+  ListOptions pod_sel;
+  pod_sel.label_selector = "controller-uid=" + run.uid;
+  ListOptions job_sel;
+  job_sel.field_selector = "metadata.name=" + job_name;
+  Informer pods(client_, kPods, spec_.namespace_name, pod_sel);
+  Informer jobs(client_, kJobs, spec_.namespace_name, job_sel);
+  std::set<std::string> followed;
+  auto idle_since = std::chrono::steady_clock::now();
+  while (true) {
+    // Drain what the watches have (each Next() is short: both streams must be read).
+    pods.Next(std::chrono::milliseconds(200));
+    jobs.Next(std::chrono::milliseconds(200));
+    std::vector<Json> snapshot = pods.Snapshot();
+    SortByCreation(snapshot);
+    const Json* next = nullptr;
+    int attempt = 0;
+    for (std::size_t i = 0; i < snapshot.size(); ++i) {
+      if (!followed.count(Name(snapshot[i])) && ContainerStarted(snapshot[i])) {
+        next = &snapshot[i];
+        attempt = static_cast<int>(i) + 1;
+        break;
+      }
+    }
+    if (next) {
+      std::string pod = Name(*next);
+      followed.insert(pod);
+      LogOptions lo;
+      lo.container = "task";
+      lo.follow = true;
+      LogStream stream = client_.StreamLogs(spec_.namespace_name, pod, lo);
+      while (true) {
+        auto line = stream.NextLine(std::chrono::milliseconds(500));
+        if (!line) {
+          if (stream.ended()) break;
+          continue;
+        }
+        if (!on_line({attempt, pod, std::move(*line)})) {
+          stream.Cancel();
+          return;
+        }
+      }
+      idle_since = std::chrono::steady_clock::now();
+      continue;
+    }
+    auto job_snapshot = jobs.Snapshot();
+    bool gone = job_snapshot.empty();  // the first Next() listed: the run was deleted
+    bool finished = !gone && RunOf(job_snapshot.front()).finished();
+    bool all_followed = true;
+    for (const auto& p : snapshot) all_followed = all_followed && followed.count(Name(p));
+    if (gone || (finished && all_followed)) return;
+    if (std::chrono::steady_clock::now() - idle_since > pending_wait) {
+      // A finished run may keep pods that never started (deleted at the deadline, say).
+      if (finished) return;
+      throw Timeout(ErrorKind::kTimeout,
+                    fmt::format("run {}/{}: no attempt started within {} ms", spec_.namespace_name,
+                                job_name, pending_wait.count()));
+    }
+  }
+}
+
+std::string ScheduledJob::ToYaml() const { return ToYamlDocuments(RenderScheduledJob(spec_)); }
+
+}  // namespace tfk8s

@@ -1,0 +1,638 @@
+// ScheduledJob alerts: the pure decisions (is this Job / CronJob worth an alert, was it already
+// alerted), webhook delivery with retries, and the watcher that ties them to informers.
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "tfk8s/scheduledjob.hpp"
+#include "workloads/cron.hpp"
+#include "workloads/scheduledjob_internal.hpp"
+
+namespace tfk8s {
+
+using internal::SysSeconds;
+
+namespace internal {
+
+namespace {
+
+std::optional<SysSeconds> AnnotationTime(const Json& object, const char* key) {
+  return ParseTimestamp(AnnotationOf(object, key));
+}
+
+std::string LabelOr(const Json& object, const char* key, const std::string& fallback) {
+  std::string v =
+      object.value("metadata", Json::object()).value("labels", Json::object()).value(key, "");
+  return v.empty() ? fallback : v;
+}
+
+}  // namespace
+
+JobAlertDecision DecideJobAlert(const Json& job, SysSeconds now,
+                                const ScheduledJobWatcherOptions& options) {
+  JobAlertDecision d;
+  JobRun run = RunOf(job);
+  if (run.result != RunResult::kFailed && run.result != RunResult::kTimedOut) return d;
+  d.kind = run.result == RunResult::kTimedOut ? AlertKind::kTimeout : AlertKind::kFailure;
+  if (!run.alerted.empty()) {
+    // Already claimed: only a claim whose owner died mid-delivery is taken over.
+    if (AnnotationOf(job, kAlertStateAnnotation) != "sending") return d;
+    auto deadline = AnnotationTime(job, kAlertDeadlineAnnotation);
+    if (!deadline) return d;
+    if (now < *deadline) {
+      d.recheck_at = *deadline;
+      return d;
+    }
+    d.kind = run.alerted == "timeout" ? AlertKind::kTimeout : AlertKind::kFailure;
+    d.alert = true;
+    d.reclaim = true;
+    return d;
+  }
+  bool enabled =
+      d.kind == AlertKind::kTimeout ? options.alert_on_timeout : options.alert_on_failure;
+  if (!enabled) return d;
+  SysSeconds failed_at = run.end_time ? ToSysSeconds(*run.end_time) : now;
+  if (now - failed_at > options.max_alert_age) return d;
+  d.alert = true;
+  return d;
+}
+
+MissedScheduleCheck CheckMissedSchedule(const Json& cronjob, SysSeconds now,
+                                        std::chrono::seconds grace) {
+  MissedScheduleCheck check;
+  const Json& spec = cronjob.value("spec", Json::object());
+  if (spec.value("suspend", false)) return check;
+  std::optional<CronSchedule> cron;
+  TimeZone zone;
+  try {
+    cron = CronSchedule::Parse(spec.value("schedule", ""));
+    zone = TimeZone::Load(spec.value("timeZone", ""));
+  } catch (const ValidationError& e) {
+    check.error = e.what();
+    return check;
+  }
+  // Runs are expected after the latest of: the last scheduled run, the creation, a resume.
+  std::optional<SysSeconds> base = TimeAt(cronjob, Json::json_pointer("/status/lastScheduleTime"));
+  for (auto t : {TimeAt(cronjob, Json::json_pointer("/metadata/creationTimestamp")),
+                 AnnotationTime(cronjob, kResumedAtAnnotation)}) {
+    if (t && (!base || *t > *base)) base = t;
+  }
+  if (!base) base = now;
+  std::chrono::seconds slack = grace;
+  if (spec.contains("startingDeadlineSeconds") && spec["startingDeadlineSeconds"].is_number()) {
+    slack += std::chrono::seconds(spec["startingDeadlineSeconds"].get<std::int64_t>());
+  }
+  SysSeconds limit = now - slack;
+
+  SysSeconds alerted_up_to = *base;
+  auto recorded = AnnotationTime(cronjob, kMissedAlertedAnnotation);
+  if (recorded) {
+    if (AnnotationOf(cronjob, kMissedStateAnnotation) == "sending") {
+      auto deadline = AnnotationTime(cronjob, kMissedDeadlineAnnotation);
+      if (deadline && now >= *deadline && *recorded > *base) {
+        check.missed_time = recorded;
+        check.missed_runs = static_cast<int>(cron->Between(*base, *recorded, 1000, zone).size());
+        check.reclaim = true;
+        return check;
+      }
+      if (deadline && now < *deadline) check.recheck_at = deadline;
+    }
+    alerted_up_to = std::max(alerted_up_to, *recorded);
+  }
+  auto latest = cron->Previous(limit, zone);
+  if (latest && *latest > alerted_up_to) {
+    check.missed_time = latest;
+    check.missed_runs = static_cast<int>(cron->Between(*base, limit, 1000, zone).size());
+    return check;
+  }
+  // Nothing missed yet: the next time something could be is the first run due after what has
+  // been settled, plus the slack.
+  if (auto next = cron->Next(std::max(alerted_up_to, limit), zone)) {
+    SysSeconds at = *next + slack;
+    if (!check.recheck_at || at < *check.recheck_at) check.recheck_at = at;
+  }
+  return check;
+}
+
+ScheduledJobAlert AlertForJob(const Json& job, AlertKind kind, SysSeconds now) {
+  JobRun run = RunOf(job);
+  ScheduledJobAlert a;
+  a.kind = kind;
+  a.namespace_name = run.namespace_name;
+  a.scheduled_job = run.scheduled_job;
+  a.job = run.name;
+  a.job_uid = run.uid;
+  a.reason = !run.reason.empty()           ? run.reason
+             : kind == AlertKind::kTimeout ? "DeadlineExceeded"
+                                           : "Failed";
+  a.attempts = run.attempts;
+  a.start_time = run.start_time;
+  a.end_time = run.end_time;
+  a.scheduled_time = run.scheduled_time;
+  a.time = ToTimePoint(now);
+  std::string what = kind == AlertKind::kTimeout ? "timed out" : "failed";
+  a.message =
+      fmt::format("run {} of {}/{} {} after {} attempt{}: {}{}{}", run.name, run.namespace_name,
+                  run.scheduled_job, what, run.attempts, run.attempts == 1 ? "" : "s", a.reason,
+                  run.message.empty() ? "" : ": ", run.message);
+  return a;
+}
+
+ScheduledJobAlert AlertForMissedSchedule(const Json& cronjob, const MissedScheduleCheck& check,
+                                         SysSeconds now) {
+  const Json& meta = cronjob.value("metadata", Json::object());
+  const Json& spec = cronjob.value("spec", Json::object());
+  ScheduledJobAlert a;
+  a.kind = AlertKind::kMissedSchedule;
+  a.namespace_name = meta.value("namespace", "");
+  a.scheduled_job = LabelOr(cronjob, kScheduledJobLabel, meta.value("name", ""));
+  a.reason = "MissedSchedule";
+  if (check.missed_time) a.scheduled_time = ToTimePoint(*check.missed_time);
+  a.missed_runs = check.missed_runs;
+  a.time = ToTimePoint(now);
+  auto last = TimeAt(cronjob, Json::json_pointer("/status/lastScheduleTime"));
+  std::size_t active =
+      cronjob.value("status", Json::object()).value("active", Json::array()).size();
+  std::string why;
+  if (active > 0 && spec.value("concurrencyPolicy", "") == "Forbid") {
+    why = fmt::format("; {} earlier run{} still active and concurrencyPolicy is Forbid", active,
+                      active == 1 ? " is" : "s are");
+  }
+  a.message = fmt::format(
+      "scheduled run of {}/{} at {} did not start ({} missed since {}; schedule \"{}\"){}",
+      a.namespace_name, a.scheduled_job,
+      check.missed_time ? FormatTimestamp(*check.missed_time) : "?", check.missed_runs,
+      last ? "the last run at " + FormatTimestamp(*last) : "its creation",
+      spec.value("schedule", ""), why);
+  return a;
+}
+
+std::chrono::seconds ClaimDuration(const std::optional<AlertWebhook>& webhook) {
+  auto total = std::chrono::milliseconds(30'000);  // margin, and the callback's own time
+  if (webhook) {
+    auto backoff = webhook->retry_backoff;
+    for (int i = 0; i < std::max(1, webhook->attempts); ++i) {
+      total += webhook->timeout + backoff;
+      backoff *= 2;
+    }
+  }
+  return std::chrono::ceil<std::chrono::seconds>(total);
+}
+
+WebhookDelivery DeliverWebhook(HttpTransport& transport, const AlertWebhook& webhook,
+                               const std::string& body, const std::atomic<bool>* stop) {
+  WebhookDelivery result;
+  HttpRequest req;
+  req.method = "POST";
+  req.url = webhook.url;
+  // "Expect:" stops curl from waiting for a "100 Continue" that small receivers never send.
+  req.headers = {"Content-Type: application/json", "User-Agent: tfk8s-scheduledjob-watcher",
+                 "Expect:"};
+  for (const auto& [k, v] : webhook.headers)
+    req.headers.push_back(std::string(k).append(": ").append(v));
+  req.body = body;
+  req.timeout = webhook.timeout;
+  req.connect_timeout = std::min<std::chrono::milliseconds>(webhook.timeout, req.connect_timeout);
+  if (webhook.insecure_skip_verify || !webhook.ca_pem.empty()) {
+    auto tls = std::make_shared<TlsSettings>();
+    tls->insecure_skip_verify = webhook.insecure_skip_verify;
+    tls->ca_pem = webhook.ca_pem;
+    req.tls = tls;
+  }
+  auto backoff = webhook.retry_backoff;
+  const int attempts = std::max(1, webhook.attempts);
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    ++result.attempts;
+    bool retryable = true;
+    try {
+      HttpResponse resp = transport.Send(req).get();
+      result.status = resp.status;
+      if (resp.status >= 200 && resp.status < 300) {
+        result.delivered = true;
+        result.error.clear();
+        return result;
+      }
+      result.error = fmt::format("HTTP {}", resp.status);
+      // A 4xx other than timeout / rate limiting will not change by asking again.
+      retryable = resp.status >= 500 || resp.status == 408 || resp.status == 429;
+    } catch (const std::exception& e) {
+      result.status = 0;
+      result.error = e.what();
+    }
+    if (!retryable || attempt == attempts) break;
+    auto until = std::chrono::steady_clock::now() + backoff;
+    while (std::chrono::steady_clock::now() < until) {
+      if (stop && *stop) return result;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    backoff *= 2;
+  }
+  return result;
+}
+
+}  // namespace internal
+
+WebhookDelivery SendWebhookAlert(const AlertWebhook& webhook, const ScheduledJobAlert& alert) {
+  auto transport = internal::MakeCurlTransport();
+  return internal::DeliverWebhook(*transport, webhook, alert.ToJson().dump(), nullptr);
+}
+
+// ---- the watcher ----------------------------------------------------------------------------
+
+namespace {
+
+const ResourceType kJobs{"batch", "v1", "Job", "jobs", true};
+
+std::string Key(const Json& o) {
+  const Json& m = o.value("metadata", Json::object());
+  return m.value("namespace", "") + "/" + m.value("name", "");
+}
+
+std::string DefaultIdentity() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
+  return fmt::format("{}/{}", host[0] ? host : "unknown-host", static_cast<long>(getpid()));
+}
+
+}  // namespace
+
+struct ScheduledJobWatcher::Impl {
+  // One alert on its way out, and where to record the outcome.
+  struct Delivery {
+    ScheduledJobAlert alert;
+    ResourceType type;
+    std::string ns;
+    std::string name;
+    std::string flight_key;        // in `in_flight` until recorded
+    const char* state_annotation;  // kAlertStateAnnotation or kMissedStateAnnotation
+  };
+
+  Client client;
+  ScheduledJobWatcherOptions options;
+  std::string identity;
+
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<bool, WatchEvent>> events;  // (is a CronJob, event)
+  std::deque<Delivery> outbox;
+  std::set<std::string> in_flight;  // Job UIDs / CronJob UID+time being delivered here
+  std::set<std::string> reported_errors;
+  std::vector<Informer*> informers;
+  std::exception_ptr error;
+
+  std::shared_ptr<internal::HttpTransport> transport;
+  std::atomic<int> sent{0};
+  std::atomic<int> failed{0};
+  std::thread background;
+  std::exception_ptr background_error;
+
+  Impl(Client c, ScheduledJobWatcherOptions o) : client(std::move(c)), options(std::move(o)) {
+    identity = options.identity.empty() ? DefaultIdentity() : options.identity;
+  }
+
+  void ReportError(const std::string& message) {
+    if (!options.on_error) return;
+    try {
+      options.on_error(message);
+    } catch (...) {
+      // A broken error callback must not take the watcher down with it.
+    }
+  }
+
+  // Reports a message once per key (schedules that cannot be evaluated, say).
+  void ReportOnce(const std::string& key, const std::string& message) {
+    {
+      std::lock_guard lock(mu);
+      if (!reported_errors.insert(key).second) return;
+    }
+    ReportError(message);
+  }
+
+  std::string Selector() const {
+    return options.scheduled_job.empty()
+               ? std::string(internal::kScheduledJobLabel)
+               : std::string(internal::kScheduledJobLabel) + "=" + options.scheduled_job;
+  }
+
+  // Records the claim with an optimistic-concurrency patch (metadata.resourceVersion in a merge
+  // patch is a precondition): of several watchers, or a watcher and its restarted self, only
+  // one wins. Returns false when someone else changed the object first.
+  bool Claim(const ResourceType& type, const Json& object, const Json& annotations) {
+    const Json& meta = object.value("metadata", Json::object());
+    Json patch = {
+        {"metadata",
+         {{"resourceVersion", meta.value("resourceVersion", "")}, {"annotations", annotations}}}};
+    WriteOptions write;
+    write.field_manager = internal::kStateFieldManager;
+    try {
+      client.Patch(type, meta.value("namespace", ""), meta.value("name", ""), PatchType::kMerge,
+                   patch, write);
+      return true;
+    } catch (const Conflict&) {
+      return false;  // the newer version arrives as a watch event and is judged again
+    } catch (const NotFound&) {
+      return false;
+    } catch (const Error& e) {
+      // Reported once per object: a missing permission would otherwise repeat on every sweep.
+      ReportOnce(meta.value("uid", "") + "/claim",
+                 fmt::format("could not record the alert on {} {} (not sent; retried on changes "
+                             "and every 30 s): {}",
+                             type.kind, Key(object), e.what()));
+      return false;
+    }
+  }
+
+  void Enqueue(Delivery d) {
+    {
+      std::lock_guard lock(mu);
+      outbox.push_back(std::move(d));
+    }
+    cv.notify_all();
+  }
+
+  std::optional<SysSeconds> HandleJob(const Json& job) {
+    std::string uid = job.value("metadata", Json::object()).value("uid", "");
+    {
+      std::lock_guard lock(mu);
+      if (in_flight.count(uid)) return std::nullopt;
+    }
+    SysSeconds now = internal::ToSysSeconds(std::chrono::system_clock::now());
+    internal::JobAlertDecision d = internal::DecideJobAlert(job, now, options);
+    if (!d.alert) return d.recheck_at;
+    SysSeconds deadline = now + internal::ClaimDuration(options.webhook);
+    Json annotations = {{internal::kAlertedAnnotation, ToString(d.kind)},
+                        {internal::kAlertStateAnnotation, "sending"},
+                        {internal::kAlertDeadlineAnnotation, internal::FormatTimestamp(deadline)},
+                        {internal::kAlertedByAnnotation, identity}};
+    if (!Claim(kJobs, job, annotations)) return std::nullopt;
+    {
+      std::lock_guard lock(mu);
+      in_flight.insert(uid);
+    }
+    const Json& meta = job["metadata"];
+    Enqueue({internal::AlertForJob(job, d.kind, now), kJobs, meta.value("namespace", ""),
+             meta.value("name", ""), uid, internal::kAlertStateAnnotation});
+    return std::nullopt;
+  }
+
+  std::optional<SysSeconds> HandleCronJob(const ResourceType& type, const Json& cronjob) {
+    const Json& meta = cronjob.value("metadata", Json::object());
+    std::string uid = meta.value("uid", "");
+    SysSeconds now = internal::ToSysSeconds(std::chrono::system_clock::now());
+    internal::MissedScheduleCheck check =
+        internal::CheckMissedSchedule(cronjob, now, options.missed_schedule_grace);
+    if (!check.error.empty()) {
+      ReportOnce(uid + "/schedule", fmt::format("cannot check the schedule of CronJob {}: {}",
+                                                Key(cronjob), check.error));
+      return std::nullopt;
+    }
+    if (!check.missed_time) return check.recheck_at;
+    std::string flight_key = uid + "@" + internal::FormatTimestamp(*check.missed_time);
+    {
+      std::lock_guard lock(mu);
+      if (in_flight.count(flight_key)) return check.recheck_at;
+    }
+    SysSeconds deadline = now + internal::ClaimDuration(options.webhook);
+    Json annotations = {
+        {internal::kMissedAlertedAnnotation, internal::FormatTimestamp(*check.missed_time)},
+        {internal::kMissedStateAnnotation, "sending"},
+        {internal::kMissedDeadlineAnnotation, internal::FormatTimestamp(deadline)},
+        {internal::kMissedByAnnotation, identity}};
+    if (!Claim(type, cronjob, annotations)) return std::nullopt;
+    {
+      std::lock_guard lock(mu);
+      in_flight.insert(flight_key);
+    }
+    Enqueue({internal::AlertForMissedSchedule(cronjob, check, now), type,
+             meta.value("namespace", ""), meta.value("name", ""), flight_key,
+             internal::kMissedStateAnnotation});
+    return std::nullopt;
+  }
+
+  // The delivery thread: callback, then webhook, then the outcome on the object.
+  void SendLoop() {
+    while (true) {
+      Delivery d;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return stop || !outbox.empty(); });
+        if (stop) return;  // undelivered claims expire and are taken over by the next watcher
+        d = std::move(outbox.front());
+        outbox.pop_front();
+      }
+      bool ok = true;
+      if (options.on_alert) {
+        try {
+          options.on_alert(d.alert);
+        } catch (const std::exception& e) {
+          ok = false;
+          ReportError(fmt::format("alert callback failed for {}/{}: {}", d.ns, d.name, e.what()));
+        } catch (...) {
+          ok = false;
+          ReportError(fmt::format("alert callback failed for {}/{}", d.ns, d.name));
+        }
+      }
+      if (options.webhook) {
+        WebhookDelivery w =
+            internal::DeliverWebhook(*transport, *options.webhook, d.alert.ToJson().dump(), &stop);
+        if (!w.delivered) {
+          if (stop) return;  // interrupted, not failed: leave the claim to expire
+          ok = false;
+          ReportError(fmt::format(
+              "webhook {} did not take the {} alert of {}/{} after {} "
+              "attempt(s): {}",
+              options.webhook->url, ToString(d.alert.kind), d.ns, d.name, w.attempts, w.error));
+        }
+      }
+      (ok ? sent : failed) += 1;
+      // "failed" is final too: retrying a webhook that is down on every restart would either
+      // flood it later or block the next alerts; the error callback has reported it.
+      Json patch = {
+          {"metadata", {{"annotations", {{d.state_annotation, ok ? "delivered" : "failed"}}}}}};
+      WriteOptions write;
+      write.field_manager = internal::kStateFieldManager;
+      try {
+        client.Patch(d.type, d.ns, d.name, PatchType::kMerge, patch, write);
+      } catch (const NotFound&) {
+      } catch (const std::exception& e) {
+        ReportError(fmt::format("could not record the delivery on {} {}/{}: {}", d.type.kind, d.ns,
+                                d.name, e.what()));
+      }
+      std::lock_guard lock(mu);
+      in_flight.erase(d.flight_key);
+    }
+  }
+
+  void Run() {
+    if (stop) return;
+    if (options.webhook && !transport) transport = internal::MakeCurlTransport();
+    ListOptions sel;
+    sel.label_selector = Selector();
+    const std::string& ns = options.namespace_name;
+    Informer jobs(client, kJobs, ns, sel);
+    std::optional<ResourceType> cron_type;
+    std::optional<Informer> cronjobs;
+    // Discovery is the one request made outside an informer: retry it like one, so a watcher
+    // started while the apiserver restarts waits for it instead of failing.
+    for (int attempt = 0; options.alert_on_missed_schedule && !stop; ++attempt) {
+      try {
+        cron_type = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
+        cronjobs.emplace(client, *cron_type, ns, sel);
+        break;
+      } catch (const NotFound&) {
+        ReportError("the server serves no CronJob API: missed schedules are not watched");
+        break;
+      } catch (const TransportError& e) {
+        ReportOnce("discovery", fmt::format("discovery failed, retrying: {}", e.what()));
+      } catch (const ServerError& e) {
+        ReportOnce("discovery", fmt::format("discovery failed, retrying: {}", e.what()));
+      }
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, std::chrono::seconds(std::min(1 << std::min(attempt, 5), 30)),
+                  [&] { return bool(stop); });
+    }
+    {
+      std::lock_guard lock(mu);
+      if (stop) return;
+      informers = {&jobs};
+      if (cronjobs) informers.push_back(&*cronjobs);
+    }
+    auto reader = [&](Informer* informer, bool is_cronjob) {
+      try {
+        while (!stop) {
+          auto ev = informer->Next(std::chrono::milliseconds(500));
+          if (!ev) continue;
+          {
+            std::lock_guard lock(mu);
+            events.emplace_back(is_cronjob, std::move(*ev));
+          }
+          cv.notify_all();
+        }
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!error) error = std::current_exception();
+        stop = true;
+        cv.notify_all();
+      }
+    };
+    std::vector<std::thread> threads;
+    threads.emplace_back(reader, &jobs, false);
+    if (cronjobs) threads.emplace_back(reader, &*cronjobs, true);
+    threads.emplace_back([this] { SendLoop(); });
+
+    // Events drive everything; the timer only re-judges what time alone can change (a claim
+    // expiring, a scheduled time passing) over the informers' caches — no requests.
+    constexpr auto kSweepEvery = std::chrono::seconds(30);
+    auto next_sweep = std::chrono::system_clock::now() + kSweepEvery;
+    auto consider = [&](const std::optional<SysSeconds>& at) {
+      if (at && internal::ToTimePoint(*at) < next_sweep) next_sweep = internal::ToTimePoint(*at);
+    };
+    while (true) {
+      std::deque<std::pair<bool, WatchEvent>> batch;
+      {
+        std::unique_lock lock(mu);
+        cv.wait_until(lock, next_sweep, [&] { return stop || !events.empty(); });
+        if (stop) break;
+        batch.swap(events);
+      }
+      try {
+        for (auto& [is_cronjob, ev] : batch) {
+          if (ev.type != WatchEventType::kAdded && ev.type != WatchEventType::kModified) continue;
+          consider(is_cronjob ? HandleCronJob(*cron_type, ev.object) : HandleJob(ev.object));
+        }
+        if (std::chrono::system_clock::now() >= next_sweep) {
+          next_sweep = std::chrono::system_clock::now() + kSweepEvery;
+          for (const auto& job : jobs.Snapshot()) consider(HandleJob(job));
+          if (cronjobs) {
+            for (const auto& cj : cronjobs->Snapshot()) consider(HandleCronJob(*cron_type, cj));
+          }
+        }
+      } catch (const std::exception& e) {
+        // A malformed object must not stop alerts for everything else.
+        ReportError(fmt::format("scheduled job watcher: {}", e.what()));
+      }
+    }
+    Shutdown(threads);
+  }
+
+  void Shutdown(std::vector<std::thread>& threads) {
+    stop = true;
+    {
+      std::lock_guard lock(mu);
+      for (Informer* i : informers) i->Cancel();
+    }
+    cv.notify_all();
+    for (auto& t : threads) t.join();
+    std::lock_guard lock(mu);
+    informers.clear();
+    if (error) {
+      auto e = error;
+      error = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+
+  void Stop() {
+    stop = true;
+    {
+      std::lock_guard lock(mu);
+      for (Informer* i : informers) i->Cancel();
+    }
+    cv.notify_all();
+  }
+};
+
+ScheduledJobWatcher::ScheduledJobWatcher(Client client, ScheduledJobWatcherOptions options)
+    : impl_(std::make_unique<Impl>(std::move(client), std::move(options))) {
+  if (impl_->options.webhook) {
+    const std::string& url = impl_->options.webhook->url;
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+      throw ValidationError("webhook.url", url, "must start with http:// or https://");
+    }
+    if (impl_->options.webhook->timeout.count() <= 0) {
+      throw ValidationError("webhook.timeout",
+                            std::to_string(impl_->options.webhook->timeout.count()),
+                            "must be positive");
+    }
+  }
+}
+
+ScheduledJobWatcher::~ScheduledJobWatcher() {
+  Stop();
+  if (impl_->background.joinable()) impl_->background.join();
+}
+
+void ScheduledJobWatcher::Run() { impl_->Run(); }
+
+void ScheduledJobWatcher::Start() {
+  if (impl_->background.joinable()) return;
+  impl_->background = std::thread([this] {
+    try {
+      impl_->Run();
+    } catch (...) {
+      std::lock_guard lock(impl_->mu);
+      impl_->background_error = std::current_exception();
+    }
+  });
+}
+
+void ScheduledJobWatcher::Stop() { impl_->Stop(); }
+
+int ScheduledJobWatcher::alerts_sent() const { return impl_->sent; }
+
+int ScheduledJobWatcher::alerts_failed() const { return impl_->failed; }
+
+std::exception_ptr ScheduledJobWatcher::error() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->background_error;
+}
+
+}  // namespace tfk8s
