@@ -213,6 +213,9 @@ struct TFLogOptions {
   std::optional<std::int64_t> since_seconds;
   bool timestamps = false;
   std::chrono::milliseconds pending_wait{std::chrono::minutes(2)};  ///< Wait for pods to start.
+  /// Asked at least every 200 ms; returning true ends Logs() promptly (used to close a followed
+  /// stream from another thread, e.g. a Python iterator).
+  std::function<bool()> cancelled;
 };
 
 /// One line of merged logs.

@@ -218,6 +218,14 @@ void BindErrors(py::module_& m) {
                "Attribute: resources (quota resource names that were exceeded, e.g. "
                "['requests.cpu']).",
                one(at(ErrorKind::kForbidden)), ErrorKind::kQuotaExceeded, quota_attrs);
+  py::dict workload_attrs;
+  workload_attrs["status"] = py::none();
+  at(ErrorKind::kWorkloadFailed) =
+      NewClass(m, "WorkloadFailed",
+               "A workload (TFCluster, ...) failed or cannot start.\n\n"
+               "Attribute: status (the workload's status when the failure was detected, or "
+               "None).",
+               one(c.base), ErrorKind::kWorkloadFailed, workload_attrs);
   at(ErrorKind::kUnknown) = c.api;
 
   py::register_local_exception_translator(&TranslateCurrentException);

@@ -35,6 +35,10 @@ void BindConfig(py::module_& m);
 void BindClient(py::module_& m);
 /// WatchStream, LogStream, Informer and the Client methods that open them.
 void BindStreams(py::module_& m);
+/// TFCluster and its log iterator (bind_tfcluster.cpp).
+void BindTFCluster(py::module_& m);
+/// Queues, quota usage, pre-flight checks and node placement (bind_quota.cpp).
+void BindQuota(py::module_& m);
 /// json_roundtrip(): the JSON conversion on its own, for tests and benchmarks.
 void BindJson(py::module_& m);
 

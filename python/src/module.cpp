@@ -19,4 +19,6 @@ PYBIND11_MODULE(_core, m) {
   tp::BindClient(m);
   tp::BindStreams(m);
   tp::BindJson(m);
+  tp::BindTFCluster(m);
+  tp::BindQuota(m);
 }

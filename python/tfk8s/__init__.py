@@ -54,6 +54,7 @@ from tfk8s._core import (
     TransportError,
     Unauthorized,
     ValidationError,
+    WorkloadFailed,
     __version__,
     load_default_config,
     load_in_cluster_config,
@@ -61,6 +62,24 @@ from tfk8s._core import (
     load_kubeconfig_from_string,
 )
 from tfk8s._yaml import dump_yaml, load_yaml
+from tfk8s.quota import (
+    Inventory,
+    QuotaUsage,
+    apply_quota,
+    check_placement,
+    check_quota,
+    delete_quota,
+    inventory,
+    list_queues,
+    quota_demand,
+    quota_usage,
+    remove_node_labels,
+    render_quota,
+    set_node_labels,
+    update_node_labels,
+    where_fits,
+)
+from tfk8s.tfcluster import FitResult, TFCluster, TFClusterLogs, TFClusterStatus
 
 __all__ = [
     # client
@@ -86,6 +105,27 @@ __all__ = [
     "validation",
     "load_yaml",
     "dump_yaml",
+    # workloads
+    "TFCluster",
+    "TFClusterStatus",
+    "TFClusterLogs",
+    "FitResult",
+    # queues, quota and placement
+    "QuotaUsage",
+    "Inventory",
+    "apply_quota",
+    "render_quota",
+    "delete_quota",
+    "quota_usage",
+    "list_queues",
+    "check_quota",
+    "check_placement",
+    "quota_demand",
+    "set_node_labels",
+    "remove_node_labels",
+    "update_node_labels",
+    "inventory",
+    "where_fits",
     # errors
     "Error",
     "StatusCause",
@@ -108,5 +148,6 @@ __all__ = [
     "TooManyRequests",
     "Timeout",
     "ServerError",
+    "WorkloadFailed",
     "__version__",
 ]

@@ -690,9 +690,14 @@ void TFCluster::Logs(const TFLogOptions& options,
   };
   try {
     while (true) {
+      if (options.cancelled && options.cancelled()) break;
       std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return !queue.empty() || producers_left == 0; });
-      if (queue.empty()) break;
+      cv.wait_for(lock, std::chrono::milliseconds(200),
+                  [&] { return !queue.empty() || producers_left == 0; });
+      if (queue.empty()) {
+        if (producers_left == 0) break;
+        continue;
+      }
       TFLogLine line = std::move(queue.front());
       queue.pop_front();
       cv.notify_all();

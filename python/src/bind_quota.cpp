@@ -1,0 +1,226 @@
+// Team queues, quota usage, pre-flight checks and node placement (quota.hpp, placement.hpp) with
+// dicts in and out. The Pythonic front end is python/tfk8s/quota.py. Every call that touches
+// the network runs without the GIL.
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "tfk8s/placement.hpp"
+#include "tfk8s/quota.hpp"
+
+namespace tfk8s::python {
+
+namespace {
+
+using NoGil = py::call_guard<py::gil_scoped_release>;
+using StringMap = std::map<std::string, std::string>;
+
+Json ListToJson(const ResourceList& list) {
+  Json out = Json::object();
+  for (const auto& [key, value] : list) out[key] = value.ToString();
+  return out;
+}
+
+Json FitToJson(const FitResult& fit) {
+  Json shortfalls = Json::array();
+  for (const auto& s : fit.shortfalls) {
+    shortfalls.push_back({{"resource", s.resource},
+                          {"quota", s.quota},
+                          {"requested", s.requested.ToString()},
+                          {"used", s.used.ToString()},
+                          {"hard", s.hard.ToString()},
+                          {"remaining", s.remaining.ToString()}});
+  }
+  return {{"fits", fit.fits},
+          {"shortfalls", std::move(shortfalls)},
+          {"problems", fit.problems},
+          {"message", fit.Message()}};
+}
+
+Json UsageToJson(const QuotaUsage& usage) {
+  Json resources = Json::array();
+  for (const auto& r : usage.resources) {
+    resources.push_back({{"resource", r.resource},
+                         {"hard", r.hard.ToString()},
+                         {"used", r.used.ToString()},
+                         {"remaining", r.remaining.ToString()},
+                         {"fraction", r.Fraction()}});
+  }
+  return {{"namespace", usage.ns},
+          {"name", usage.name},
+          {"ready", usage.ready},
+          {"resources", std::move(resources)}};
+}
+
+/// {"usages": [...], "table": text, "html": HTML} for a list of usages.
+Json UsagesToJson(const std::vector<QuotaUsage>& usages) {
+  Json list = Json::array();
+  for (const auto& u : usages) list.push_back(UsageToJson(u));
+  return {{"usages", std::move(list)},
+          {"table", FormatUsageTable(usages)},
+          {"html", FormatUsageHtml(usages)}};
+}
+
+Json GroupToJson(const NodeGroup& g) {
+  return {{"label", g.label},
+          {"value", g.value},
+          {"nodes", g.nodes},
+          {"allocatable", ListToJson(g.allocatable)},
+          {"requested", ListToJson(g.requested)},
+          {"free", ListToJson(g.free)}};
+}
+
+Json InventoryToJson(const Inventory& inv) {
+  Json nodes = Json::array();
+  for (const auto& n : inv.nodes) {
+    Json taints = Json::array();
+    for (const auto& t : n.taints) taints.push_back(t.ToString());
+    nodes.push_back({{"name", n.name},
+                     {"labels", n.labels},
+                     {"nodetype", n.nodetype},
+                     {"cputype", n.cputype},
+                     {"gputype", n.gputype},
+                     {"pooltype", n.pooltype},
+                     {"privatename", n.privatename},
+                     {"ready", n.ready},
+                     {"schedulable", n.schedulable},
+                     {"taints", std::move(taints)},
+                     {"allocatable", ListToJson(n.allocatable)},
+                     {"requested", ListToJson(n.requested)},
+                     {"free", ListToJson(n.free)},
+                     {"pod_count", n.pod_count}});
+  }
+  auto groups = [](const std::vector<NodeGroup>& gs) {
+    Json out = Json::array();
+    for (const auto& g : gs) out.push_back(GroupToJson(g));
+    return out;
+  };
+  return {{"nodes", std::move(nodes)},
+          {"by_gputype", groups(inv.by_gputype)},
+          {"by_cputype", groups(inv.by_cputype)},
+          {"by_pool", groups(inv.by_pool)},
+          {"text", FormatInventory(inv)}};
+}
+
+StringMap StringMapAt(const Json& spec, const char* key) {
+  StringMap out;
+  if (!spec.contains(key) || spec[key].is_null()) return out;
+  const Json& value = spec[key];
+  if (!value.is_object()) throw ValidationError(key, value.dump(), "must be a mapping");
+  for (const auto& [k, v] : value.items()) {
+    if (v.is_string()) {
+      out[k] = v.get<std::string>();
+    } else if (v.is_number()) {
+      out[k] = v.dump();
+    } else {
+      throw ValidationError(std::string(key) + "[" + k + "]", v.dump(),
+                            "must be a string or a number");
+    }
+  }
+  return out;
+}
+
+/// A QuotaSpec from {name, labels, annotations, hard, limit_range: {default_requests,
+/// default_limits, max, min}}.
+QuotaSpec QuotaSpecFromJson(const Json& json) {
+  if (!json.is_object()) throw ValidationError("spec", json.dump(), "must be a mapping");
+  QuotaSpec spec;
+  if (json.contains("name") && json["name"].is_string()) spec.name = json["name"];
+  spec.labels = StringMapAt(json, "labels");
+  spec.annotations = StringMapAt(json, "annotations");
+  spec.hard = StringMapAt(json, "hard");
+  if (json.contains("limit_range") && !json["limit_range"].is_null()) {
+    const Json& lr = json["limit_range"];
+    if (!lr.is_object()) throw ValidationError("limit_range", lr.dump(), "must be a mapping");
+    LimitRangeSpec l;
+    l.default_requests = StringMapAt(lr, "default_requests");
+    l.default_limits = StringMapAt(lr, "default_limits");
+    l.max = StringMapAt(lr, "max");
+    l.min = StringMapAt(lr, "min");
+    spec.limit_range = std::move(l);
+  }
+  return spec;
+}
+
+std::vector<Json> ObjectList(const Json& objects) {
+  if (objects.is_object()) return {objects};
+  if (!objects.is_array()) throw ValidationError("objects", objects.dump(), "must be a list");
+  return objects.get<std::vector<Json>>();
+}
+
+}  // namespace
+
+void BindQuota(py::module_& m) {
+  m.def(
+      "render_quota", [](const Json& spec) { return RenderQuota(QuotaSpecFromJson(spec)); },
+      py::arg("spec"), "The queue's objects (Namespace, ResourceQuota, LimitRange) as dicts.");
+  m.def(
+      "apply_quota",
+      [](Client& client, const Json& spec, bool wait_ready, double ready_timeout, bool force) {
+        QuotaSpec q = QuotaSpecFromJson(spec);
+        ApplyQuotaOptions options;
+        options.wait_ready = wait_ready;
+        options.ready_timeout = std::chrono::milliseconds(
+            static_cast<std::int64_t>(std::max(0.0, ready_timeout) * 1000));
+        options.force = force;
+        return UsagesToJson({ApplyQuota(client, q, options)});
+      },
+      py::arg("client"), py::arg("spec"), py::arg("wait_ready") = true,
+      py::arg("ready_timeout") = 30.0, py::arg("force") = false, NoGil(),
+      "Server-side applies a queue; returns {usages, table, html}.");
+  m.def("delete_quota", &DeleteQuota, py::arg("client"), py::arg("name"),
+        py::arg("delete_namespace") = false, NoGil(),
+        "Deletes a queue's ResourceQuota and LimitRange (or the whole namespace).");
+  m.def(
+      "quota_usage",
+      [](Client& client, const std::string& ns) { return UsagesToJson(GetQuotaUsage(client, ns)); },
+      py::arg("client"), py::arg("namespace"), NoGil(),
+      "Usage of every ResourceQuota in a namespace: {usages, table, html}.");
+  m.def(
+      "list_queues", [](Client& client) { return UsagesToJson(ListQueues(client)); },
+      py::arg("client"), NoGil(), "Usage of every tfk8s queue: {usages, table, html}.");
+  m.def(
+      "check_quota",
+      [](Client& client, const std::string& ns, const Json& objects) {
+        return FitToJson(CheckQuota(client, ns, ObjectList(objects)));
+      },
+      py::arg("client"), py::arg("namespace"), py::arg("objects"), NoGil(),
+      "Would these objects fit the namespace's quota? {fits, shortfalls, problems, message}.");
+  m.def(
+      "check_placement",
+      [](Client& client, const Json& objects) {
+        return FitToJson(CheckPlacement(client, ObjectList(objects)));
+      },
+      py::arg("client"), py::arg("objects"), NoGil(),
+      "Could every pod of these objects ever be placed on some node?");
+  m.def(
+      "quota_demand",
+      [](const Json& objects) { return ListToJson(QuotaDemandOf(ObjectList(objects))); },
+      py::arg("objects"), "What the objects would add to a namespace's quota usage.");
+  m.def("set_node_labels", &SetNodeLabels, py::arg("client"), py::arg("node"), py::arg("labels"),
+        NoGil(), "Sets labels on a node (validated against the seed rules); returns the node.");
+  m.def("remove_node_labels", &RemoveNodeLabels, py::arg("client"), py::arg("node"),
+        py::arg("keys"), NoGil(), "Removes labels from a node; returns the node.");
+  m.def("update_node_labels", &UpdateNodeLabels, py::arg("client"), py::arg("node"), py::arg("set"),
+        py::arg("remove"), NoGil(), "Sets and removes node labels in one patch; returns the node.");
+  m.def(
+      "inventory", [](Client& client) { return InventoryToJson(GetInventory(client)); },
+      py::arg("client"), NoGil(),
+      "Nodes with allocatable, requested and free resources, grouped by gputype, cputype, pool.");
+  m.def(
+      "where_fits",
+      [](Client& client, const StringMap& requests, const StringMap& node_selector) {
+        ResourceList list;
+        for (const auto& [k, v] : requests) list[k] = Quantity::Parse(v);
+        return WhereFits(client, list, node_selector);
+      },
+      py::arg("client"), py::arg("requests"), py::arg("node_selector") = StringMap{}, NoGil(),
+      "Names of the nodes where one pod with these requests fits right now.");
+}
+
+}  // namespace tfk8s::python

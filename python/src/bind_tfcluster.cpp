@@ -1,0 +1,403 @@
+// TFCluster: the C++ class with dicts in and out (the spec in TFClusterSpec::ToJson()'s format).
+// tfk8s.TFCluster (python/tfk8s/tfcluster.py) is the Pythonic front end.
+//
+// Long waits (Wait, Logs) run on a worker thread; the calling thread waits for it without the
+// GIL, in slices (WaitInSlices), so Ctrl-C raises KeyboardInterrupt promptly and stops the
+// worker through its cancellation hook.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "tfk8s/tfcluster.hpp"
+
+namespace tfk8s::python {
+
+namespace {
+
+using NoGil = py::call_guard<py::gil_scoped_release>;
+
+Json StatusToJson(const TFClusterStatus& status) {
+  Json replicas = Json::array();
+  for (const auto& r : status.replicas) {
+    replicas.push_back({{"role", r.role},
+                        {"index", r.index},
+                        {"pod", r.pod},
+                        {"phase", r.phase},
+                        {"node", r.node},
+                        {"restarts", r.restarts},
+                        {"reason", r.reason}});
+  }
+  return {{"phase", ToString(status.phase)},
+          {"message", status.message},
+          {"replicas", std::move(replicas)},
+          {"not_ready", status.NotReady()},
+          {"table", status.Table()}};
+}
+
+Json FitToJson(const FitResult& fit) {
+  Json shortfalls = Json::array();
+  for (const auto& s : fit.shortfalls) {
+    shortfalls.push_back({{"resource", s.resource},
+                          {"quota", s.quota},
+                          {"requested", s.requested.ToString()},
+                          {"used", s.used.ToString()},
+                          {"hard", s.hard.ToString()},
+                          {"remaining", s.remaining.ToString()}});
+  }
+  return {{"fits", fit.fits},
+          {"shortfalls", std::move(shortfalls)},
+          {"problems", fit.problems},
+          {"message", fit.Message()}};
+}
+
+/// Raises the Python exception for `error`; a TFClusterFailed becomes tfk8s.WorkloadFailed with
+/// `.status` set to the status dict.
+[[noreturn]] void RaiseStored(const std::exception_ptr& error) {
+  py::object instance;
+  try {
+    std::rethrow_exception(error);
+  } catch (const TFClusterFailed& e) {
+    instance = ErrorToPython(e);
+    instance.attr("status") = JsonToPython(StatusToJson(e.status()));
+  } catch (...) {
+    instance = ExceptionToPython(std::current_exception());
+  }
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());
+  throw py::error_already_set();
+}
+
+/// Runs f() without the GIL; a TFClusterFailed becomes WorkloadFailed with `.status`.
+template <typename F>
+auto CallNoGil(F&& f) -> decltype(f()) {
+  std::exception_ptr error;
+  {
+    py::gil_scoped_release release;
+    try {
+      return f();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  RaiseStored(error);
+}
+
+/// State shared by a Wait running on a worker thread and the waiting Python thread.
+struct WaitState {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool done = false;
+  std::exception_ptr error;
+  TFClusterStatus result;
+  std::optional<TFClusterStatus> progress;  ///< Latest update not yet handed to Python.
+  std::atomic<bool> cancelled{false};
+};
+
+py::object Wait(TFCluster& cluster, const std::string& until, std::optional<double> timeout,
+                const std::optional<py::function>& on_progress) {
+  TFWaitFor what;
+  if (until == "ready") {
+    what = TFWaitFor::kReady;
+  } else if (until == "finished") {
+    what = TFWaitFor::kFinished;
+  } else {
+    throw ValidationError("until", until, "must be \"ready\" or \"finished\"");
+  }
+  auto timeout_ms =
+      timeout
+          ? std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, *timeout) * 1000.0))
+          : std::chrono::milliseconds(std::chrono::hours(24 * 365));
+  auto state = std::make_shared<WaitState>();
+  std::thread worker([state, &cluster, what, timeout_ms] {
+    try {
+      auto result = cluster.Wait(
+          what, timeout_ms,
+          [state](const TFClusterStatus& s) {
+            std::lock_guard lock(state->mutex);
+            state->progress = s;
+            state->changed.notify_all();
+          },
+          [state] { return state->cancelled.load(); });
+      std::lock_guard lock(state->mutex);
+      state->result = std::move(result);
+    } catch (...) {
+      std::lock_guard lock(state->mutex);
+      state->error = std::current_exception();
+    }
+    std::lock_guard lock(state->mutex);
+    state->done = true;
+    state->changed.notify_all();
+  });
+  auto stop = [&] {
+    state->cancelled = true;
+    py::gil_scoped_release release;
+    worker.join();
+  };
+  try {
+    while (true) {
+      // Wake for an update or the end; the timeout is the C++ Wait's own.
+      auto update = WaitInSlices(
+          std::nullopt,
+          [&](std::chrono::milliseconds slice) -> std::optional<TFClusterStatus> {
+            std::unique_lock lock(state->mutex);
+            state->changed.wait_for(lock, slice,
+                                    [&] { return state->done || state->progress.has_value(); });
+            if (state->progress) {
+              auto s = std::move(*state->progress);
+              state->progress.reset();
+              return s;
+            }
+            return std::nullopt;
+          },
+          [&] {
+            std::lock_guard lock(state->mutex);
+            return state->done;
+          });
+      if (update && on_progress) (*on_progress)(JsonToPython(StatusToJson(*update)));
+      std::lock_guard lock(state->mutex);
+      if (state->done && !state->progress) break;
+    }
+  } catch (...) {
+    stop();  // KeyboardInterrupt or an exception from on_progress
+    throw;
+  }
+  {
+    py::gil_scoped_release release;
+    worker.join();
+  }
+  if (state->error) RaiseStored(state->error);
+  return JsonToPython(StatusToJson(state->result));
+}
+
+/// Merged logs delivered through a bounded queue by a worker thread.
+class LogIterator {
+ public:
+  LogIterator(TFCluster cluster, TFLogOptions options, std::size_t capacity)
+      : shared_(std::make_shared<Shared>()) {
+    shared_->capacity = capacity;
+    auto shared = shared_;
+    // Detached: it touches no Python object, and close() ends it within ~200 ms through the
+    // cancellation hook of TFCluster::Logs.
+    options.cancelled = [weak = std::weak_ptr<Shared>(shared_)] {
+      auto s = weak.lock();
+      if (!s) return true;
+      std::lock_guard lock(s->mutex);
+      return s->closed;
+    };
+    std::thread([shared, cluster = std::move(cluster), options = std::move(options)]() mutable {
+      try {
+        cluster.Logs(options, [&shared](const TFLogLine& line) {
+          std::unique_lock lock(shared->mutex);
+          shared->changed.wait(
+              lock, [&] { return shared->closed || shared->lines.size() < shared->capacity; });
+          if (shared->closed) return false;
+          shared->lines.push_back(line);
+          shared->changed.notify_all();
+          return true;
+        });
+      } catch (...) {
+        std::lock_guard lock(shared->mutex);
+        shared->error = std::current_exception();
+      }
+      std::lock_guard lock(shared->mutex);
+      shared->ended = true;
+      shared->changed.notify_all();
+    }).detach();
+  }
+  LogIterator(const LogIterator&) = delete;
+  LogIterator& operator=(const LogIterator&) = delete;
+  LogIterator(LogIterator&&) = delete;
+  LogIterator& operator=(LogIterator&&) = delete;
+  ~LogIterator() { Close(); }
+
+  /// The next (replica, line), None when none came within `timeout` (None = wait forever);
+  /// raises StopIteration at the end (or the worker's error).
+  py::object Next(std::optional<double> timeout) {
+    auto line = WaitInSlices(
+        timeout,
+        [&](std::chrono::milliseconds slice) -> std::optional<TFLogLine> {
+          std::unique_lock lock(shared_->mutex);
+          shared_->changed.wait_for(lock, slice, [&] {
+            return shared_->closed || shared_->ended || !shared_->lines.empty();
+          });
+          if (shared_->lines.empty()) return std::nullopt;
+          auto l = std::move(shared_->lines.front());
+          shared_->lines.pop_front();
+          shared_->changed.notify_all();
+          return l;
+        },
+        [&] {
+          std::lock_guard lock(shared_->mutex);
+          return shared_->closed || (shared_->ended && shared_->lines.empty());
+        });
+    if (line) return py::make_tuple(DecodeLenient(line->replica), DecodeLenient(line->line));
+    std::exception_ptr error;
+    {
+      std::lock_guard lock(shared_->mutex);
+      if (!shared_->closed && !shared_->ended) return py::none();
+      error = std::exchange(shared_->error, nullptr);
+    }
+    if (error) RaiseStored(error);
+    throw py::stop_iteration();
+  }
+
+  void Close() {
+    std::lock_guard lock(shared_->mutex);
+    shared_->closed = true;
+    shared_->lines.clear();
+    shared_->changed.notify_all();
+  }
+
+  bool Ended() const {
+    std::lock_guard lock(shared_->mutex);
+    return shared_->closed || (shared_->ended && shared_->lines.empty());
+  }
+
+ private:
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<TFLogLine> lines;
+    std::size_t capacity = 1024;
+    bool closed = false;
+    bool ended = false;
+    std::exception_ptr error;
+  };
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace
+
+void BindTFCluster(py::module_& m) {
+  py::class_<LogIterator>(m, "TFClusterLogs",
+                          "Merged logs of a TFCluster as (replica, line) tuples, read by a worker "
+                          "thread into a bounded queue. Use tfk8s.TFCluster.logs().")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", [](LogIterator& it) { return it.Next(std::nullopt); })
+      .def("next", &LogIterator::Next, py::arg("timeout") = py::none(),
+           "The next (replica, line); None after `timeout` seconds without one; StopIteration "
+           "at the end.")
+      .def("close", &LogIterator::Close, "Stops reading; later calls raise StopIteration.")
+      .def_property_readonly("ended", &LogIterator::Ended);
+
+  py::class_<TFCluster>(m, "TFCluster",
+                        "The C++ TFCluster with dicts in and out. Use tfk8s.TFCluster.")
+      .def(py::init([](Client client, const Json& spec) {
+             return TFCluster(std::move(client), TFClusterSpec::FromJson(spec));
+           }),
+           py::arg("client"), py::arg("spec"),
+           "Validates the spec (TFClusterSpec::ToJson() format); sends nothing.")
+      .def_static("load", &TFCluster::Load, py::arg("client"), py::arg("namespace"),
+                  py::arg("name"), NoGil(), "Loads an existing cluster from its root object.")
+      .def_static("list", &TFCluster::List, py::arg("client"), py::arg("namespace"), NoGil(),
+                  "Names of the clusters in a namespace.")
+      .def_static(
+          "validate_spec", [](const Json& spec) { TFClusterSpec::FromJson(spec).Validate(); },
+          py::arg("spec"), "Raises ValidationError when the spec is invalid.")
+      .def_static(
+          "normalize_spec", [](const Json& spec) { return TFClusterSpec::FromJson(spec).ToJson(); },
+          py::arg("spec"), "The spec with every default filled in (FromJson then ToJson).")
+      .def_static(
+          "render_spec",
+          [](const Json& spec) { return RenderTFCluster(TFClusterSpec::FromJson(spec)); },
+          py::arg("spec"), "Every object of the cluster as dicts, root ConfigMap first.")
+      .def_property(
+          "spec", [](const TFCluster& c) { return c.spec().ToJson(); },
+          [](TFCluster& c, const Json& spec) { c.set_spec(TFClusterSpec::FromJson(spec)); },
+          "The spec as a dict; setting it validates (apply() converges the cluster).")
+      .def(
+          "preflight",
+          [](TFCluster& c) {
+            FitResult fit;
+            {
+              py::gil_scoped_release release;
+              fit = c.Preflight();
+            }
+            return FitToJson(fit);
+          },
+          "Quota headroom and node placement, as {fits, shortfalls, problems, message}.")
+      .def(
+          "apply",
+          [](TFCluster& c, bool dry_run, bool preflight, bool prune) {
+            TFApplyOptions options;
+            options.dry_run = dry_run;
+            options.preflight = preflight;
+            options.prune = prune;
+            return CallNoGil([&] { return c.Apply(options); });
+          },
+          py::arg("dry_run") = false, py::arg("preflight") = true, py::arg("prune") = true,
+          "Creates or updates every object; returns them.")
+      .def(
+          "scale",
+          [](TFCluster& c, const std::string& role, int replicas) {
+            CallNoGil([&] { c.Scale(role, replicas); });
+          },
+          py::arg("role"), py::arg("replicas"))
+      .def(
+          "status",
+          [](TFCluster& c) {
+            TFClusterStatus s;
+            {
+              py::gil_scoped_release release;
+              s = c.Status();
+            }
+            return StatusToJson(s);
+          },
+          "{phase, message, replicas, not_ready, table}.")
+      .def("wait", &Wait, py::arg("until") = "ready", py::arg("timeout") = py::none(),
+           py::arg("on_progress") = py::none(),
+           "Waits on a worker thread until 'ready' or 'finished'; Ctrl-C cancels it. Raises "
+           "WorkloadFailed (with .status) when the cluster fails or cannot start.")
+      .def(
+          "logs",
+          [](TFCluster& c, const std::string& role, int index, bool follow,
+             std::optional<std::int64_t> tail_lines, std::optional<std::int64_t> since_seconds,
+             bool timestamps, std::size_t capacity) {
+            TFLogOptions options;
+            options.role = role;
+            options.index = index;
+            options.follow = follow;
+            options.tail_lines = tail_lines;
+            options.since_seconds = since_seconds;
+            options.timestamps = timestamps;
+            return std::make_unique<LogIterator>(c, std::move(options),
+                                                 std::max<std::size_t>(1, capacity));
+          },
+          py::arg("role") = "", py::arg("index") = -1, py::arg("follow") = false,
+          py::arg("tail_lines") = py::none(), py::arg("since_seconds") = py::none(),
+          py::arg("timestamps") = false, py::arg("capacity") = 1024,
+          "Starts reading logs; returns a TFClusterLogs iterator.")
+      .def(
+          "delete",
+          [](TFCluster& c, bool foreground, bool keep_storage, std::optional<double> wait) {
+            TFDeleteOptions options;
+            options.foreground = foreground;
+            options.keep_storage = keep_storage;
+            if (wait) {
+              options.wait =
+                  std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, *wait) * 1000));
+            }
+            c.Delete(options);
+          },
+          py::arg("foreground") = false, py::arg("keep_storage") = false,
+          py::arg("wait") = py::none(), NoGil(),
+          "Deletes the cluster (cascading); `wait` seconds for every object to be gone.")
+      .def("clean_up_after_success", &TFCluster::CleanUpAfterSuccess, NoGil())
+      .def("to_yaml", &TFCluster::ToYaml);
+}
+
+}  // namespace tfk8s::python

@@ -1,0 +1,267 @@
+"""Team queues (a namespace with a ResourceQuota and an optional LimitRange), quota usage,
+pre-flight checks and node placement. See docs/quota.md and docs/python.md.
+
+Every function takes a :class:`tfk8s.Client`; network calls run in C++ without the GIL.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from tfk8s import _core
+from tfk8s.tfcluster import FitResult
+
+Object = Dict[str, Any]
+
+__all__ = [
+    "QuotaUsage",
+    "Inventory",
+    "apply_quota",
+    "render_quota",
+    "delete_quota",
+    "quota_usage",
+    "list_queues",
+    "check_quota",
+    "check_placement",
+    "quota_demand",
+    "set_node_labels",
+    "remove_node_labels",
+    "update_node_labels",
+    "inventory",
+    "where_fits",
+]
+
+
+class QuotaUsage:
+    """Usage of one or more ResourceQuotas. ``usages`` is a list of dicts (namespace, name,
+    ready, resources: [{resource, hard, used, remaining, fraction}]); ``rows`` flattens them
+    to dicts with namespace, quota, resource, hard, used, remaining. ``table()`` is text;
+    Jupyter shows an HTML table."""
+
+    __slots__ = ("usages", "_table", "_html")
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.usages: List[Dict[str, Any]] = list(raw["usages"])
+        self._table: str = raw["table"]
+        self._html: str = raw["html"]
+
+    @property
+    def rows(self) -> List[Dict[str, Any]]:
+        return [
+            dict(r, namespace=u["namespace"], quota=u["name"])
+            for u in self.usages
+            for r in u["resources"]
+        ]
+
+    @property
+    def ready(self) -> bool:
+        """The quota controller has computed usage for every quota."""
+        return all(u["ready"] for u in self.usages)
+
+    def find(self, resource: str, quota: Optional[str] = None) -> Optional[Dict[str, Any]]:
+        """The first row for ``resource`` (of quota ``quota`` when given)."""
+        for row in self.rows:
+            if row["resource"] == resource and (quota is None or row["quota"] == quota):
+                return row
+        return None
+
+    def table(self) -> str:
+        return self._table
+
+    def _repr_html_(self) -> str:
+        return self._html
+
+    def __len__(self) -> int:
+        return len(self.usages)
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{u['namespace']}/{u['name']}" for u in self.usages)
+        return f"QuotaUsage([{names}])"
+
+
+class Inventory:
+    """Nodes (``nodes``: dicts with name, labels, seed labels, ready, schedulable, taints,
+    allocatable, requested, free, pod_count) and groups (``by_gputype``, ``by_cputype``,
+    ``by_pool``). ``str()`` is a text summary; Jupyter shows an HTML table of the nodes."""
+
+    __slots__ = ("nodes", "by_gputype", "by_cputype", "by_pool", "_text")
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.nodes: List[Dict[str, Any]] = list(raw["nodes"])
+        self.by_gputype: List[Dict[str, Any]] = list(raw["by_gputype"])
+        self.by_cputype: List[Dict[str, Any]] = list(raw["by_cputype"])
+        self.by_pool: List[Dict[str, Any]] = list(raw["by_pool"])
+        self._text: str = raw["text"]
+
+    def node(self, name: str) -> Optional[Dict[str, Any]]:
+        for n in self.nodes:
+            if n["name"] == name:
+                return n
+        return None
+
+    def __str__(self) -> str:
+        return self._text
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        head = "".join(
+            f"<th>{h}</th>"
+            for h in ("NODE", "READY", "GPUTYPE", "CPUTYPE", "POOL", "CPU FREE", "MEMORY FREE",
+                      "GPU FREE", "PODS")
+        )
+        rows = []
+        for n in self.nodes:
+            free = n["free"]
+            pool = n["pooltype"] + (f"/{n['privatename']}" if n["privatename"] else "")
+            rows.append(
+                "<tr>"
+                + "".join(
+                    f"<td>{e(str(v))}</td>"
+                    for v in (
+                        n["name"],
+                        "yes" if n["ready"] and n["schedulable"] else "no",
+                        n["gputype"],
+                        n["cputype"],
+                        pool,
+                        free.get("cpu", ""),
+                        free.get("memory", ""),
+                        free.get("nvidia.com/gpu", ""),
+                        n["pod_count"],
+                    )
+                )
+                + "</tr>"
+            )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+    def __repr__(self) -> str:
+        return f"Inventory({len(self.nodes)} nodes)"
+
+
+def _strings(values: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    return {str(k): str(v) for k, v in (values or {}).items()}
+
+
+def _quota_spec(
+    name: str,
+    hard: Optional[Mapping[str, Any]],
+    labels: Optional[Mapping[str, str]],
+    annotations: Optional[Mapping[str, str]],
+    limit_range: Optional[Mapping[str, Mapping[str, Any]]],
+) -> Object:
+    spec: Object = {
+        "name": name,
+        "hard": _strings(hard),
+        "labels": _strings(labels),
+        "annotations": _strings(annotations),
+    }
+    if limit_range is not None:
+        spec["limit_range"] = {k: _strings(v) for k, v in limit_range.items()}
+    return spec
+
+
+def render_quota(
+    name: str,
+    hard: Optional[Mapping[str, Any]] = None,
+    *,
+    labels: Optional[Mapping[str, str]] = None,
+    annotations: Optional[Mapping[str, str]] = None,
+    limit_range: Optional[Mapping[str, Mapping[str, Any]]] = None,
+) -> List[Object]:
+    """The queue's objects (Namespace, ResourceQuota, LimitRange) as dicts; sends nothing."""
+    return _core.render_quota(_quota_spec(name, hard, labels, annotations, limit_range))
+
+
+def apply_quota(
+    client: Any,
+    name: str,
+    hard: Optional[Mapping[str, Any]] = None,
+    *,
+    labels: Optional[Mapping[str, str]] = None,
+    annotations: Optional[Mapping[str, str]] = None,
+    limit_range: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    wait_ready: bool = True,
+    ready_timeout: float = 30.0,
+    force: bool = False,
+) -> QuotaUsage:
+    """Creates or updates the queue ``name``: a Namespace, a ResourceQuota with ``hard``
+    (e.g. ``{"requests.cpu": "32", "requests.nvidia.com/gpu": 4}``) and, with ``limit_range``
+    (keys default_requests, default_limits, max, min), a LimitRange. Waits until the quota
+    controller has computed usage; returns the usage."""
+    spec = _quota_spec(name, hard, labels, annotations, limit_range)
+    return QuotaUsage(
+        _core.apply_quota(client.core, spec, wait_ready=wait_ready, ready_timeout=ready_timeout,
+                          force=force)
+    )
+
+
+def delete_quota(client: Any, name: str, delete_namespace: bool = False) -> None:
+    """Deletes the queue's ResourceQuota and LimitRange (or the whole namespace)."""
+    _core.delete_quota(client.core, name, delete_namespace)
+
+
+def quota_usage(client: Any, namespace: Optional[str] = None) -> QuotaUsage:
+    """Usage of every ResourceQuota in ``namespace`` (default: the client's)."""
+    return QuotaUsage(_core.quota_usage(client.core, namespace or client.namespace))
+
+
+def list_queues(client: Any) -> QuotaUsage:
+    """Usage of every tfk8s queue in the cluster."""
+    return QuotaUsage(_core.list_queues(client.core))
+
+
+def _objects(objects: Union[Mapping[str, Any], Iterable[Any]]) -> List[Any]:
+    if isinstance(objects, Mapping):
+        return [objects]
+    return list(objects)
+
+
+def check_quota(
+    client: Any, namespace: Optional[str], objects: Union[Mapping[str, Any], Sequence[Any]]
+) -> FitResult:
+    """Would creating ``objects`` (one dict or a list) fit the namespace's quota? Sends no
+    writes. Call it before the first create (existing objects are counted again)."""
+    return FitResult(
+        _core.check_quota(client.core, namespace or client.namespace, _objects(objects))
+    )
+
+
+def check_placement(client: Any, objects: Union[Mapping[str, Any], Sequence[Any]]) -> FitResult:
+    """Could every pod of ``objects`` ever be placed on some node (labels, taints, size)?"""
+    return FitResult(_core.check_placement(client.core, _objects(objects)))
+
+
+def quota_demand(objects: Union[Mapping[str, Any], Sequence[Any]]) -> Dict[str, str]:
+    """What ``objects`` would add to a namespace's quota usage (pure)."""
+    return _core.quota_demand(_objects(objects))
+
+
+def set_node_labels(client: Any, node: str, labels: Mapping[str, str]) -> Object:
+    """Sets labels on a node (seed rules checked); returns the node."""
+    return _core.set_node_labels(client.core, node, _strings(labels))
+
+
+def remove_node_labels(client: Any, node: str, keys: Iterable[str]) -> Object:
+    """Removes labels from a node; returns the node."""
+    return _core.remove_node_labels(client.core, node, list(keys))
+
+
+def update_node_labels(
+    client: Any, node: str, set: Optional[Mapping[str, str]] = None,
+    remove: Iterable[str] = (),
+) -> Object:
+    """Sets and removes labels in one patch; returns the node."""
+    return _core.update_node_labels(client.core, node, _strings(set), list(remove))
+
+
+def inventory(client: Any) -> Inventory:
+    """Every node with allocatable, requested and free resources, and the groups."""
+    return Inventory(_core.inventory(client.core))
+
+
+def where_fits(
+    client: Any, requests: Mapping[str, Any], node_selector: Optional[Mapping[str, str]] = None
+) -> List[str]:
+    """Nodes where one pod with ``requests`` (e.g. ``{"nvidia.com/gpu": 4}``) and
+    ``node_selector`` fits right now."""
+    return _core.where_fits(client.core, _strings(requests), _strings(node_selector))

@@ -1,0 +1,180 @@
+"""tfk8s.TFCluster against the local cluster (the node simulator runs the pods)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from typing import Any, Dict
+
+import pytest
+
+import tfk8s
+
+KINDS = [
+    ("v1", "ConfigMap"),
+    ("v1", "Service"),
+    ("v1", "Pod"),
+    ("v1", "PersistentVolumeClaim"),
+    ("batch/v1", "Job"),
+    ("apps/v1", "StatefulSet"),
+]
+
+
+def small_spec(namespace: str, name: str) -> Dict[str, Any]:
+    """One ps and two CPU workers on the simulator's xeon-gold nodes, logging two lines."""
+    return {
+        "name": name,
+        "namespace": namespace,
+        "strategy": "parameter-server",
+        "ps": {"replicas": 1, "resources": {"cpu": "500m", "memory": "1Gi"}},
+        "worker": {
+            "replicas": 2,
+            "resources": {"cpu": "500m", "memory": "1Gi"},
+            "podAnnotations": {"sim.tfk8s.io/log-lines": "worker step 1\nworker step 2"},
+        },
+        "placement": {"cputype": "xeon-gold"},
+    }
+
+
+def objects_of(client: tfk8s.Client, namespace: str, name: str) -> int:
+    selector = f"tfk8s.io/cluster={name}"
+    return sum(
+        len(client.list(api, kind, namespace=namespace, label_selector=selector)["items"])
+        for api, kind in KINDS
+    )
+
+
+def test_validation_error_before_any_request(client: tfk8s.Client) -> None:
+    with pytest.raises(tfk8s.ValidationError) as info:
+        tfk8s.TFCluster(client, name="bad", namespace="does-not-exist", workers=0)
+    assert "worker" in info.value.field
+
+
+def test_spec_round_trip_render_and_yaml(client: tfk8s.Client) -> None:
+    cluster = tfk8s.TFCluster(
+        client, name="mnist", namespace="team-a", ps=2, workers=3, chief=1, storage="1Gi",
+        script="python /data/train.py",
+    )
+    spec = cluster.to_dict()
+    assert spec["name"] == "mnist" and spec["namespace"] == "team-a"
+    assert spec["strategy"] == "parameter-server"
+    assert spec["worker"]["replicas"] == 3 and spec["storage"]["size"] == "1Gi"
+    again = tfk8s.TFCluster(client, spec)
+    assert again.to_dict() == spec
+    objects = cluster.render()
+    assert objects[0]["kind"] == "ConfigMap" and objects[0]["metadata"]["name"] == "mnist"
+    assert any(o["metadata"]["name"] == "mnist-worker-2" for o in objects)
+    assert "mnist-ps-1" in cluster.to_yaml()
+    assert repr(cluster) == "TFCluster(team-a/mnist, chief=1, ps=2, worker=3)"
+    # Without ps replicas the default strategy is multi-worker-mirrored.
+    mirrored = tfk8s.TFCluster(client, name="mw", namespace="team-a", workers=2)
+    assert mirrored.to_dict()["strategy"] == "multi-worker-mirrored"
+    # Keyword arguments override the spec.
+    assert tfk8s.TFCluster(client, spec, workers=5).to_dict()["worker"]["replicas"] == 5
+
+
+def test_lifecycle(client: tfk8s.Client, namespace: str) -> None:
+    name = "mnist"
+    cluster = tfk8s.TFCluster(client, small_spec(namespace, name))
+    assert cluster.preflight().fits
+    applied = cluster.apply()
+    assert applied[0]["kind"] == "ConfigMap"
+    assert name in tfk8s.TFCluster.list(client, namespace)
+
+    seen = []
+    status = cluster.wait("ready", timeout=90, progress=False)
+    assert status.phase == "Running", status.table()
+    assert len(status.replicas) == 3 and status.ready == 3
+    # The C++ core reports progress to a callback between slices.
+    raw = cluster._core.wait("ready", 30, seen.append)
+    assert raw["phase"] == "Running"
+
+    status = cluster.status()
+    assert "worker" in status.table()
+    html = status._repr_html_()
+    assert "<table>" in html and "worker-1" in html and "ps-0" in html
+    assert "3/3 replicas ready" in status.summary()
+
+    # Ctrl-C stops a wait promptly (the workers never finish).
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        cluster.wait("finished", timeout=60, progress=False)
+    assert time.monotonic() - started < 5
+
+    # Logs: (replica, line) tuples; following logs can be left early.
+    logs = cluster.logs(role="worker", follow=True)
+    replica, line = next(iter(logs))
+    assert replica.startswith("worker-") and line.startswith("worker step")
+    for _ in range(3):
+        assert logs.next(timeout=10) is not None
+    assert logs.next(timeout=0.3) is None  # a quiet followed stream
+    logs.close()
+    with pytest.raises(StopIteration):
+        next(logs)
+    lines = list(cluster.logs(role="worker"))
+    assert ("worker-1", "worker step 2") in lines
+    for replica, line in cluster.logs():
+        break  # leaving a loop early is fine
+
+    # Loading back gives the same spec.
+    loaded = tfk8s.TFCluster.load(client, namespace, name)
+    assert loaded.to_dict() == cluster.to_dict()
+
+    cluster.scale("worker", 3)
+    status = cluster.wait("ready", timeout=90, progress=False)
+    assert sum(1 for r in status.replicas if r["role"] == "worker") == 3
+
+    cluster.delete(wait=90)
+    assert objects_of(client, namespace, name) == 0
+    assert name not in tfk8s.TFCluster.list(client, namespace)
+
+
+def test_placement_refusal_and_workload_failed(client: tfk8s.Client, namespace: str) -> None:
+    spec = small_spec(namespace, "nowhere")
+    spec["worker"]["resources"]["gpus"] = 1
+    spec["placement"]["gputype"] = "a100"
+    cluster = tfk8s.TFCluster(client, spec)
+    fit = cluster.preflight()
+    assert not fit.fits and not fit
+    assert "a100" in fit.message
+    with pytest.raises(tfk8s.WorkloadFailed):
+        cluster.apply()
+    assert objects_of(client, namespace, "nowhere") == 0
+
+    cluster.apply(preflight=False)
+    with pytest.raises(tfk8s.WorkloadFailed) as info:
+        cluster.wait(timeout=60, progress=False)
+    assert "a100" in str(info.value)
+    assert isinstance(info.value.status, tfk8s.TFClusterStatus)
+    assert info.value.status.phase != "Running"
+    cluster.delete(wait=60)
+
+
+def test_quota_refusal_creates_nothing(client: tfk8s.Client) -> None:
+    queue = f"py-tfq-{uuid.uuid4().hex[:6]}"
+    tfk8s.apply_quota(client, queue, {"requests.nvidia.com/gpu": 1})
+    try:
+        spec = small_spec(queue, "greedy")
+        spec["worker"]["resources"]["gpus"] = 1
+        spec["placement"]["gputype"] = "v100"
+        cluster = tfk8s.TFCluster(client, spec)
+        fit = cluster.preflight()
+        assert not fit.fits
+        short = [s for s in fit.shortfalls if s["resource"] == "requests.nvidia.com/gpu"]
+        assert short and short[0]["requested"] == "2" and short[0]["hard"] == "1"
+        with pytest.raises(tfk8s.QuotaExceeded):
+            cluster.apply()
+        assert objects_of(client, queue, "greedy") == 0
+    finally:
+        tfk8s.delete_quota(client, queue, delete_namespace=True)
+
+
+def test_wait_rejects_unknown_condition(client: tfk8s.Client) -> None:
+    cluster = tfk8s.TFCluster(client, name="x", namespace="default", workers=1)
+    with pytest.raises(tfk8s.ValidationError):
+        cluster.wait("done", timeout=1, progress=False)
