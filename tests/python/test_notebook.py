@@ -1,0 +1,28 @@
+"""Executes examples/notebooks/quickstart.ipynb headless against the test cluster; any cell that
+raises fails the test."""
+import os
+import uuid
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NOTEBOOK = os.path.join(ROOT, "examples", "notebooks", "quickstart.ipynb")
+
+
+def test_quickstart_notebook_runs(cluster, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig)
+    monkeypatch.setenv("TFK8S_NOTEBOOK_NAMESPACE", "nb-" + uuid.uuid4().hex[:8])
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # quiet ipykernel debugger noise
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": ROOT}})
+    client.execute()  # raises CellExecutionError if any cell raises
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    html = [o for o in outputs if "text/html" in o.get("data", {})]
+    # The status table and the quota usage render as HTML tables in Jupyter.
+    assert any("<table" in o["data"]["text/html"] for o in html)
+    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert "deleted" in text
+    assert "[worker-1]" in text
