@@ -13,10 +13,14 @@
 
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/yaml.hpp"
+#include "workloads/common.hpp"
 #include "workloads/tfcluster_internal.hpp"
 
 namespace tfk8s {
 
+using internal::Items;
+using internal::LabelOf;
+using internal::PodProblem;
 using internal::ReplicaName;
 using internal::RoleOf;
 using internal::RoleName;
@@ -37,25 +41,8 @@ const ResourceType kReplicaSets{"apps", "v1", "ReplicaSet", "replicasets", true}
 const ResourceType* const kOwnedKinds[] = {&kServices, &kJobs,        &kStatefulSets,
                                            &kDeployments, &kReplicaSets, &kPvcs};
 
-// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
-// destroyed temporary.
-std::vector<Json> Items(Json list) {
-  std::vector<Json> out;
-  if (auto it = list.find("items"); it != list.end() && it->is_array()) {
-    for (auto& item : *it) out.push_back(std::move(item));
-  }
-  return out;
-}
-
 std::string Selector(const TFClusterSpec& spec) {
   return std::string(kClusterLabel) + "=" + spec.name;
-}
-
-std::string Name(const Json& o) { return o.value("metadata", Json::object()).value("name", ""); }
-
-std::string LabelOf(const Json& o, const char* key) {
-  const Json& labels = o.value("metadata", Json::object()).value("labels", Json::object());
-  return labels.value(key, "");
 }
 
 }  // namespace
@@ -114,61 +101,10 @@ std::vector<ReplicaKey> ExpectedReplicas(const TFClusterSpec& spec) {
 int PodIndex(const Json& pod) {
   std::string label = LabelOf(pod, kIndexLabel);
   if (!label.empty()) return std::atoi(label.c_str());
-  std::string name = Name(pod);
+  std::string name = internal::NameOf(pod);
   auto dash = name.rfind('-');
   if (dash == std::string::npos) return 0;
   return std::atoi(name.c_str() + dash + 1);
-}
-
-// Why a pod is not running, from its conditions and container states; "" when nothing is wrong.
-// `fatal` is set for states that will not heal by waiting.
-std::string PodProblem(const Json& pod, bool* fatal) {
-  *fatal = false;
-  const Json& status = pod.value("status", Json::object());
-  for (const auto& c : status.value("conditions", Json::array())) {
-    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-      return fmt::format("{}: {}", c.value("reason", "Unschedulable"), c.value("message", ""));
-    }
-  }
-  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
-    for (const auto& cs : status.value(list, Json::array())) {
-      const Json& state = cs.value("state", Json::object());
-      if (auto w = state.find("waiting"); w != state.end()) {
-        std::string reason = w->value("reason", "");
-        if (reason == "ErrImagePull" || reason == "ImagePullBackOff" ||
-            reason == "InvalidImageName" || reason == "CrashLoopBackOff" ||
-            reason == "CreateContainerConfigError") {
-          *fatal = true;
-          std::string msg = w->value("message", "");
-          return msg.empty() ? reason : reason + ": " + msg;
-        }
-        if (!reason.empty() && reason != "ContainerCreating" && reason != "PodInitializing") {
-          return reason;
-        }
-      }
-      if (auto t = state.find("terminated"); t != state.end()) {
-        std::string reason = t->value("reason", "");
-        if (reason == "OOMKilled") *fatal = true;
-        int code = t->value("exitCode", 0);
-        if (code != 0) return fmt::format("{} (exit code {})", reason.empty() ? "Error" : reason, code);
-      }
-      const Json& last = cs.value("lastState", Json::object());
-      if (auto t = last.find("terminated"); t != last.end() &&
-                                            t->value("reason", "") == "OOMKilled") {
-        *fatal = true;
-        return "OOMKilled";
-      }
-    }
-  }
-  return {};
-}
-
-int Restarts(const Json& pod) {
-  int n = 0;
-  for (const auto& cs : pod.value("status", Json::object()).value("containerStatuses", Json::array())) {
-    n += cs.value("restartCount", 0);
-  }
-  return n;
 }
 
 std::string JobCondition(const Json& job, const char* type) {
@@ -202,7 +138,7 @@ TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
     if (!slot || (*slot)["metadata"].value("creationTimestamp", "") < created) slot = &pod;
   }
   std::map<std::string, const Json*> jobs_by_name;
-  for (const auto& j : seen.jobs) jobs_by_name[Name(j)] = &j;
+  for (const auto& j : seen.jobs) jobs_by_name[internal::NameOf(j)] = &j;
 
   bool any_failed = false;
   std::string fail_message;
@@ -218,10 +154,10 @@ TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
                           : nullptr;
     if (it != newest.end()) {
       const Json& pod = *it->second;
-      r.pod = Name(pod);
+      r.pod = internal::NameOf(pod);
       r.phase = pod.value("status", Json::object()).value("phase", "Pending");
       r.node = pod.value("spec", Json::object()).value("nodeName", "");
-      r.restarts = Restarts(pod);
+      r.restarts = internal::PodRestarts(pod);
       bool fatal = false;
       r.reason = PodProblem(pod, &fatal);
       if (fatal && fatal_reasons) {
@@ -343,14 +279,14 @@ FitResult TFCluster::Preflight() {
     o.label_selector = Selector(spec_);
     try {
       for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
-        existing.insert({t->kind, Name(item)});
+        existing.insert({t->kind, internal::NameOf(item)});
       }
     } catch (const NotFound&) {
     }
   }
   std::vector<Json> fresh;
   for (const auto& c : children) {
-    if (!existing.count({c.value("kind", ""), Name(c)})) fresh.push_back(c);
+    if (!existing.count({c.value("kind", ""), internal::NameOf(c)})) fresh.push_back(c);
   }
   FitResult quota = CheckQuota(client_, spec_.namespace_name, fresh);
   FitResult nodes = CheckPlacement(client_, children);
@@ -395,7 +331,7 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
         std::rethrow_exception(r.error);
       } catch (const Invalid&) {
         RecreateJob(children[i], apply);
-        r.object = client_.Get(kJobs, spec_.namespace_name, Name(children[i]));
+        r.object = client_.Get(kJobs, spec_.namespace_name, internal::NameOf(children[i]));
         r.error = nullptr;
       } catch (...) {
       }
@@ -406,17 +342,17 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   if (options.prune && !options.dry_run) {
     // Converge down: delete what this spec no longer renders (e.g. workers 5 → 3).
     std::set<std::pair<std::string, std::string>> wanted;
-    for (const auto& c : children) wanted.insert({c.value("kind", ""), Name(c)});
+    for (const auto& c : children) wanted.insert({c.value("kind", ""), internal::NameOf(c)});
     DeleteOptions del;
     del.propagation_policy = "Background";
     for (const ResourceType* t : kOwnedKinds) {
       ListOptions o;
       o.label_selector = Selector(spec_);
       for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
-        if (wanted.count({t->kind, Name(item)})) continue;
+        if (wanted.count({t->kind, internal::NameOf(item)})) continue;
         // A PVC the user asked to keep is no longer labelled as ours (see Delete).
         try {
-          client_.Delete(*t, spec_.namespace_name, Name(item), del);
+          client_.Delete(*t, spec_.namespace_name, internal::NameOf(item), del);
         } catch (const NotFound&) {
         }
       }
@@ -427,7 +363,7 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
 
 void TFCluster::RecreateJob(const Json& job, const ApplyOptions& apply) {
   const std::string& ns = spec_.namespace_name;
-  std::string name = Name(job);
+  std::string name = internal::NameOf(job);
   DeleteOptions del;
   del.propagation_policy = "Foreground";  // the old pod goes before the new one comes
   try {
@@ -765,7 +701,7 @@ void TFCluster::CleanUpAfterSuccess() {
   for (const ResourceType* t : {&kJobs, &kStatefulSets, &kServices}) {
     for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
       try {
-        client_.Delete(*t, spec_.namespace_name, Name(item), del);
+        client_.Delete(*t, spec_.namespace_name, internal::NameOf(item), del);
       } catch (const NotFound&) {
       }
     }
