@@ -39,6 +39,10 @@ void BindStreams(py::module_& m);
 void BindTFCluster(py::module_& m);
 /// Queues, quota usage, pre-flight checks and node placement (bind_quota.cpp).
 void BindQuota(py::module_& m);
+/// DevInstance, its access info and the volume-sharing helpers (bind_devinstance.cpp).
+void BindDevInstance(py::module_& m);
+/// ScheduledJob and ScheduledJobWatcher (bind_scheduledjob.cpp).
+void BindScheduledJob(py::module_& m);
 /// json_roundtrip(): the JSON conversion on its own, for tests and benchmarks.
 void BindJson(py::module_& m);
 

@@ -21,4 +21,6 @@ PYBIND11_MODULE(_core, m) {
   tp::BindJson(m);
   tp::BindTFCluster(m);
   tp::BindQuota(m);
+  tp::BindDevInstance(m);
+  tp::BindScheduledJob(m);
 }

@@ -80,6 +80,17 @@ from tfk8s.quota import (
     where_fits,
 )
 from tfk8s.tfcluster import FitResult, TFCluster, TFClusterLogs, TFClusterStatus
+from tfk8s.devinstance import (
+    DevAccess,
+    DevCredentials,
+    DevInstance,
+    DevInstanceStatus,
+    create_volume,
+    share_volume,
+    unshare_volume,
+    volume_grants,
+)
+from tfk8s.scheduledjob import ScheduledJob, ScheduledJobWatcher
 
 __all__ = [
     # client
@@ -110,6 +121,16 @@ __all__ = [
     "TFClusterStatus",
     "TFClusterLogs",
     "FitResult",
+    "DevInstance",
+    "DevInstanceStatus",
+    "DevAccess",
+    "DevCredentials",
+    "create_volume",
+    "share_volume",
+    "unshare_volume",
+    "volume_grants",
+    "ScheduledJob",
+    "ScheduledJobWatcher",
     # queues, quota and placement
     "QuotaUsage",
     "Inventory",

@@ -1,0 +1,355 @@
+// DevInstance: the C++ class with dicts in and out (the spec in DevInstanceSpec::ToJson()'s
+// format). tfk8s.DevInstance (python/tfk8s/devinstance.py) is the Pythonic front end.
+//
+// Wait runs on a worker thread that calls DevInstance::Wait in short slices (it has no
+// cancellation hook of its own); the calling thread waits without the GIL (WaitInSlices), so
+// Ctrl-C raises KeyboardInterrupt within about a slice and the worker is joined, never leaked.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "tfk8s/devinstance.hpp"
+
+namespace tfk8s::python {
+
+namespace {
+
+using NoGil = py::call_guard<py::gil_scoped_release>;
+using Ms = std::chrono::milliseconds;
+
+/// How long one DevInstance::Wait call of the worker lasts before it checks for cancellation.
+constexpr Ms kWorkerSlice{1000};
+
+Json StatusToJson(const DevInstanceStatus& s) {
+  return {{"phase", ToString(s.phase)}, {"pod", s.pod},
+          {"node", s.node},             {"restarts", s.restarts},
+          {"ready_tools", s.ready_tools}, {"reason", s.reason},
+          {"message", s.message},       {"table", s.Table()}};
+}
+
+Json AccessToJson(const DevAccess& a) {
+  Json endpoints = Json::array();
+  for (const auto& e : a.endpoints) {
+    endpoints.push_back({{"tool", e.tool},
+                         {"port", e.port},
+                         {"cluster_address", e.cluster_address},
+                         {"external_port", e.external_port},
+                         {"external_address", e.external_address},
+                         {"connect", e.connect}});
+  }
+  return {{"user", a.user}, {"endpoints", std::move(endpoints)}, {"table", a.Table()},
+          {"html", a.Html()}};
+}
+
+Json StartToJson(const DevStartResult& r) {
+  return {{"password", r.password}, {"access", AccessToJson(r.access)}};
+}
+
+Json FitToJson(const FitResult& fit) {
+  Json shortfalls = Json::array();
+  for (const auto& s : fit.shortfalls) {
+    shortfalls.push_back({{"resource", s.resource},
+                          {"quota", s.quota},
+                          {"requested", s.requested.ToString()},
+                          {"used", s.used.ToString()},
+                          {"hard", s.hard.ToString()},
+                          {"remaining", s.remaining.ToString()}});
+  }
+  return {{"fits", fit.fits},
+          {"shortfalls", std::move(shortfalls)},
+          {"problems", fit.problems},
+          {"message", fit.Message()}};
+}
+
+/// Raises the Python exception for `error`; a DevInstanceFailed becomes tfk8s.WorkloadFailed
+/// with `.status` set to the status dict.
+[[noreturn]] void RaiseStored(const std::exception_ptr& error) {
+  py::object instance;
+  try {
+    std::rethrow_exception(error);
+  } catch (const DevInstanceFailed& e) {
+    instance = ErrorToPython(e);
+    instance.attr("status") = JsonToPython(StatusToJson(e.status()));
+  } catch (...) {
+    instance = ExceptionToPython(std::current_exception());
+  }
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());
+  throw py::error_already_set();
+}
+
+template <typename F>
+auto CallNoGil(F&& f) -> decltype(f()) {
+  std::exception_ptr error;
+  {
+    py::gil_scoped_release release;
+    try {
+      return f();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  RaiseStored(error);
+}
+
+struct WaitState {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool done = false;
+  std::exception_ptr error;
+  DevInstanceStatus result;
+  std::optional<DevInstanceStatus> progress;
+  std::atomic<bool> cancelled{false};
+};
+
+py::object Wait(DevInstance& instance, std::optional<double> timeout,
+                const std::optional<py::function>& on_progress) {
+  using Clock = std::chrono::steady_clock;
+  auto total = timeout ? Ms(static_cast<std::int64_t>(std::max(0.0, *timeout) * 1000.0))
+                       : Ms(std::chrono::hours(24 * 365));
+  auto state = std::make_shared<WaitState>();
+  std::thread worker([state, &instance, total] {
+    auto deadline = Clock::now() + total;
+    auto report = [state](const DevInstanceStatus& s) {
+      std::lock_guard lock(state->mutex);
+      state->progress = s;
+      state->changed.notify_all();
+    };
+    try {
+      while (true) {
+        auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now());
+        auto slice = std::clamp(left, Ms(1), kWorkerSlice);
+        try {
+          auto result = instance.Wait(slice, report);
+          std::lock_guard lock(state->mutex);
+          state->result = std::move(result);
+          break;
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::kTimeout || Clock::now() >= deadline) throw;
+        }
+        if (state->cancelled) throw CancelledError("DevInstance wait cancelled");
+      }
+    } catch (...) {
+      std::lock_guard lock(state->mutex);
+      state->error = std::current_exception();
+    }
+    std::lock_guard lock(state->mutex);
+    state->done = true;
+    state->changed.notify_all();
+  });
+  auto stop = [&] {
+    state->cancelled = true;
+    py::gil_scoped_release release;
+    worker.join();
+  };
+  std::string last;  // the slices repeat the current status: report changes only
+  try {
+    while (true) {
+      auto update = WaitInSlices(
+          std::nullopt,
+          [&](Ms slice) -> std::optional<DevInstanceStatus> {
+            std::unique_lock lock(state->mutex);
+            state->changed.wait_for(lock, slice,
+                                    [&] { return state->done || state->progress.has_value(); });
+            if (state->progress) {
+              auto s = std::move(*state->progress);
+              state->progress.reset();
+              return s;
+            }
+            return std::nullopt;
+          },
+          [&] {
+            std::lock_guard lock(state->mutex);
+            return state->done;
+          });
+      if (update && on_progress) {
+        Json j = StatusToJson(*update);
+        std::string key = j.dump();
+        if (key != last) {
+          last = std::move(key);
+          (*on_progress)(JsonToPython(j));
+        }
+      }
+      std::lock_guard lock(state->mutex);
+      if (state->done && !state->progress) break;
+    }
+  } catch (...) {
+    stop();
+    throw;
+  }
+  {
+    py::gil_scoped_release release;
+    worker.join();
+  }
+  if (state->error) RaiseStored(state->error);
+  return JsonToPython(StatusToJson(state->result));
+}
+
+DevShareMode ParseShareMode(const std::string& mode) {
+  if (mode == "ro") return DevShareMode::kReadOnly;
+  if (mode == "rw") return DevShareMode::kReadWrite;
+  throw ValidationError("mode", mode, "must be \"ro\" or \"rw\"");
+}
+
+}  // namespace
+
+void BindDevInstance(py::module_& m) {
+  py::class_<DevInstance>(m, "DevInstance",
+                          "The C++ DevInstance with dicts in and out. Use tfk8s.DevInstance.")
+      .def(py::init([](Client client, const Json& spec) {
+             return DevInstance(std::move(client), DevInstanceSpec::FromJson(spec));
+           }),
+           py::arg("client"), py::arg("spec"),
+           "Validates the spec (DevInstanceSpec::ToJson() format); sends nothing.")
+      .def_static("load", &DevInstance::Load, py::arg("client"), py::arg("namespace"),
+                  py::arg("name"), NoGil(), "Loads an existing instance from its StatefulSet.")
+      .def_static(
+          "list",
+          [](Client client, const std::string& ns, const std::string& owner) {
+            std::vector<DevInstanceSummary> rows;
+            {
+              py::gil_scoped_release release;
+              rows = DevInstance::List(std::move(client), ns, owner);
+            }
+            Json out = Json::array();
+            for (const auto& r : rows) {
+              out.push_back({{"namespace", r.namespace_name},
+                             {"name", r.name},
+                             {"owner", r.owner},
+                             {"image", r.image},
+                             {"running", r.running},
+                             {"ready", r.ready}});
+            }
+            return out;
+          },
+          py::arg("client"), py::arg("namespace"), py::arg("owner") = "",
+          "Instances in a namespace (\"\" = all) as dicts, optionally only one owner's.")
+      .def_static(
+          "normalize_spec",
+          [](const Json& spec) {
+            auto s = DevInstanceSpec::FromJson(spec);
+            s.Validate();
+            return s.ToJson();
+          },
+          py::arg("spec"), "The validated spec with every default filled in.")
+      .def_property(
+          "spec", [](const DevInstance& d) { return d.spec().ToJson(); },
+          [](DevInstance& d, const Json& spec) { d.set_spec(DevInstanceSpec::FromJson(spec)); },
+          "The spec as a dict; setting it validates (apply() converges the instance).")
+      .def(
+          "preflight",
+          [](DevInstance& d) { return FitToJson(CallNoGil([&] { return d.Preflight(); })); },
+          "Mount grants, quota headroom and node placement as {fits, shortfalls, problems, "
+          "message}.")
+      .def(
+          "create",
+          [](DevInstance& d, bool start, bool preflight) {
+            DevCreateOptions options;
+            options.start = start;
+            options.preflight = preflight;
+            return StartToJson(CallNoGil([&] { return d.Create(options); }));
+          },
+          py::arg("start") = true, py::arg("preflight") = true,
+          "Creates the instance; returns {password, access} (the only copy of the password).")
+      .def(
+          "apply", [](DevInstance& d) { CallNoGil([&] { d.Apply(); }); },
+          "Converges an existing instance to the spec (keeps its password and state).")
+      .def(
+          "start", [](DevInstance& d) { return StartToJson(CallNoGil([&] { return d.Start(); })); },
+          "Starts with a fresh password; returns {password, access}.")
+      .def(
+          "stop",
+          [](DevInstance& d, bool keep_ports) {
+            DevStopOptions options;
+            options.keep_ports = keep_ports;
+            CallNoGil([&] { d.Stop(options); });
+          },
+          py::arg("keep_ports") = false, "Stops the instance (replicas 0); volumes are kept.")
+      .def(
+          "restart",
+          [](DevInstance& d) { return StartToJson(CallNoGil([&] { return d.Restart(); })); },
+          "A fresh password and a new pod; returns {password, access}.")
+      .def(
+          "delete",
+          [](DevInstance& d, bool delete_home_volume, std::optional<double> wait) {
+            DevDeleteOptions options;
+            options.delete_home_volume = delete_home_volume;
+            if (wait) options.wait = Ms(static_cast<std::int64_t>(std::max(0.0, *wait) * 1000));
+            CallNoGil([&] { d.Delete(options); });
+          },
+          py::arg("delete_home_volume") = false, py::arg("wait") = py::none(),
+          "Deletes the instance; `wait` seconds for it to be gone.")
+      .def(
+          "status",
+          [](DevInstance& d) { return StatusToJson(CallNoGil([&] { return d.Status(); })); },
+          "{phase, pod, node, restarts, ready_tools, reason, message, table}.")
+      .def("wait", &Wait, py::arg("timeout") = py::none(), py::arg("on_progress") = py::none(),
+           "Waits on a worker thread until the tools are ready; Ctrl-C cancels it. Raises "
+           "WorkloadFailed (with .status) when the pod cannot start, Timeout when time is up.")
+      .def(
+          "access",
+          [](DevInstance& d) { return AccessToJson(CallNoGil([&] { return d.Access(); })); },
+          "{user, endpoints, table, html}: where each tool is reached (no password).")
+      .def("to_yaml", &DevInstance::ToYaml);
+
+  m.def(
+      "dev_create_volume",
+      [](Client client, const Json& spec) {
+        DevVolumeSpec s;
+        s.owner = spec.value("owner", "");
+        s.name = spec.value("name", "");
+        s.namespace_name = spec.value("namespace", "default");
+        s.size = spec.value("size", "10Gi");
+        s.storage_class = spec.value("storageClass", "");
+        if (spec.contains("accessModes")) {
+          s.access_modes = spec["accessModes"].get<std::vector<std::string>>();
+        }
+        py::gil_scoped_release release;
+        return CreateVolume(client, s);
+      },
+      py::arg("client"), py::arg("spec"),
+      "Creates a PVC owned by spec['owner'] ({owner, name, namespace, size, storageClass, "
+      "accessModes}).");
+  m.def(
+      "dev_share_volume",
+      [](Client client, const std::string& ns, const std::string& claim, const std::string& owner,
+         const std::string& grantee, const std::string& mode) {
+        auto parsed = ParseShareMode(mode);
+        py::gil_scoped_release release;
+        ShareVolume(client, ns, claim, owner, grantee, parsed);
+      },
+      py::arg("client"), py::arg("namespace"), py::arg("claim"), py::arg("owner"),
+      py::arg("grantee"), py::arg("mode"), "Grants `grantee` \"ro\" or \"rw\" on owner's PVC.");
+  m.def(
+      "dev_unshare_volume",
+      [](Client client, const std::string& ns, const std::string& claim, const std::string& owner,
+         const std::string& grantee) {
+        py::gil_scoped_release release;
+        UnshareVolume(client, ns, claim, owner, grantee);
+      },
+      py::arg("client"), py::arg("namespace"), py::arg("claim"), py::arg("owner"),
+      py::arg("grantee"), "Removes `grantee`'s grant.");
+  m.def(
+      "dev_volume_grants",
+      [](const Json& pvc) {
+        std::map<std::string, std::string> out;
+        for (const auto& [user, mode] : VolumeGrants(pvc)) out[user] = ToString(mode);
+        return out;
+      },
+      py::arg("pvc"), "The grants recorded on a PVC object (user → \"ro\"/\"rw\").");
+}
+
+}  // namespace tfk8s::python

@@ -1,0 +1,452 @@
+// ScheduledJob and ScheduledJobWatcher: the C++ classes with dicts in and out (the spec in
+// ScheduledJobSpec::ToJson()'s format). tfk8s.ScheduledJob / tfk8s.ScheduledJobWatcher
+// (python/tfk8s/scheduledjob.py) are the Pythonic front ends.
+//
+// WaitForRun runs on a worker thread calling ScheduledJob::WaitForRun in short slices (it has
+// no cancellation hook); the caller waits without the GIL (WaitInSlices), so Ctrl-C stops it.
+// The watcher's callback runs on the watcher's threads: it takes the GIL, and an exception it
+// raises is reported to stderr (sys.unraisablehook) without stopping the watcher.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "tfk8s/scheduledjob.hpp"
+
+namespace tfk8s::python {
+
+namespace {
+
+using NoGil = py::call_guard<py::gil_scoped_release>;
+using Ms = std::chrono::milliseconds;
+using TimePoint = std::chrono::system_clock::time_point;
+
+constexpr Ms kWorkerSlice{1000};
+
+Json Seconds(const std::optional<TimePoint>& t) {
+  if (!t) return nullptr;
+  return std::chrono::duration<double>(t->time_since_epoch()).count();
+}
+
+Json RunToJson(const JobRun& r) {
+  return {{"name", r.name},
+          {"uid", r.uid},
+          {"namespace", r.namespace_name},
+          {"scheduled_job", r.scheduled_job},
+          {"trigger", ToString(r.trigger)},
+          {"scheduled_time", Seconds(r.scheduled_time)},
+          {"start_time", Seconds(r.start_time)},
+          {"end_time", Seconds(r.end_time)},
+          {"duration", r.duration ? Json(r.duration->count()) : Json(nullptr)},
+          {"result", ToString(r.result)},
+          {"reason", r.reason},
+          {"message", r.message},
+          {"attempts", r.attempts},
+          {"active", r.active},
+          {"succeeded", r.succeeded},
+          {"failed", r.failed},
+          {"alerted", r.alerted},
+          {"finished", r.finished()}};
+}
+
+Json RunsToJson(const std::vector<JobRun>& runs) {
+  Json out = Json::array();
+  for (const auto& r : runs) out.push_back(RunToJson(r));
+  return out;
+}
+
+Json ScheduleToJson(const ScheduleStatus& s) {
+  return {{"exists", s.exists},
+          {"api_version", s.api_version},
+          {"suspended", s.suspended},
+          {"schedule", s.schedule},
+          {"last_schedule_time", Seconds(s.last_schedule_time)},
+          {"last_successful_time", Seconds(s.last_successful_time)},
+          {"next_schedule_time", Seconds(s.next_schedule_time)},
+          {"active", s.active}};
+}
+
+Json FitToJson(const FitResult& fit) {
+  Json shortfalls = Json::array();
+  for (const auto& s : fit.shortfalls) {
+    shortfalls.push_back({{"resource", s.resource},
+                          {"quota", s.quota},
+                          {"requested", s.requested.ToString()},
+                          {"used", s.used.ToString()},
+                          {"hard", s.hard.ToString()},
+                          {"remaining", s.remaining.ToString()}});
+  }
+  return {{"fits", fit.fits},
+          {"shortfalls", std::move(shortfalls)},
+          {"problems", fit.problems},
+          {"message", fit.Message()}};
+}
+
+[[noreturn]] void RaiseStored(const std::exception_ptr& error) {
+  py::object instance = ExceptionToPython(error);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());
+  throw py::error_already_set();
+}
+
+template <typename F>
+auto CallNoGil(F&& f) -> decltype(f()) {
+  std::exception_ptr error;
+  {
+    py::gil_scoped_release release;
+    try {
+      return f();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  RaiseStored(error);
+}
+
+struct WaitState {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool done = false;
+  std::exception_ptr error;
+  JobRun result;
+  std::optional<JobRun> progress;
+  std::atomic<bool> cancelled{false};
+};
+
+py::object WaitForRun(ScheduledJob& task, const std::string& run, std::optional<double> timeout,
+                      const std::optional<py::function>& on_progress) {
+  using Clock = std::chrono::steady_clock;
+  auto total = timeout ? Ms(static_cast<std::int64_t>(std::max(0.0, *timeout) * 1000.0))
+                       : Ms(std::chrono::hours(24 * 365));
+  auto state = std::make_shared<WaitState>();
+  std::thread worker([state, &task, run, total] {
+    auto deadline = Clock::now() + total;
+    auto report = [state](const JobRun& r) {
+      std::lock_guard lock(state->mutex);
+      state->progress = r;
+      state->changed.notify_all();
+    };
+    try {
+      while (true) {
+        auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now());
+        auto slice = std::clamp(left, Ms(1), kWorkerSlice);
+        try {
+          auto result = task.WaitForRun(run, slice, report);
+          std::lock_guard lock(state->mutex);
+          state->result = std::move(result);
+          break;
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::kTimeout || Clock::now() >= deadline) throw;
+        }
+        if (state->cancelled) throw CancelledError("ScheduledJob wait cancelled");
+      }
+    } catch (...) {
+      std::lock_guard lock(state->mutex);
+      state->error = std::current_exception();
+    }
+    std::lock_guard lock(state->mutex);
+    state->done = true;
+    state->changed.notify_all();
+  });
+  auto stop = [&] {
+    state->cancelled = true;
+    py::gil_scoped_release release;
+    worker.join();
+  };
+  std::string last;
+  try {
+    while (true) {
+      auto update = WaitInSlices(
+          std::nullopt,
+          [&](Ms slice) -> std::optional<JobRun> {
+            std::unique_lock lock(state->mutex);
+            state->changed.wait_for(lock, slice,
+                                    [&] { return state->done || state->progress.has_value(); });
+            if (state->progress) {
+              auto r = std::move(*state->progress);
+              state->progress.reset();
+              return r;
+            }
+            return std::nullopt;
+          },
+          [&] {
+            std::lock_guard lock(state->mutex);
+            return state->done;
+          });
+      if (update && on_progress) {
+        Json j = RunToJson(*update);
+        std::string key = j.dump();
+        if (key != last) {
+          last = std::move(key);
+          (*on_progress)(JsonToPython(j));
+        }
+      }
+      std::lock_guard lock(state->mutex);
+      if (state->done && !state->progress) break;
+    }
+  } catch (...) {
+    stop();
+    throw;
+  }
+  {
+    py::gil_scoped_release release;
+    worker.join();
+  }
+  if (state->error) RaiseStored(state->error);
+  return JsonToPython(RunToJson(state->result));
+}
+
+/// Writes a line to Python's sys.stderr (GIL held).
+void WriteStderr(const std::string& text) {
+  try {
+    py::module_::import("sys").attr("stderr").attr("write")(DecodeLenient(text + "\n"));
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable("tfk8s.ScheduledJobWatcher");
+  }
+}
+
+/// The C++ watcher plus the Python callables it calls. The callables are owned here (not by
+/// the C++ std::function) so that they are released with the GIL held, after the watcher's
+/// threads are gone.
+class PyWatcher {
+ public:
+  PyWatcher(Client client, ScheduledJobWatcherOptions options, py::object on_alert,
+            py::object on_error)
+      : on_alert_(std::move(on_alert)), on_error_(std::move(on_error)) {
+    if (!on_alert_.is_none()) {
+      options.on_alert = [this](const ScheduledJobAlert& alert) {
+        py::gil_scoped_acquire gil;
+        try {
+          on_alert_(JsonToPython(alert.ToJson()));
+        } catch (py::error_already_set& e) {
+          // Never let the callback kill the watcher: report and go on.
+          WriteStderr("tfk8s.ScheduledJobWatcher: exception in on_alert callback:");
+          e.discard_as_unraisable("tfk8s.ScheduledJobWatcher on_alert");
+        } catch (const std::exception& e) {
+          WriteStderr(std::string("tfk8s.ScheduledJobWatcher: on_alert failed: ") + e.what());
+        }
+      };
+    }
+    options.on_error = [this](const std::string& message) {
+      py::gil_scoped_acquire gil;
+      if (on_error_.is_none()) {
+        WriteStderr("tfk8s.ScheduledJobWatcher: " + message);
+        return;
+      }
+      try {
+        on_error_(DecodeLenient(message));
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("tfk8s.ScheduledJobWatcher on_error");
+      }
+    };
+    watcher_ = std::make_unique<ScheduledJobWatcher>(std::move(client), std::move(options));
+  }
+  PyWatcher(const PyWatcher&) = delete;
+  PyWatcher& operator=(const PyWatcher&) = delete;
+  PyWatcher(PyWatcher&&) = delete;
+  PyWatcher& operator=(PyWatcher&&) = delete;
+  ~PyWatcher() {
+    // The watcher's threads may be waiting for the GIL: release it while they are joined.
+    py::gil_scoped_release release;
+    watcher_.reset();
+  }
+
+  void Start() {
+    py::gil_scoped_release release;
+    watcher_->Start();
+  }
+  void Stop() {
+    py::gil_scoped_release release;
+    watcher_->Stop();
+  }
+  int AlertsSent() const { return watcher_->alerts_sent(); }
+  int AlertsFailed() const { return watcher_->alerts_failed(); }
+  void RaiseError() const {
+    auto error = watcher_->error();
+    if (error) RaiseStored(error);
+  }
+
+ private:
+  py::object on_alert_;
+  py::object on_error_;
+  std::unique_ptr<ScheduledJobWatcher> watcher_;
+};
+
+}  // namespace
+
+void BindScheduledJob(py::module_& m) {
+  py::class_<ScheduledJob>(m, "ScheduledJob",
+                           "The C++ ScheduledJob with dicts in and out. Use tfk8s.ScheduledJob.")
+      .def(py::init([](Client client, const Json& spec) {
+             return ScheduledJob(std::move(client), ScheduledJobSpec::FromJson(spec));
+           }),
+           py::arg("client"), py::arg("spec"),
+           "Validates the spec (ScheduledJobSpec::ToJson() format); sends nothing.")
+      .def_static("load", &ScheduledJob::Load, py::arg("client"), py::arg("namespace"),
+                  py::arg("name"), NoGil(), "Loads a task from its CronJob or newest run.")
+      .def_static("list", &ScheduledJob::List, py::arg("client"), py::arg("namespace"), NoGil(),
+                  "Names of the tasks in a namespace.")
+      .def_static(
+          "normalize_spec",
+          [](const Json& spec) {
+            auto s = ScheduledJobSpec::FromJson(spec);
+            s.Validate();
+            return s.ToJson();
+          },
+          py::arg("spec"), "The validated spec with every default filled in.")
+      .def_static(
+          "validate_schedule",
+          [](const std::string& schedule, const std::string& time_zone) {
+            ValidateCronSchedule(schedule, time_zone);
+          },
+          py::arg("schedule"), py::arg("time_zone") = "",
+          "Raises ValidationError for a bad cron expression or time zone.")
+      .def_property(
+          "spec", [](const ScheduledJob& t) { return t.spec().ToJson(); },
+          [](ScheduledJob& t, const Json& spec) { t.set_spec(ScheduledJobSpec::FromJson(spec)); },
+          "The spec as a dict; setting it validates (apply() updates the schedule).")
+      .def_property_readonly(
+          "command_line", [](const ScheduledJob& t) { return t.spec().CommandLine(); },
+          "The shell form of the command, for display.")
+      .def(
+          "preflight",
+          [](ScheduledJob& t) { return FitToJson(CallNoGil([&] { return t.Preflight(); })); },
+          "One run against quota headroom and node placement.")
+      .def(
+          "apply",
+          [](ScheduledJob& t, bool preflight, bool dry_run) {
+            ApplyScheduleOptions options;
+            options.preflight = preflight;
+            options.dry_run = dry_run;
+            return CallNoGil([&] { return t.Apply(options); });
+          },
+          py::arg("preflight") = true, py::arg("dry_run") = false,
+          "Creates or updates the CronJob; returns it.")
+      .def(
+          "run_now",
+          [](ScheduledJob& t, const std::string& job_name,
+             const std::map<std::string, std::string>& pod_annotations, bool preflight,
+             bool dry_run) {
+            RunOptions options;
+            options.job_name = job_name;
+            options.pod_annotations = pod_annotations;
+            options.preflight = preflight;
+            options.dry_run = dry_run;
+            return RunToJson(CallNoGil([&] { return t.RunNow(options); }));
+          },
+          py::arg("job_name") = "",
+          py::arg("pod_annotations") = std::map<std::string, std::string>{},
+          py::arg("preflight") = true, py::arg("dry_run") = false, "Starts a run; returns it.")
+      .def("suspend", &ScheduledJob::Suspend, NoGil())
+      .def("resume", &ScheduledJob::Resume, NoGil())
+      .def(
+          "delete",
+          [](ScheduledJob& t, bool foreground, bool keep_runs, std::optional<double> wait) {
+            ScheduledJobDeleteOptions options;
+            options.foreground = foreground;
+            options.keep_runs = keep_runs;
+            if (wait) options.wait = Ms(static_cast<std::int64_t>(std::max(0.0, *wait) * 1000));
+            CallNoGil([&] { t.Delete(options); });
+          },
+          py::arg("foreground") = false, py::arg("keep_runs") = false,
+          py::arg("wait") = py::none(), "Deletes the CronJob and its runs.")
+      .def(
+          "status",
+          [](ScheduledJob& t) { return ScheduleToJson(CallNoGil([&] { return t.Status(); })); },
+          "The schedule's state; times are seconds since the epoch.")
+      .def(
+          "history",
+          [](ScheduledJob& t) { return RunsToJson(CallNoGil([&] { return t.History(); })); },
+          "Every run still on the server, oldest first.")
+      .def(
+          "get_run",
+          [](ScheduledJob& t, const std::string& run) {
+            return RunToJson(CallNoGil([&] { return t.GetRun(run); }));
+          },
+          py::arg("run"), "One run by Job name.")
+      .def("wait_for_run", &WaitForRun, py::arg("run"), py::arg("timeout") = py::none(),
+           py::arg("on_progress") = py::none(),
+           "Waits on a worker thread until the run finished; Ctrl-C cancels it. Raises Timeout.")
+      .def(
+          "logs",
+          [](ScheduledJob& t, const std::string& run, std::optional<std::int64_t> tail_lines,
+             bool timestamps) {
+            RunLogOptions options;
+            options.tail_lines = tail_lines;
+            options.timestamps = timestamps;
+            auto logs = CallNoGil([&] { return t.Logs(run, options); });
+            py::list out;
+            for (const auto& a : logs) {
+              py::dict d;
+              d["attempt"] = a.attempt;
+              d["pod"] = a.pod;
+              d["phase"] = a.phase;
+              d["exit_code"] = a.exit_code ? py::object(py::int_(*a.exit_code)) : py::none();
+              d["text"] = DecodeLenient(a.text);
+              out.append(d);
+            }
+            return out;
+          },
+          py::arg("run"), py::arg("tail_lines") = py::none(), py::arg("timestamps") = false,
+          "Logs of every attempt: dicts {attempt, pod, phase, exit_code, text}.")
+      .def("to_yaml", &ScheduledJob::ToYaml);
+
+  py::class_<PyWatcher>(m, "ScheduledJobWatcher",
+                        "The C++ ScheduledJobWatcher. Use tfk8s.ScheduledJobWatcher.")
+      .def(py::init([](Client client, const std::string& ns, const std::string& scheduled_job,
+                       py::object on_alert, py::object on_error,
+                       const std::optional<std::string>& webhook_url,
+                       const std::map<std::string, std::string>& webhook_headers,
+                       bool alert_on_failure, bool alert_on_timeout,
+                       bool alert_on_missed_schedule, double missed_schedule_grace,
+                       double max_alert_age, const std::string& identity) {
+             ScheduledJobWatcherOptions options;
+             options.namespace_name = ns;
+             options.scheduled_job = scheduled_job;
+             if (webhook_url) {
+               AlertWebhook webhook;
+               webhook.url = *webhook_url;
+               webhook.headers = webhook_headers;
+               options.webhook = std::move(webhook);
+             }
+             options.alert_on_failure = alert_on_failure;
+             options.alert_on_timeout = alert_on_timeout;
+             options.alert_on_missed_schedule = alert_on_missed_schedule;
+             options.missed_schedule_grace =
+                 std::chrono::seconds(static_cast<std::int64_t>(missed_schedule_grace));
+             options.max_alert_age =
+                 std::chrono::seconds(static_cast<std::int64_t>(max_alert_age));
+             options.identity = identity;
+             return std::make_unique<PyWatcher>(std::move(client), std::move(options),
+                                                std::move(on_alert), std::move(on_error));
+           }),
+           py::arg("client"), py::arg("namespace"), py::arg("scheduled_job") = "",
+           py::arg("on_alert") = py::none(), py::arg("on_error") = py::none(),
+           py::arg("webhook_url") = py::none(),
+           py::arg("webhook_headers") = std::map<std::string, std::string>{},
+           py::arg("alert_on_failure") = true, py::arg("alert_on_timeout") = true,
+           py::arg("alert_on_missed_schedule") = true, py::arg("missed_schedule_grace") = 60.0,
+           py::arg("max_alert_age") = 86400.0, py::arg("identity") = "")
+      .def("start", &PyWatcher::Start, "Runs the watcher on a background thread.")
+      .def("stop", &PyWatcher::Stop, "Stops the background thread (idempotent).")
+      .def_property_readonly("alerts_sent", &PyWatcher::AlertsSent)
+      .def_property_readonly("alerts_failed", &PyWatcher::AlertsFailed)
+      .def("raise_error", &PyWatcher::RaiseError,
+           "Raises the error that ended the background thread, if any.");
+}
+
+}  // namespace tfk8s::python

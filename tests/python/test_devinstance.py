@@ -1,0 +1,70 @@
+"""tfk8s.DevInstance against the local cluster: create -> Running, no password in any repr,
+restart changes the password, delete."""
+
+from __future__ import annotations
+
+import pytest
+
+import tfk8s
+
+from conftest import wait_for
+
+
+def small(client: tfk8s.Client, namespace: str) -> tfk8s.DevInstance:
+    return tfk8s.DevInstance(
+        client, owner="alice", name="lab", namespace=namespace, cpu="500m", memory="1Gi",
+        home_size="1Gi",
+    )
+
+
+def test_validation_error_before_any_request(client: tfk8s.Client) -> None:
+    with pytest.raises(tfk8s.ValidationError):
+        tfk8s.DevInstance(client, owner="Not A Label", name="lab", namespace="x")
+    with pytest.raises(ValueError):
+        tfk8s.DevInstance(client, owner="alice", name="lab", namespace="x", tools=["vim"])
+
+
+def test_spec_round_trip(client: tfk8s.Client) -> None:
+    inst = tfk8s.DevInstance(
+        client, owner="alice", name="lab", namespace="team", gpus=1, tools=("jupyter", "ssh")
+    )
+    d = inst.to_dict()
+    assert d["resources"]["gpus"] == 1
+    assert d["tools"]["jupyter"] and d["tools"]["ssh"]
+    assert not d["tools"]["codeServer"] and not d["tools"]["tensorboard"]
+    assert "StatefulSet" in inst.to_yaml()
+
+
+def test_lifecycle_without_password_leaks(client: tfk8s.Client, namespace: str) -> None:
+    inst = small(client, namespace)
+    creds = inst.create()
+    try:
+        password = creds.password
+        assert len(password) >= 20
+        for shown in (repr(creds), str(creds), creds._repr_html_(), repr(creds.access)):
+            assert password not in shown
+        assert "REDACTED" in repr(creds)
+        assert "jupyter" in creds.access.addresses()
+
+        status = inst.wait(timeout=90, progress=False)
+        assert status.phase == "Running"
+        status = inst.status()
+        for shown in (repr(status), status._repr_html_(), status.table()):
+            assert password not in shown
+        access = inst.access()
+        assert {"jupyter", "ssh", "code-server"} <= set(access.addresses())
+        assert password not in access._repr_html_()
+
+        rows = tfk8s.DevInstance.list(client, namespace, owner="alice")
+        assert [r["name"] for r in rows] == ["lab"]
+        loaded = tfk8s.DevInstance.load(client, namespace, "lab")
+        assert loaded.owner == "alice"
+
+        again = inst.restart()
+        assert again.password != password
+        assert again.password not in repr(again)
+        inst.wait(timeout=90, progress=False)
+    finally:
+        inst.delete(wait=60)
+    with pytest.raises(tfk8s.NotFound):
+        inst.status()

@@ -1,0 +1,71 @@
+"""tfk8s.ScheduledJob and ScheduledJobWatcher against the local cluster (the node simulator
+finishes pods as their sim.tfk8s.io/* annotations say)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List
+
+import pytest
+
+import tfk8s
+
+
+def task(client: tfk8s.Client, namespace: str, name: str, exit_code: str, **kw: Any) -> tfk8s.ScheduledJob:
+    return tfk8s.ScheduledJob(
+        client, name=name, namespace=namespace, image="python:3.11-slim",
+        exec_command="python3", entry="tasks/train.py", args=["--lr", "0.1; rm -rf /"],
+        cpu="100m", memory="128Mi",
+        pod_annotations={"sim.tfk8s.io/exit-code": exit_code, "sim.tfk8s.io/exit-after": "1"},
+        **kw,
+    )
+
+
+def test_bad_cron_is_a_validation_error(client: tfk8s.Client) -> None:
+    with pytest.raises(tfk8s.ValidationError):
+        task(client, "nowhere", "bad", "0", schedule="61 * * * *")
+    job = task(client, "nowhere", "good", "0", schedule="*/5 * * * *")
+    assert job.to_dict()["schedule"] == "*/5 * * * *"
+    assert "CronJob" in job.to_yaml()
+
+
+def test_run_now_succeeds(client: tfk8s.Client, namespace: str) -> None:
+    job = task(client, namespace, "ok", "0")
+    run = job.run_now()
+    done = job.wait_for_run(run, timeout=90)
+    assert done["result"] == "Succeeded"
+    assert done["finished"]
+    history = job.history()
+    assert [r["name"] for r in history] == [run["name"]]
+    assert tfk8s.ScheduledJob.list(client, namespace) == ["ok"]
+    logs = job.logs(run)
+    assert logs and logs[0]["exit_code"] == 0
+    job.delete(wait=60)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_failure_alerts_python_callback_once(client: tfk8s.Client, namespace: str) -> None:
+    alerts: List[Dict[str, Any]] = []
+    got = threading.Event()
+
+    def on_alert(alert: Dict[str, Any]) -> None:
+        alerts.append(alert)
+        got.set()
+        raise RuntimeError("a broken callback must not kill the watcher")
+
+    watcher = tfk8s.ScheduledJobWatcher(client, namespace, on_alert=on_alert)
+    watcher.start()
+    try:
+        job = task(client, namespace, "flaky", "1", backoff_limit=0)
+        run = job.run_now()
+        done = job.wait_for_run(run, timeout=90)
+        assert done["result"] == "Failed"
+        assert got.wait(60), "no alert"
+        time.sleep(3)  # a duplicate would arrive by now
+        assert len(alerts) == 1
+        assert alerts[0]["kind"] == "failure"
+        assert alerts[0]["job"] == run["name"]
+        watcher.raise_error()  # the watcher is still fine
+    finally:
+        watcher.stop()
