@@ -21,6 +21,12 @@ PACKAGES=(
   openssl curl procps iproute2
 )
 
+# kubectl is used by the local cluster's tests and the benchmarks. Machines of this project's
+# kind ship one; elsewhere Debian's kubernetes-client provides it (v1.20, like the local cluster).
+if ! command -v kubectl >/dev/null 2>&1; then
+  PACKAGES+=(kubernetes-client)
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -90,7 +90,7 @@ def pod(name, annotations=None, restart="Always", containers=None, **spec):
 @pytest.fixture(scope="session")
 def cluster():
     if not os.path.exists(KUBECTL):
-        pytest.skip("kubectl is not installed")
+        pytest.fail("kubectl is required by these tests: run tools/install-deps.sh")
     kc = os.environ.get("TFK8S_TEST_KUBECONFIG")
     if kc:
         yield Cluster(kc, os.environ.get("TFK8S_TEST_CLUSTER_DIR") or os.path.dirname(kc))
