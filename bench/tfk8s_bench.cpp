@@ -77,6 +77,23 @@ void EnsureNamespace(Client& c, const std::string& ns) {
   }
 }
 
+// Pods are refused ("No API token found for service account default") until the service
+// account controller has given a new namespace's default account its token: wait for it.
+void WaitForDefaultServiceAccount(Client& c, const std::string& ns) {
+  const ResourceType accounts{"", "v1", "ServiceAccount", "serviceaccounts", true};
+  ListOptions sel;
+  sel.field_selector = "metadata.name=default";
+  Informer w(c, accounts, ns, sel);
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    for (const auto& sa : w.Snapshot()) {
+      if (!sa.value("secrets", Json::array()).empty()) return;
+    }
+    w.Next(std::chrono::milliseconds(500));
+  }
+  throw std::runtime_error("the default service account of " + ns + " got no token in 60 s");
+}
+
 int Render(const std::string& spec_path) {
   auto objects = RenderTFCluster(TFClusterSpec::FromJson(ReadJson(spec_path)));
   std::cout << Json(objects).dump() << "\n";
@@ -233,9 +250,12 @@ int CreatePods(const std::string& kubeconfig, const std::string& ns, int count) 
                           {"ports", Json::array({{{"containerPort", 2222}, {"protocol", "TCP"}}})},
                           {"resources", {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}})}}}});
   }
+  WaitForDefaultServiceAccount(c, ns);
   auto t0 = Clock::now();
   int failed = 0;
-  for (const auto& r : c.ApplyAll(pods, {}, 64)) failed += !r.ok();
+  for (const auto& r : c.ApplyAll(pods, {}, 64)) {
+    if (!r.ok() && failed++ == 0) std::cerr << "create-pods: " << r.error_message() << "\n";
+  }
   std::cout << Json{{"ms", Ms(t0)}, {"created", count - failed}}.dump() << "\n";
   return failed == 0 ? 0 : 1;
 }
