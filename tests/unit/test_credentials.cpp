@@ -25,11 +25,15 @@
 #include "auth/exec_plugin.hpp"
 #include "tfk8s/config.hpp"
 #include "tfk8s/error.hpp"
+#include "config_test_util.hpp"
 
 using namespace tfk8s;
 using namespace tfk8s::internal;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using tfk8s::testing::CatchConfigError;
+using tfk8s::testing::ScopedEnv;
+using tfk8s::testing::TempDir;
 
 #define CHECK_CONTAINS(haystack, needle)                                 \
   CHECK_MESSAGE(std::string(haystack).find(needle) != std::string::npos, \
@@ -42,89 +46,6 @@ namespace {
 
 constexpr const char* kV1 = "client.authentication.k8s.io/v1";
 constexpr const char* kV1beta1 = "client.authentication.k8s.io/v1beta1";
-
-std::optional<ConfigError> CatchConfigError(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL_CHECK("expected ConfigError, got: " << e.what());
-    return std::nullopt;
-  }
-  FAIL_CHECK("expected ConfigError, nothing was thrown");
-  return std::nullopt;
-}
-
-/// Tests change the environment only while no other thread runs, hence the NOLINTs.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = ::getenv(name_.c_str())) {  // NOLINT(concurrency-mt-unsafe)
-      old_ = old;
-    }
-    if (value) {
-      ::setenv(name_.c_str(), value->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
-    } else {
-      ::unsetenv(name_.c_str());  // NOLINT(concurrency-mt-unsafe)
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
-    } else {
-      ::unsetenv(name_.c_str());  // NOLINT(concurrency-mt-unsafe)
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/tfk8s-credentials-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::string Write(const std::string& name, const std::string& content) const {
-    std::string file = File(name);
-    std::ofstream(file, std::ios::binary | std::ios::trunc) << content;
-    return file;
-  }
-  /// Writes an executable /bin/sh script.
-  std::string Script(const std::string& name, const std::string& body) const {
-    std::string file = Write(name, "#!/bin/sh\n" + body);
-    ::chmod(file.c_str(), 0755);
-    return file;
-  }
-  [[nodiscard]] std::string Read(const std::string& name) const {
-    std::ifstream in(File(name), std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  /// Lines in a file (how many times a plugin ran); 0 when it does not exist.
-  [[nodiscard]] int Lines(const std::string& name) const {
-    const std::string text = Read(name);
-    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-  }
-
- private:
-  std::string path_;
-};
 
 /// A settable clock shared with the provider under test.
 class FakeClock {

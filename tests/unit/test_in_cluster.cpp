@@ -12,9 +12,13 @@
 #include "auth/credentials.hpp"
 #include "tfk8s/config.hpp"
 #include "tfk8s/error.hpp"
+#include "config_test_util.hpp"
 
 using namespace tfk8s;
 namespace fs = std::filesystem;
+using tfk8s::testing::CatchConfigError;
+using tfk8s::testing::ScopedEnv;
+using tfk8s::testing::TempDir;
 
 #define CHECK_CONTAINS(haystack, needle)                                 \
   CHECK_MESSAGE(std::string(haystack).find(needle) != std::string::npos, \
@@ -22,72 +26,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<ConfigError> CatchConfigError(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL_CHECK("expected ConfigError, got: " << e.what());
-    return std::nullopt;
-  }
-  FAIL_CHECK("expected ConfigError, nothing was thrown");
-  return std::nullopt;
-}
-
-/// Tests change the environment only while no other thread runs, hence the NOLINTs.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = ::getenv(name_.c_str())) {  // NOLINT(concurrency-mt-unsafe)
-      old_ = old;
-    }
-    if (value) {
-      ::setenv(name_.c_str(), value->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
-    } else {
-      ::unsetenv(name_.c_str());  // NOLINT(concurrency-mt-unsafe)
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
-    } else {
-      ::unsetenv(name_.c_str());  // NOLINT(concurrency-mt-unsafe)
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
 /// A fake service account mount: token, ca.crt and namespace.
-class ServiceAccountDir {
+class ServiceAccountDir : public TempDir {
  public:
   ServiceAccountDir() {
-    char pattern[] = "/tmp/tfk8s-in-cluster-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
     Write("token", "sa-token-SECRET\n");
     Write("ca.crt", "-----BEGIN CERTIFICATE-----\nIN-CLUSTER-CA\n-----END CERTIFICATE-----\n");
     Write("namespace", "team-a\n");
   }
-  ServiceAccountDir(const ServiceAccountDir&) = delete;
-  ServiceAccountDir& operator=(const ServiceAccountDir&) = delete;
-  ~ServiceAccountDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  void Write(const std::string& name, const std::string& content) const {
-    std::ofstream(path_ + "/" + name, std::ios::binary | std::ios::trunc) << content;
-  }
-  void Remove(const std::string& name) const { fs::remove(path_ + "/" + name); }
-
- private:
-  std::string path_;
 };
 
 InClusterOptions Options(const ServiceAccountDir& dir, const std::string& host,

@@ -11,10 +11,14 @@
 
 #include "tfk8s/config.hpp"
 #include "tfk8s/error.hpp"
+#include "config_test_util.hpp"
 #include "util/base64.hpp"
 
 using namespace tfk8s;
 namespace fs = std::filesystem;
+using tfk8s::testing::CatchConfigError;
+using tfk8s::testing::ScopedEnv;
+using tfk8s::testing::TempDir;
 
 #define CHECK_CONTAINS(haystack, needle)                                 \
   CHECK_MESSAGE(std::string(haystack).find(needle) != std::string::npos, \
@@ -28,75 +32,6 @@ namespace {
 std::string DataDir() { return std::string(TFK8S_TEST_DATA_DIR) + "/kubeconfig"; }
 
 std::string Fixture(const std::string& name) { return DataDir() + "/" + name; }
-
-/// The ConfigError `fn` throws (fails the test when it throws nothing or something else).
-std::optional<ConfigError> CatchConfigError(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL_CHECK("expected ConfigError, got: " << e.what());
-    return std::nullopt;
-  }
-  FAIL_CHECK("expected ConfigError, nothing was thrown");
-  return std::nullopt;
-}
-
-/// Sets (or unsets, with nullopt) an environment variable for one scope.
-/// Tests change the environment only while no other thread runs, hence the NOLINTs.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = ::getenv(name_.c_str())) {  // NOLINT(concurrency-mt-unsafe)
-      old_ = old;
-    }
-    if (value) {
-      ::setenv(name_.c_str(), value->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
-    } else {
-      ::unsetenv(name_.c_str());  // NOLINT(concurrency-mt-unsafe)
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
-    } else {
-      ::unsetenv(name_.c_str());  // NOLINT(concurrency-mt-unsafe)
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
-/// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/tfk8s-kubeconfig-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  std::string Write(const std::string& name, const std::string& content) const {
-    std::string file = path_ + "/" + name;
-    fs::create_directories(fs::path(file).parent_path());
-    std::ofstream(file, std::ios::binary) << content;
-    return file;
-  }
-
- private:
-  std::string path_;
-};
 
 ClientConfig LoadFull(const std::string& context) {
   KubeconfigOptions options;
