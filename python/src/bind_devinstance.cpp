@@ -59,22 +59,6 @@ Json StartToJson(const DevStartResult& r) {
   return {{"password", r.password}, {"access", AccessToJson(r.access)}};
 }
 
-Json FitToJson(const FitResult& fit) {
-  Json shortfalls = Json::array();
-  for (const auto& s : fit.shortfalls) {
-    shortfalls.push_back({{"resource", s.resource},
-                          {"quota", s.quota},
-                          {"requested", s.requested.ToString()},
-                          {"used", s.used.ToString()},
-                          {"hard", s.hard.ToString()},
-                          {"remaining", s.remaining.ToString()}});
-  }
-  return {{"fits", fit.fits},
-          {"shortfalls", std::move(shortfalls)},
-          {"problems", fit.problems},
-          {"message", fit.Message()}};
-}
-
 /// Raises the Python exception for `error`; a DevInstanceFailed becomes tfk8s.WorkloadFailed
 /// with `.status` set to the status dict.
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {

@@ -26,22 +26,6 @@ Json ListToJson(const ResourceList& list) {
   return out;
 }
 
-Json FitToJson(const FitResult& fit) {
-  Json shortfalls = Json::array();
-  for (const auto& s : fit.shortfalls) {
-    shortfalls.push_back({{"resource", s.resource},
-                          {"quota", s.quota},
-                          {"requested", s.requested.ToString()},
-                          {"used", s.used.ToString()},
-                          {"hard", s.hard.ToString()},
-                          {"remaining", s.remaining.ToString()}});
-  }
-  return {{"fits", fit.fits},
-          {"shortfalls", std::move(shortfalls)},
-          {"problems", fit.problems},
-          {"message", fit.Message()}};
-}
-
 Json UsageToJson(const QuotaUsage& usage) {
   Json resources = Json::array();
   for (const auto& r : usage.resources) {
@@ -221,6 +205,22 @@ void BindQuota(py::module_& m) {
       },
       py::arg("client"), py::arg("requests"), py::arg("node_selector") = StringMap{}, NoGil(),
       "Names of the nodes where one pod with these requests fits right now.");
+}
+
+Json FitToJson(const FitResult& fit) {
+  Json shortfalls = Json::array();
+  for (const auto& s : fit.shortfalls) {
+    shortfalls.push_back({{"resource", s.resource},
+                          {"quota", s.quota},
+                          {"requested", s.requested.ToString()},
+                          {"used", s.used.ToString()},
+                          {"hard", s.hard.ToString()},
+                          {"remaining", s.remaining.ToString()}});
+  }
+  return {{"fits", fit.fits},
+          {"shortfalls", std::move(shortfalls)},
+          {"problems", fit.problems},
+          {"message", fit.Message()}};
 }
 
 }  // namespace tfk8s::python

@@ -81,22 +81,6 @@ Json ScheduleToJson(const ScheduleStatus& s) {
           {"active", s.active}};
 }
 
-Json FitToJson(const FitResult& fit) {
-  Json shortfalls = Json::array();
-  for (const auto& s : fit.shortfalls) {
-    shortfalls.push_back({{"resource", s.resource},
-                          {"quota", s.quota},
-                          {"requested", s.requested.ToString()},
-                          {"used", s.used.ToString()},
-                          {"hard", s.hard.ToString()},
-                          {"remaining", s.remaining.ToString()}});
-  }
-  return {{"fits", fit.fits},
-          {"shortfalls", std::move(shortfalls)},
-          {"problems", fit.problems},
-          {"message", fit.Message()}};
-}
-
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {
   py::object instance = ExceptionToPython(error);
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());

@@ -18,9 +18,17 @@
 
 #include "tfk8s/error.hpp"
 
+namespace tfk8s {
+struct FitResult;
+}  // namespace tfk8s
+
 namespace tfk8s::python {
 
 namespace py = pybind11;
+
+/// A pre-flight result as a dict: fits, shortfalls (amounts as strings), problems, message.
+/// Shared by every workload's preflight() and by check_quota / check_placement.
+nlohmann::json FitToJson(const FitResult& fit);
 
 // ---- areas ----------------------------------------------------------------------------------
 /// Exception classes (tfk8s.Error and subclasses), StatusCause and the exception translator.
