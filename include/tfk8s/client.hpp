@@ -169,6 +169,17 @@ class Client {
   /// page's, as a list-then-watch needs. `page_size` 0 means one request.
   Json ListAll(const ResourceType& type, std::string_view ns, ListOptions options = {},
                std::int64_t page_size = 500);
+  /// List() without decoding: the page exactly as the server sent it (JSON text), for callers
+  /// with their own decoder (the Python binding builds Python objects straight from it).
+  /// Errors are raised as by List().
+  std::string ListText(const ResourceType& type, std::string_view ns,
+                       const ListOptions& options = {});
+  /// ListAll()'s paging without decoding: calls `on_page` with each page's JSON text, in order;
+  /// `on_page` decodes it and returns the page's metadata.continue ("" ends the list). The
+  /// first page carries `options`' version constraint, later ones only the continue token.
+  void ListPages(const ResourceType& type, std::string_view ns, ListOptions options,
+                 std::int64_t page_size,
+                 const std::function<std::string(std::string page)>& on_page);
 
   // ---- writes ----------------------------------------------------------------------------
   /// POST a new object (namespace from `ns`, else metadata.namespace, else the default).

@@ -2,7 +2,9 @@
 // calls. Every call that may touch the network runs without the GIL. Streams are in
 // bind_streams.cpp.
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,53 @@ template <typename T>
 std::string ReprField(const char* name, const T& value, bool first = false) {
   return std::string(first ? "" : ", ") + name + "=" +
          py::repr(py::cast(value)).template cast<std::string>();
+}
+
+// "list pods.apps ns" for error messages, like the client's own.
+std::string ListContext(const ResourceType& type, std::string_view ns) {
+  std::string what = "list " + type.plural;
+  if (!type.group.empty()) what += "." + type.group;
+  if (!ns.empty()) what += " " + std::string(ns);
+  return what;
+}
+
+// Client::ListAll with each page decoded by JsonTextToPython: the requests run without the
+// GIL, each page takes it only while it is decoded.
+py::object ListAll(Client& c, const ResourceType& type, std::string_view ns,
+                   const ListOptions& options, std::int64_t page_size) {
+  const std::string context = ListContext(type, ns);
+  py::object result;
+  py::list items;
+  {
+    py::gil_scoped_release release;
+    c.ListPages(type, ns, options, page_size, [&](std::string text) {
+      py::gil_scoped_acquire gil;
+      py::object page = JsonTextToPython(std::move(text), context);
+      std::string next;
+      if (py::isinstance<py::dict>(page)) {
+        py::dict d = page;
+        if (d.contains("metadata") && py::isinstance<py::dict>(d["metadata"])) {
+          py::dict metadata = d["metadata"];
+          if (metadata.contains("continue") && py::isinstance<py::str>(metadata["continue"])) {
+            next = metadata["continue"].cast<std::string>();
+          }
+        }
+        if (d.contains("items") && py::isinstance<py::list>(d["items"])) {
+          for (auto item : d["items"]) items.append(item);
+        }
+      }
+      if (!result) result = page;
+      return next;
+    });
+  }
+  if (py::isinstance<py::dict>(result)) {
+    py::dict d = result;
+    d["items"] = items;
+    if (d.contains("metadata") && py::isinstance<py::dict>(d["metadata"])) {
+      d["metadata"].attr("pop")("continue", py::none());
+    }
+  }
+  return result;
 }
 
 }  // namespace
@@ -145,12 +194,22 @@ void BindClient(py::module_& m) {
               &Client::Get),
           py::arg("api_version"), py::arg("kind"), py::arg("namespace"), py::arg("name"), NoGil(),
           "GET one object by apiVersion and kind.")
-      .def("list", &Client::List, py::arg("type"), py::arg("namespace"),
-           py::arg_v("options", ListOptions{}, "ListOptions()"), NoGil(),
-           "One page of a list ('' namespace = all namespaces).")
-      .def("list_all", &Client::ListAll, py::arg("type"), py::arg("namespace"),
+      .def(
+          "list",
+          [](Client& c, const ResourceType& type, std::string_view ns,
+             const ListOptions& options) {
+            std::string text;
+            {
+              py::gil_scoped_release release;
+              text = c.ListText(type, ns, options);
+            }
+            return JsonTextToPython(std::move(text), ListContext(type, ns));
+          },
+          py::arg("type"), py::arg("namespace"),
+          py::arg_v("options", ListOptions{}, "ListOptions()"),
+          "One page of a list ('' namespace = all namespaces).")
+      .def("list_all", &ListAll, py::arg("type"), py::arg("namespace"),
            py::arg_v("options", ListOptions{}, "ListOptions()"), py::arg("page_size") = 500,
-           NoGil(),
            "Every page of a list, concatenated; metadata.resourceVersion is the first page's.")
       // writes
       .def("create", &Client::Create, py::arg("type"), py::arg("namespace"), py::arg("object"),

@@ -57,6 +57,9 @@ void BindJson(py::module_& m);
 // ---- JSON -----------------------------------------------------------------------------------
 /// Converts JSON to the equivalent Python object (dict, list, str, int, float, bool, None).
 py::object JsonToPython(const nlohmann::json& value);
+/// Decodes JSON text (a server's answer) straight into Python objects; "" gives {}. Text that
+/// is not JSON raises tfk8s.TransportError naming `context` (e.g. "list pods default").
+py::object JsonTextToPython(std::string text, const std::string& context);
 /// Converts a Python object to JSON: dict and other mappings with str keys, list, tuple, str,
 /// int, float, bool, None, tfk8s.Quantity (as its string) and any object with a to_dict()
 /// method. Raises TypeError/ValueError naming the path of the offending value.

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <atomic>
-#include <thread>
+#include <algorithm>
 
 #include "client/connection.hpp"
+#include "util/concurrent.hpp"
 
 namespace tfk8s {
 
@@ -104,15 +104,19 @@ std::string NameOf(const Json& object, std::string_view what) {
   throw ValidationError("metadata.name", "", fmt::format("{} needs a metadata.name", what));
 }
 
-Json ParseBody(const internal::HttpResponse& r, std::string_view context) {
-  if (r.body.empty()) return Json::object();
-  Json j = Json::parse(r.body, nullptr, false);
+Json ParseText(std::string_view text, std::string_view context) {
+  if (text.empty()) return Json::object();
+  Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) {
     throw TransportError(fmt::format("{}: the server's answer is not JSON ({} bytes)", context,
-                                     r.body.size()),
+                                     text.size()),
                          true);
   }
   return j;
+}
+
+Json ParseBody(const internal::HttpResponse& r, std::string_view context) {
+  return ParseText(r.body, context);
 }
 
 std::string Describe(std::string_view verb, const ResourceType& type, std::string_view ns,
@@ -290,33 +294,60 @@ Json Client::Get(const ResourceType& type, std::string_view ns, std::string_view
   return ParseBody(conn_->Execute(spec), spec.context);
 }
 
-Json Client::List(const ResourceType& type, std::string_view ns, const ListOptions& options) {
+namespace {
+
+RequestSpec ListRequest(const ResourceType& type, std::string_view ns, const ListOptions& options) {
   Query q;
   AddListQuery(q, options);
   RequestSpec spec;
   spec.path = type.CollectionPath(ns) + q.str();
   spec.idempotent = true;
   spec.context = Describe("list", type, ns);
+  return spec;
+}
+
+}  // namespace
+
+Json Client::List(const ResourceType& type, std::string_view ns, const ListOptions& options) {
+  RequestSpec spec = ListRequest(type, ns, options);
   return ParseBody(conn_->Execute(spec), spec.context);
 }
 
-Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions options,
-                     std::int64_t page_size) {
+std::string Client::ListText(const ResourceType& type, std::string_view ns,
+                             const ListOptions& options) {
+  return std::move(conn_->Execute(ListRequest(type, ns, options)).body);
+}
+
+void Client::ListPages(const ResourceType& type, std::string_view ns, ListOptions options,
+                       std::int64_t page_size,
+                       const std::function<std::string(std::string page)>& on_page) {
   options.limit = page_size;
-  Json result = List(type, ns, options);
-  Json& items = result["items"];
-  if (!items.is_array()) items = Json::array();
-  std::string next = result.value("metadata", Json::object()).value("continue", "");
+  std::string next = on_page(ListText(type, ns, options));
   while (!next.empty()) {
     // Later pages must not repeat the version constraint: the continue token carries it.
     ListOptions page = options;
     page.continue_token = next;
     page.resource_version.clear();
     page.resource_version_match.clear();
-    Json more = List(type, ns, page);
-    for (auto& item : more["items"]) items.push_back(std::move(item));
-    next = more.value("metadata", Json::object()).value("continue", "");
+    next = on_page(ListText(type, ns, page));
   }
+}
+
+Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions options,
+                     std::int64_t page_size) {
+  Json result;
+  const std::string context = Describe("list", type, ns);
+  ListPages(type, ns, std::move(options), page_size, [&](std::string text) {
+    Json page = ParseText(text, context);
+    std::string next = page.value("metadata", Json::object()).value("continue", "");
+    if (result.is_null()) {
+      result = std::move(page);
+      if (!result["items"].is_array()) result["items"] = Json::array();
+    } else if (auto items = page.find("items"); items != page.end() && items->is_array()) {
+      for (auto& item : *items) result["items"].push_back(std::move(item));
+    }
+    return next;
+  });
   if (result.contains("metadata")) result["metadata"].erase("continue");
   return result;
 }
@@ -441,27 +472,17 @@ Json Client::Apply(const Json& object, const ApplyOptions& options) {
 std::vector<ApplyResult> Client::ApplyAll(const std::vector<Json>& objects,
                                           const ApplyOptions& options, int max_in_flight) {
   std::vector<ApplyResult> results(objects.size());
-  if (objects.empty()) return results;
-  // Resolve every kind first (one discovery request per group version, shared by all objects),
-  // so workers only send the apply requests themselves.
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    while (true) {
-      std::size_t i = next.fetch_add(1);
-      if (i >= objects.size()) return;
-      try {
-        results[i].object = Apply(objects[i], options);
-      } catch (...) {
-        results[i].error = std::current_exception();
-      }
-    }
-  };
-  std::size_t threads =
-      std::min<std::size_t>(objects.size(), static_cast<std::size_t>(std::max(1, max_in_flight)));
-  std::vector<std::thread> pool;
-  pool.reserve(threads);
-  for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  // Each call stores its own outcome, so one failure never stops the others.
+  internal::ForEachConcurrently(
+      objects.size(),
+      [&](std::size_t i) {
+        try {
+          results[i].object = Apply(objects[i], options);
+        } catch (...) {
+          results[i].error = std::current_exception();
+        }
+      },
+      static_cast<std::size_t>(std::max(1, max_in_flight)));
   return results;
 }
 

@@ -66,6 +66,30 @@ def test_get_and_list(client: tfk8s.Client, namespace: str) -> None:
     assert scoped.get("v1", "ConfigMap", "cm-0")["data"] == {"i": "0"}
 
 
+def test_list_decodes_like_get(client: tfk8s.Client, namespace: str) -> None:
+    """list() decodes the server's text with a different decoder than get(): the objects must
+    come out identical, including non-ASCII text, integers, nested lists and empty values."""
+    client.create(config_map("text", {"greek": "αβγ ☃", "emoji": "🚀", "quote": '"\\n',
+                                      "empty": ""}, app="decode"), namespace)
+    client.create({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "ports", "labels": {"app": "decode"}},
+                   "spec": {"ports": [{"port": 65535, "targetPort": 8080, "name": "a"},
+                                      {"port": 1, "name": "b"}], "selector": {}}}, namespace)
+    for kind, name in (("ConfigMap", "text"), ("Service", "ports")):
+        listed = client.list("v1", kind, namespace, label_selector="app=decode")["items"]
+        paged = client.list_all("v1", kind, namespace, label_selector="app=decode", page_size=1)
+        got = client.get("v1", kind, name, namespace)
+        # The server leaves apiVersion and kind out of list items.
+        bare = {k: v for k, v in got.items() if k not in ("apiVersion", "kind")}
+        assert listed == [bare]
+        assert paged["items"] == [bare]
+    assert got["spec"]["ports"][0]["port"] == 65535
+    assert isinstance(got["spec"]["ports"][0]["port"], int)
+    assert client.get("v1", "ConfigMap", "text", namespace)["data"]["emoji"] == "🚀"
+    empty = client.list_all("v1", "ConfigMap", namespace, label_selector="app=nothing", page_size=1)
+    assert empty["items"] == [] and "continue" not in empty["metadata"]
+
+
 def test_get_subresource(client: tfk8s.Client, namespace: str) -> None:
     client.create(
         {"apiVersion": "apps/v1", "kind": "Deployment",

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include "client/connection.hpp"
 #include "fake_transport.hpp"
@@ -91,6 +93,47 @@ TEST_SUITE("client_layer") {
     CHECK(all["items"].size() == 2);
     CHECK(all["metadata"]["resourceVersion"] == "100");
     CHECK_FALSE(all["metadata"].contains("continue"));
+  }
+
+  TEST_CASE("ListText and ListPages hand over the server's text; only page 1 has the version") {
+    std::atomic<int> calls{0};
+    const std::string page1 =
+        R"({"metadata":{"resourceVersion":"7","continue":"t\u00e9"},"items":[ {"x":1.50} ]})";
+    const std::string page2 = R"({"metadata":{},"items":[]})";
+    std::vector<std::string> urls;
+    auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
+      urls.push_back(r.url);
+      return Respond(200, calls++ == 0 ? page1 : page2);
+    });
+    Client client(TestConfig(), fake);
+    ListOptions o;
+    o.resource_version = "5";
+    o.resource_version_match = "NotOlderThan";
+    CHECK(client.ListText(kPods, "ns", o) == page1);  // byte for byte, not re-serialized
+    std::vector<std::string> seen;
+    client.ListPages(kPods, "ns", o, 2, [&](std::string text) {
+      seen.push_back(text);
+      return seen.size() == 1 ? std::string("t\xc3\xa9") : std::string();
+    });
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0] == page1);
+    CHECK(seen[1] == page2);
+    REQUIRE(urls.size() == 3);
+    CHECK(urls[1].find("limit=2") != std::string::npos);
+    CHECK(urls[1].find("resourceVersion=5") != std::string::npos);
+    CHECK(urls[2].find("continue=t%C3%A9") != std::string::npos);
+    CHECK(urls[2].find("resourceVersion") == std::string::npos);
+    CHECK(urls[2].find("resourceVersionMatch") == std::string::npos);
+  }
+
+  TEST_CASE("ListText raises the server's error like List") {
+    auto fake = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
+      return Respond(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":"pods is forbidden"})");
+    });
+    Client client(TestConfig(), fake);
+    CHECK_THROWS_AS(client.ListText(kPods, "ns"), Forbidden);
+    CHECK_THROWS_AS(client.ListPages(kPods, "ns", {}, 0, [](std::string) { return std::string(); }),
+                    Forbidden);
   }
 
   TEST_CASE("writes: create, replace, patch types, delete options, dry run") {
