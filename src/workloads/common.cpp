@@ -121,6 +121,7 @@ WatchTracker::WatchTracker(Client client, const ResourceType& type, const std::s
     } catch (...) {
       std::lock_guard lock(*mu);
       error_ = std::current_exception();
+      ++*changes;  // wakes waits that watch `changes`
       cv->notify_all();
     }
   });

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: small helpers shared by workload lifecycles (reading lists safely, pod problems,
-// watch-driven waiting). New workloads use these; TFCluster keeps its own copies for now.
+// watch-driven waiting), used by every workload.
 
 #include <atomic>
 #include <chrono>

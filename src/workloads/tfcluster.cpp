@@ -13,6 +13,7 @@
 
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/yaml.hpp"
+#include "util/concurrent.hpp"
 #include "workloads/common.hpp"
 #include "workloads/tfcluster_internal.hpp"
 
@@ -270,46 +271,82 @@ std::vector<Json> TFCluster::Children() const {
   return all;
 }
 
-FitResult TFCluster::Preflight() {
-  std::vector<Json> children = Children();
-  // Only what does not exist yet adds to the quota usage (re-applies and scale-ups).
-  std::set<std::pair<std::string, std::string>> existing;
-  for (const ResourceType* t : kOwnedKinds) {
-    ListOptions o;
-    o.label_selector = Selector(spec_);
+namespace {
+
+// What the server holds of a cluster before a change, gathered with overlapping requests (one
+// round trip of latency instead of one per kind).
+struct Survey {
+  std::vector<std::vector<Json>> owned;  // per kOwnedKinds entry; a kind not served is empty
+  FitResult placement;                   // filled when asked for
+};
+
+Survey SurveyCluster(Client& client, const TFClusterSpec& spec, const std::vector<Json>& children,
+                     bool placement) {
+  constexpr std::size_t kinds = std::size(kOwnedKinds);
+  Survey out;
+  out.owned.resize(kinds);
+  ListOptions o;
+  o.label_selector = Selector(spec);
+  internal::ForEachConcurrently(placement ? kinds + 1 : kinds, [&](std::size_t i) {
+    if (i == kinds) {
+      out.placement = CheckPlacement(client, children);
+      return;
+    }
     try {
-      for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
-        existing.insert({t->kind, internal::NameOf(item)});
-      }
+      out.owned[i] = Items(client.ListAll(*kOwnedKinds[i], spec.namespace_name, o));
     } catch (const NotFound&) {
+    }
+  });
+  return out;
+}
+
+// Quota (for what does not exist yet: re-applies and scale-ups add only their new objects) and
+// the survey's placement, as one verdict.
+FitResult PreflightOf(Client& client, const TFClusterSpec& spec,
+                      const std::vector<Json>& children, const Survey& survey) {
+  std::set<std::pair<std::string, std::string>> existing;
+  for (std::size_t i = 0; i < survey.owned.size(); ++i) {
+    for (const auto& item : survey.owned[i]) {
+      existing.insert({kOwnedKinds[i]->kind, internal::NameOf(item)});
     }
   }
   std::vector<Json> fresh;
   for (const auto& c : children) {
     if (!existing.count({c.value("kind", ""), internal::NameOf(c)})) fresh.push_back(c);
   }
-  FitResult quota = CheckQuota(client_, spec_.namespace_name, fresh);
-  FitResult nodes = CheckPlacement(client_, children);
-  FitResult out = quota;
-  out.fits = quota.fits && nodes.fits;
-  out.problems.insert(out.problems.end(), nodes.problems.begin(), nodes.problems.end());
+  FitResult out = CheckQuota(client, spec.namespace_name, fresh);
+  out.Merge(survey.placement);
   return out;
+}
+
+}  // namespace
+
+FitResult TFCluster::Preflight() {
+  std::vector<Json> children = Children();
+  return PreflightOf(client_, spec_, children, SurveyCluster(client_, spec_, children, true));
 }
 
 std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   spec_.Validate();
-  if (options.preflight) {
-    FitResult fit = Preflight();
-    if (!fit.fits) {
-      std::vector<std::string> resources;
-      for (const auto& s : fit.shortfalls) resources.push_back(s.resource);
-      std::string what = fmt::format("TFCluster {}/{} does not fit; nothing was created: {}",
-                                     spec_.namespace_name, spec_.name, fit.Message());
-      if (!fit.shortfalls.empty()) {
-        throw QuotaExceeded(what, "Forbidden", fit.Message(), {}, resources);
-      }
-      throw TFClusterFailed(what, TFClusterStatus{TFClusterPhase::kFailed, fit.Message(), {}});
+  const bool prune = options.prune && !options.dry_run;
+  // Listed before anything is written: what this apply creates is wanted by definition, so
+  // the same listing serves the quota check and pruning.
+  Survey survey;
+  FitResult fit;
+  if (options.preflight || prune) {
+    std::vector<Json> children = Children();
+    survey = SurveyCluster(client_, spec_, children, options.preflight);
+    if (options.preflight) fit = PreflightOf(client_, spec_, children, survey);
+  }
+  if (!fit.fits) {
+    std::vector<std::string> resources;
+    for (const auto& s : fit.shortfalls) resources.push_back(s.resource);
+    std::string what = fmt::format("TFCluster {}/{} does not fit; nothing was created: {}",
+                                   spec_.namespace_name, spec_.name, fit.Message());
+    if (!fit.shortfalls.empty()) {
+      throw QuotaExceeded(what, "Forbidden", fit.Message(), {}, resources);
     }
+    throw TFClusterFailed(what, TFClusterStatus{TFClusterPhase::kFailed, fit.Message(), {}});
   }
   ApplyOptions apply;
   apply.dry_run = options.dry_run;
@@ -339,24 +376,28 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
     if (!r.ok()) std::rethrow_exception(r.error);
     applied.push_back(std::move(r.object));
   }
-  if (options.prune && !options.dry_run) {
+  if (prune) {
     // Converge down: delete what this spec no longer renders (e.g. workers 5 → 3).
     std::set<std::pair<std::string, std::string>> wanted;
     for (const auto& c : children) wanted.insert({c.value("kind", ""), internal::NameOf(c)});
-    DeleteOptions del;
-    del.propagation_policy = "Background";
-    for (const ResourceType* t : kOwnedKinds) {
-      ListOptions o;
-      o.label_selector = Selector(spec_);
-      for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
-        if (wanted.count({t->kind, internal::NameOf(item)})) continue;
-        // A PVC the user asked to keep is no longer labelled as ours (see Delete).
-        try {
-          client_.Delete(*t, spec_.namespace_name, internal::NameOf(item), del);
-        } catch (const NotFound&) {
+    // A PVC the user asked to keep is no longer labelled as ours (see Delete): never listed.
+    std::vector<std::pair<const ResourceType*, std::string>> stale;
+    for (std::size_t i = 0; i < survey.owned.size(); ++i) {
+      for (const auto& item : survey.owned[i]) {
+        const ResourceType* t = kOwnedKinds[i];
+        if (!wanted.count({t->kind, internal::NameOf(item)})) {
+          stale.emplace_back(t, internal::NameOf(item));
         }
       }
     }
+    DeleteOptions del;
+    del.propagation_policy = "Background";
+    internal::ForEachConcurrently(stale.size(), [&](std::size_t i) {
+      try {
+        client_.Delete(*stale[i].first, spec_.namespace_name, stale[i].second, del);
+      } catch (const NotFound&) {
+      }
+    });
   }
   return applied;
 }
@@ -397,57 +438,16 @@ TFClusterStatus TFCluster::Status() {
   ListOptions o;
   o.label_selector = Selector(spec_);
   Observed seen;
-  for (auto& p : Items(client_.ListAll(kPods, spec_.namespace_name, o))) {
-    seen.pods.push_back(std::move(p));
-  }
-  for (auto& j : Items(client_.ListAll(kJobs, spec_.namespace_name, o))) {
-    seen.jobs.push_back(std::move(j));
-  }
+  internal::ForEachConcurrently(2, [&](std::size_t i) {
+    if (i == 0) {
+      seen.pods = Items(client_.ListAll(kPods, spec_.namespace_name, o));
+    } else {
+      seen.jobs = Items(client_.ListAll(kJobs, spec_.namespace_name, o));
+    }
+  });
   return ComputeStatus(spec_, seen, nullptr);
 }
 
-namespace {
-
-// Runs an informer on a thread, keeping the latest objects and signalling every change.
-class Tracker {
- public:
-  Tracker(Client client, const ResourceType& type, const std::string& ns, ListOptions sel,
-          std::mutex* mu, std::condition_variable* cv, std::atomic<int>* changes)
-      : informer_(std::move(client), type, ns, std::move(sel)) {
-    thread_ = std::thread([this, mu, cv, changes] {
-      try {
-        while (!stop_) {
-          auto ev = informer_.Next(std::chrono::milliseconds(500));
-          if (!ev) continue;
-          {
-            std::lock_guard lock(*mu);
-            ++*changes;
-          }
-          cv->notify_all();
-        }
-      } catch (...) {
-        std::lock_guard lock(*mu);
-        error_ = std::current_exception();
-        cv->notify_all();
-      }
-    });
-  }
-  ~Tracker() {
-    stop_ = true;
-    informer_.Cancel();
-    if (thread_.joinable()) thread_.join();
-  }
-  std::vector<Json> Snapshot() const { return informer_.Snapshot(); }
-  std::exception_ptr error() const { return error_; }
-
- private:
-  Informer informer_;
-  std::atomic<bool> stop_{false};
-  std::exception_ptr error_;
-  std::thread thread_;
-};
-
-}  // namespace
 
 TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeout,
                                 const std::function<void(const TFClusterStatus&)>& on_progress,
@@ -459,17 +459,20 @@ TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeou
   sel.label_selector = Selector(spec_);
   ListOptions failed_creates;
   failed_creates.field_selector = "reason=FailedCreate";
-  Tracker pods(client_, kPods, spec_.namespace_name, sel, &mu, &cv, &changes);
-  Tracker jobs(client_, kJobs, spec_.namespace_name, sel, &mu, &cv, &changes);
-  Tracker events(client_, kEvents, spec_.namespace_name, failed_creates, &mu, &cv, &changes);
+  internal::WatchTracker pods(client_, kPods, spec_.namespace_name, sel, &mu, &cv, &changes);
+  internal::WatchTracker jobs(client_, kJobs, spec_.namespace_name, sel, &mu, &cv, &changes);
+  internal::WatchTracker events(client_, kEvents, spec_.namespace_name, failed_creates, &mu, &cv,
+                                &changes);
 
   // Unschedulable pods fail fast only when no node could ever take them (else capacity may
   // free up); that judgement is the placement check's.
   std::optional<FitResult> placement;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last_table;
-  int seen_changes = -1;
   while (true) {
+    // Counted before the snapshots are taken: a change that lands while this pass computes
+    // the status wakes the wait below at once instead of being lost until the next tick.
+    int seen_changes = changes;
     Observed seen;
     seen.pods = pods.Snapshot();
     seen.jobs = jobs.Snapshot();
@@ -515,7 +518,7 @@ TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeou
                                        spec_.namespace_name, spec_.name));
     }
     std::unique_lock lock(mu);
-    for (const Tracker* t : {&pods, &jobs, &events}) {
+    for (const internal::WatchTracker* t : {&pods, &jobs, &events}) {
       if (auto e = t->error()) std::rethrow_exception(e);
     }
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -524,7 +527,6 @@ TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeou
                                 spec_.name, what == TFWaitFor::kReady ? "ready" : "finished",
                                 timeout.count(), st.message));
     }
-    seen_changes = changes;
     // Woken by any watch event; the bounded wait only re-checks the deadline.
     cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
                                                std::chrono::seconds(1)),
