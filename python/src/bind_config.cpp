@@ -94,7 +94,7 @@ void BindConfig(py::module_& m) {
   AddCopy(retry);
 
   py::class_<RateLimit> rate(m, "RateLimit",
-                             "Client-side token bucket (default 5 QPS, burst 10 like client-go; "
+                             "Client-side token bucket (default 50 QPS, burst 100; "
                              "qps <= 0 disables it).");
   rate.def(py::init([](double qps, int burst) {
              return RateLimit{qps, burst};

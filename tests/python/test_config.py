@@ -72,8 +72,8 @@ def test_repr_never_shows_secrets(context: str) -> None:
 def test_editing_nested_policies_in_place() -> None:
     config = tfk8s.ClientConfig()
     config.server = "https://127.0.0.1:1"
-    config.rate_limit.qps = 50
-    config.rate_limit.burst = 100
+    config.rate_limit.qps = 40
+    config.rate_limit.burst = 80
     config.retry.max_attempts = 2
     config.retry.initial_backoff = 0.5  # seconds
     config.request_timeout = datetime.timedelta(seconds=5)
@@ -83,14 +83,14 @@ def test_editing_nested_policies_in_place() -> None:
     assert config.token_file_refresh == datetime.timedelta(seconds=90)
     with pytest.raises(ValueError):
         config.connect_timeout = -1
-    assert config.rate_limit.qps == 50 and config.rate_limit.burst == 100
+    assert config.rate_limit.qps == 40 and config.rate_limit.burst == 80
     assert config.retry.max_attempts == 2
     assert config.retry.initial_backoff == datetime.timedelta(milliseconds=500)
     assert config.request_timeout == datetime.timedelta(seconds=5)
     clone = copy.deepcopy(config)
     clone.rate_limit.qps = 1
-    assert config.rate_limit.qps == 50
-    assert "RateLimit(qps=50.0, burst=100)" == repr(config.rate_limit)
+    assert config.rate_limit.qps == 40
+    assert "RateLimit(qps=40.0, burst=80)" == repr(config.rate_limit)
     assert "max_attempts=2" in repr(config.retry)
     config.validate()
 
