@@ -1,5 +1,6 @@
 """Workloads on the local cluster: real controllers + scheduler, pods run by the node simulator."""
 
+import datetime
 import time
 
 from conftest import SIM_NODE, pod, wait_for
@@ -197,3 +198,38 @@ def test_pvc_becomes_bound(cluster, namespace):
     cluster.kubectl("-n", namespace, "delete", "pvc", "shared", "--wait=true")
     wait_for("the released volume to be removed",
              lambda: cluster.kubectl("get", "pv", pv["metadata"]["name"], check=False).returncode != 0, timeout=60)
+
+
+def test_start_delay_keeps_the_pod_pending_then_runs_it(cluster, namespace):
+    # sim.tfk8s.io/start-delay: the container start latency of a real kubelet.
+    cluster.apply(namespace, pod("slow", {"sim.tfk8s.io/start-delay": "2"}))
+
+    def get():
+        return cluster.json("-n", namespace, "get", "pod", "slow")
+
+    wait_for("the pod to be bound", lambda: get()["spec"].get("nodeName"), timeout=30, interval=0.1)
+    t_bound = time.monotonic()
+    # The simulator has taken the pod (podIP, container status) but not started its container.
+    wait_for("the simulator to report the pod", lambda: (lambda p: p if p["status"].get("podIP") else None)(
+        get()), timeout=10, interval=0.1)
+    time.sleep(max(0.0, t_bound + 0.5 - time.monotonic()))
+    asked = time.monotonic() - t_bound
+    st = get()["status"]
+    assert st["phase"] == "Pending", ("%.1f s after binding" % asked, st)
+    cs = st["containerStatuses"][0]
+    assert cs["state"] == {"waiting": {"reason": "ContainerCreating"}}, cs
+    assert not cs["ready"] and not cs["started"] and not cs.get("containerID")
+    conds = {c["type"]: c["status"] for c in st["conditions"]}
+    assert conds["Ready"] == "False" and conds["PodScheduled"] == "True", conds
+
+    p = wait_for("running after the delay", lambda: (lambda p: p if running_ready(p) else None)(get()),
+                 timeout=30, interval=0.2)
+    assert time.monotonic() - t_bound >= 1.0
+    st = p["status"]
+    cs = st["containerStatuses"][0]
+    assert cs["started"] and cs["containerID"].startswith("sim://") and cs["restartCount"] == 0
+    # Both timestamps come from the simulator's clock, in whole seconds: the container started
+    # 2 s after the pod (≥ 1 s after truncation, whatever the clock does).
+    started = datetime.datetime.strptime(cs["state"]["running"]["startedAt"], "%Y-%m-%dT%H:%M:%SZ")
+    created = datetime.datetime.strptime(st["startTime"], "%Y-%m-%dT%H:%M:%SZ")
+    assert (started - created).total_seconds() >= 1, (st["startTime"], cs["state"])

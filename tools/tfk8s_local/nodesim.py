@@ -623,6 +623,16 @@ class Simulator:
                     c.state = {"waiting": {"reason": "ErrImagePull",
                                            "message": 'rpc error: code = Unknown desc = failed to pull and unpack image "%s": simulated pull error (sim.tfk8s.io/image-pull-error)' % c.image}}
                     self.timers.after(2.0, self.workers.submit, sim.uid, self.image_backoff, sim, c)
+                    continue
+                # start-delay: a real kubelet's container start latency (image present, process
+                # start). Until it has passed the container stays waiting ContainerCreating (its
+                # initial state) and, unless another container runs, the pod stays Pending. Not
+                # applied to pods adopted after a simulator restart: their containers were running.
+                delay = 0.0 if ours else sim.ann_float("start-delay", c.name, 0.0)
+                if delay > 0:
+                    c.epoch += 1
+                    self.timers.after(delay, self.workers.submit, sim.uid, self.restart_container,
+                                      sim, c, c.epoch)
                 else:
                     self.run_container(sim, c)
         self.stats["started"] += 1
@@ -711,9 +721,11 @@ class Simulator:
         self.push_status(sim)
 
     def restart_container(self, sim, c, epoch):
-        if sim.gone or sim.deleting or c.epoch != epoch:
-            return
+        """A timer's (re)start of c: after a crash back-off, or at the end of its start-delay.
+        Nothing happens if the pod was deleted meanwhile or c was started again since (epoch)."""
         with sim.lock:
+            if sim.gone or sim.deleting or c.epoch != epoch:
+                return
             self.run_container(sim, c)
         self.push_status(sim)
 
