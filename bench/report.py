@@ -64,15 +64,50 @@ def markdown(results):
                                f"(1) ≥ 4× faster than kubectl apply: {_r(r1)}"))
         targets.append(_target(None if r2 is None else r2 <= 1.5,
                                f"(1) within 1.5× of the parallel floor: {_r(r2)}"))
-    if "2_running" in s:
-        lines += ["## 2. Until every replica is Running (simulated nodes)", ""]
-        for n, rows in s["2_running"].items():
-            lines += [f"### {n} replica(s)", "", _table(rows, "tfk8s per-replica", "tfk8s per-replica"), ""]
-        one = s["2_running"].get("1", {}).get("tfk8s per-replica", {}).get("median_ms")
-        n32 = s["2_running"].get("32", {}).get("tfk8s per-replica", {}).get("median_ms")
-        r = _ratio(n32, one)
-        targets.append(_target(None if r is None else r <= 2,
-                               f"(2) 32 replicas Running within 2× the time of one: {_r(r)}"))
+    if "2_running" in s or "2_running_delay" in s:
+        delay = s.get("2_running_delay", {}).get("_start_delay_s", 1)
+        delayed = f"{delay:g} s start latency"
+        lines += ["## 2. Until every replica is Running (simulated nodes)", "",
+                  "From the call until every replica's pod is Running and Ready, for the two tfk8s "
+                  "topologies and a plain `OrderedReady` StatefulSet (the seed's design). It is "
+                  "measured twice:", "",
+                  "- **zero start latency**: the node simulator starts every container the moment "
+                  "its pod is bound. This isolates the control plane's throughput (tfk8s, the "
+                  "controllers, the scheduler, the status writes), but it flatters `OrderedReady`: "
+                  "each pod is Ready at once, so waiting for the previous one costs almost nothing.",
+                  f"- **{delayed}**: every contender's pods carry `sim.tfk8s.io/start-delay: "
+                  f"\"{delay:g}\"`, so each container stays `ContainerCreating` (pod Pending, not "
+                  f"Ready) for {delay:g} s after it is bound, as a real kubelet takes to start a "
+                  "container whose image is already pulled. `OrderedReady` pays that latency once "
+                  "per replica, one after the other (≈ N × the latency), the parallel topologies "
+                  "once for all replicas: this is the time users see.", "",
+                  "Both are shown because each alone misleads: the first hides the cost of "
+                  "ordered start-up, the second buries the control-plane cost under the latency.", ""]
+        sets = (("2_running", "zero start latency"), ("2_running_delay", delayed))
+        for key, label in sets:
+            if key not in s:
+                continue
+            lines += [f"### {label[0].upper() + label[1:]}", ""]
+            for n, rows in s[key].items():
+                if n.startswith("_"):
+                    continue
+                lines += [f"#### {n} replica(s) ({label})", "",
+                          _table(rows, "tfk8s per-replica", "tfk8s per-replica"), ""]
+            ordered = _ratio(s[key].get("32", {}).get("StatefulSet OrderedReady", {}).get("median_ms"),
+                             s[key].get("1", {}).get("StatefulSet OrderedReady", {}).get("median_ms"))
+            if ordered is not None:
+                lines += [f"For comparison, StatefulSet OrderedReady, 32 replicas over one ({label}): "
+                          f"{_r(ordered)}.", ""]
+        for key, label in sets:
+            if key not in s:
+                continue
+            for topology in ("tfk8s per-replica", "tfk8s statefulset (Parallel)"):
+                one = s[key].get("1", {}).get(topology, {}).get("median_ms")
+                n32 = s[key].get("32", {}).get(topology, {}).get("median_ms")
+                r = _ratio(n32, one)
+                text = f"(2) {topology}, {label}: 32 replicas Running within 2× the time of one"
+                targets.append(_target(None if r is None else r <= 2,
+                                       text if r is None else f"{text}: {_r(r)}"))
     if "3_list" in s:
         lines += ["## 3. List and decode pods", ""]
         for n, rows in s["3_list"].items():
@@ -102,20 +137,41 @@ def markdown(results):
     if "5_import" in s:
         i = s["5_import"]
         bare = i.get("bare interpreter", {})
-        lines += ["## 5. Import cost", "", "| | median time | median max RSS | over bare |",
-                  "|---|---:|---:|---:|"]
+
+        def kb(v, key):
+            # Results written before median_peak_kb (the child's VmHWM) existed have only
+            # median_rss_kb from ru_maxrss, which Linux keeps across fork + exec (the parent's
+            # peak): not shown.
+            return v.get(key) if "median_peak_kb" in v else None
+
+        def mb(x):
+            return "–" if x is None else f"{x / 1024:.1f} MB"
+
+        def over(v, key):
+            a, b = kb(v, key), kb(bare, key)
+            return None if a is None or b is None else (a - b) / 1024
+
+        lines += ["## 5. Import cost", "",
+                  "Each row is a fresh `/usr/bin/python3 -c` process: the time of the statement, and "
+                  "the memory of that process from its own `/proc/self/status` after it: peak "
+                  "resident set (VmHWM) and resident set at the end (VmRSS).", "",
+                  "| | median time | median peak RSS | median RSS at end | over bare (time, peak, end) |",
+                  "|---|---:|---:|---:|---:|"]
         for name, v in i.items():
             dt = v["median_ms"] - bare.get("median_ms", 0)
-            dm = (v["median_rss_kb"] - bare.get("median_rss_kb", 0)) / 1024
-            lines.append(f"| {name} | {_ms(v['median_ms'])} | {v['median_rss_kb'] / 1024:.1f} MB | "
-                         f"+{dt:.1f} ms, +{dm:.1f} MB |")
+            dp, dr = over(v, "median_peak_kb"), over(v, "median_rss_kb")
+            lines.append(f"| {name} | {_ms(v['median_ms'])} | {mb(kb(v, 'median_peak_kb'))} | "
+                         f"{mb(kb(v, 'median_rss_kb'))} | +{dt:.1f} ms, "
+                         f"{'–' if dp is None else f'+{dp:.1f} MB'}, "
+                         f"{'–' if dr is None else f'+{dr:.1f} MB'} |")
         lines.append("")
         t = i.get("import tfk8s")
-        if t:
+        if t and over(t, "median_peak_kb") is not None:
             dt = t["median_ms"] - bare.get("median_ms", 0)
-            dm = (t["median_rss_kb"] - bare.get("median_rss_kb", 0)) / 1024
+            dm = over(t, "median_peak_kb")
             targets.append(_target(dt <= 50 and dm <= 10,
-                                   f"(5) import ≤ 50 ms and ≤ 10 MB over bare: +{dt:.1f} ms, +{dm:.1f} MB"))
+                                   f"(5) import ≤ 50 ms and ≤ 10 MB (peak RSS) over bare: "
+                                   f"+{dt:.1f} ms, +{dm:.1f} MB"))
         else:
             targets.append(_target(None, "(5) import tfk8s"))
     lines += ["## Targets", ""] + targets + [""]

@@ -7,6 +7,8 @@
 //   tfk8s_bench floor-apply <kubeconfig> <objects.json>  raw parallel SSA PATCHes (no client layer)
 //   tfk8s_bench wait-running <kubeconfig> <spec.json>    Apply + Wait(kReady)
 //   tfk8s_bench sts-running <kubeconfig> <ns> <name> <replicas> <OrderedReady|Parallel>
+//               [<start-delay-seconds>]                  a plain StatefulSet until all Ready; the
+//                                                        delay sets sim.tfk8s.io/start-delay
 //   tfk8s_bench create-pods <kubeconfig> <ns> <count>    unscheduled pods for the list scenario
 //   tfk8s_bench list <kubeconfig> <ns>                   ListAll + decode of every pod
 //   tfk8s_bench floor-list <kubeconfig> <ns>             one raw GET + JSON parse
@@ -22,6 +24,7 @@
 #include <future>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "http/transport.hpp"
@@ -179,8 +182,23 @@ int WaitRunning(const std::string& kubeconfig, const std::string& spec_path) {
 }
 
 // A plain StatefulSet (the seed's original design) until every pod is Running and Ready.
+// A non-empty `start_delay` (seconds) goes into the pod template as the node simulator's
+// sim.tfk8s.io/start-delay annotation: each container then takes that long to start, as with
+// a real kubelet.
 int StsRunning(const std::string& kubeconfig, const std::string& ns, const std::string& name,
-               int replicas, const std::string& policy) {
+               int replicas, const std::string& policy, const std::string& start_delay = "") {
+  if (!start_delay.empty()) {
+    double seconds = -1;
+    try {
+      seconds = std::stod(start_delay);
+    } catch (const std::exception&) {
+    }
+    if (!(seconds >= 0)) {
+      throw std::invalid_argument(
+          "sts-running: the start delay must be a number of seconds >= 0, got \"" + start_delay +
+          "\"");
+    }
+  }
   Client c(Config(kubeconfig));
   EnsureNamespace(c, ns);
   c.ServerVersion();
@@ -199,6 +217,10 @@ int StsRunning(const std::string& kubeconfig, const std::string& ns, const std::
                                                  {"image", "tensorflow/tensorflow:2.4.0"},
                                                  {"resources",
                                                   {{"requests", {{"cpu", "10m"}}}}}}})}}}}}}}};
+  if (!start_delay.empty()) {
+    sts["spec"]["template"]["metadata"]["annotations"] = {
+        {"sim.tfk8s.io/start-delay", start_delay}};
+  }
   auto t0 = Clock::now();
   c.Apply(sts);
   ListOptions sel;
@@ -411,8 +433,8 @@ int main(int argc, char** argv) {
     if (a.size() == 3 && a[0] == "apply") return Apply(a[1], a[2]);
     if (a.size() == 3 && a[0] == "floor-apply") return FloorApply(a[1], a[2]);
     if (a.size() == 3 && a[0] == "wait-running") return WaitRunning(a[1], a[2]);
-    if (a.size() == 6 && a[0] == "sts-running") {
-      return StsRunning(a[1], a[2], a[3], std::stoi(a[4]), a[5]);
+    if ((a.size() == 6 || a.size() == 7) && a[0] == "sts-running") {
+      return StsRunning(a[1], a[2], a[3], std::stoi(a[4]), a[5], a.size() == 7 ? a[6] : "");
     }
     if (a.size() == 4 && a[0] == "create-pods") return CreatePods(a[1], a[2], std::stoi(a[3]));
     if (a.size() == 3 && a[0] == "list") return List(a[1], a[2]);
