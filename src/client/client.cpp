@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <future>
 
 #include "client/connection.hpp"
 #include "util/concurrent.hpp"
@@ -212,14 +214,58 @@ const std::vector<ResourceType>& ResourcesFor(Connection& conn, const std::strin
   return it->second;
 }
 
+// The resources of one group version, from the cache or the server. The fetch runs without
+// discovery_mu, so callers whose kinds are cached never wait behind it (ApplyAll's workers), and
+// concurrent callers for the same group version share one request.
+std::vector<ResourceType> ResourcesOf(Connection& conn, const std::string& group,
+                                      const std::string& version) {
+  const std::string key = group.empty() ? version : group + "/" + version;
+  std::promise<std::vector<ResourceType>> promise;
+  std::shared_future<std::vector<ResourceType>> fetch;
+  std::uint64_t generation = 0;
+  {
+    std::lock_guard lock(conn.discovery_mu);
+    if (auto it = conn.resources_by_group_version.find(key);
+        it != conn.resources_by_group_version.end()) {
+      return it->second;
+    }
+    if (auto it = conn.discovery_fetches.find(key); it != conn.discovery_fetches.end()) {
+      fetch = it->second;
+    } else {
+      conn.discovery_fetches.emplace(key, promise.get_future().share());
+      generation = conn.discovery_generation;
+    }
+  }
+  if (fetch.valid()) return fetch.get();  // someone else's fetch: its result or its error
+  try {
+    std::vector<ResourceType> resources = LoadResources(conn, group, version);
+    {
+      std::lock_guard lock(conn.discovery_mu);
+      conn.discovery_fetches.erase(key);
+      // Not cached when InvalidateDiscovery ran meanwhile: the answer may predate it.
+      if (generation == conn.discovery_generation) {
+        conn.resources_by_group_version.emplace(key, resources);
+      }
+    }
+    promise.set_value(resources);
+    return resources;
+  } catch (...) {
+    {
+      std::lock_guard lock(conn.discovery_mu);
+      conn.discovery_fetches.erase(key);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
 }  // namespace
 
 ResourceType Client::Resolve(std::string_view api_version, std::string_view kind) {
   auto [group, version] = SplitApiVersion(api_version);
-  std::lock_guard lock(conn_->discovery_mu);
   std::vector<ResourceType> resources;
   try {
-    resources = ResourcesFor(*conn_, group, version);
+    resources = ResourcesOf(*conn_, group, version);
   } catch (const NotFound&) {
     throw NotFound(ErrorKind::kNotFound,
                    fmt::format("the server does not serve {} (kind {})", api_version, kind), 404,
@@ -280,6 +326,7 @@ void Client::InvalidateDiscovery() {
   conn_->resources_by_group_version.clear();
   conn_->versions_by_group.clear();
   conn_->groups_loaded = false;
+  ++conn_->discovery_generation;  // fetches in flight finish but are not cached
 }
 
 // ---- reads --------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 // discovery cache — and the one place where requests are sent, retried and mapped to errors.
 
 #include <chrono>
+#include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,6 +79,9 @@ class Connection {
   // Discovery cache.
   std::mutex discovery_mu;
   std::map<std::string, std::vector<ResourceType>> resources_by_group_version;
+  // Group-version fetches in flight (run without discovery_mu; concurrent callers share one).
+  std::map<std::string, std::shared_future<std::vector<ResourceType>>> discovery_fetches;
+  std::uint64_t discovery_generation = 0;  // bumped by InvalidateDiscovery
   std::map<std::string, std::vector<std::string>> versions_by_group;  // preferred first
   bool groups_loaded = false;
 

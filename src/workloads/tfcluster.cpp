@@ -277,31 +277,44 @@ namespace {
 // round trip of latency instead of one per kind).
 struct Survey {
   std::vector<std::vector<Json>> owned;  // per kOwnedKinds entry; a kind not served is empty
-  FitResult placement;                   // filled when asked for
+  FitResult placement;                   // these two only when asked for: placement
+  FitResult quota_all;                   // and quota for every child, as if none existed yet
 };
 
+// `resolve`: objects whose kinds to look up meanwhile (discovery the writes would otherwise
+// wait for, one group version after another).
 Survey SurveyCluster(Client& client, const TFClusterSpec& spec, const std::vector<Json>& children,
-                     bool placement) {
+                     bool preflight, const std::vector<Json>& resolve = {}) {
   constexpr std::size_t kinds = std::size(kOwnedKinds);
+  std::set<std::pair<std::string, std::string>> unique;
+  for (const auto& o : resolve) unique.insert({o.value("apiVersion", ""), o.value("kind", "")});
+  std::vector<std::pair<std::string, std::string>> lookups(unique.begin(), unique.end());
   Survey out;
   out.owned.resize(kinds);
   ListOptions o;
   o.label_selector = Selector(spec);
-  internal::ForEachConcurrently(placement ? kinds + 1 : kinds, [&](std::size_t i) {
-    if (i == kinds) {
+  // Tasks: one list per owned kind, then (for a pre-flight) placement and quota, then lookups.
+  const std::size_t checks = preflight ? 2 : 0;
+  internal::ForEachConcurrently(kinds + checks + lookups.size(), [&](std::size_t i) {
+    if (i < kinds) {
+      try {
+        out.owned[i] = Items(client.ListAll(*kOwnedKinds[i], spec.namespace_name, o));
+      } catch (const NotFound&) {
+      }
+    } else if (i == kinds && checks) {
       out.placement = CheckPlacement(client, children);
-      return;
-    }
-    try {
-      out.owned[i] = Items(client.ListAll(*kOwnedKinds[i], spec.namespace_name, o));
-    } catch (const NotFound&) {
+    } else if (i == kinds + 1 && checks) {
+      out.quota_all = CheckQuota(client, spec.namespace_name, children);
+    } else {
+      const auto& [api_version, kind] = lookups[i - kinds - checks];
+      client.Resolve(api_version, kind);
     }
   });
   return out;
 }
 
 // Quota (for what does not exist yet: re-applies and scale-ups add only their new objects) and
-// the survey's placement, as one verdict.
+// the survey's placement, as one verdict. The survey must have been asked for placement.
 FitResult PreflightOf(Client& client, const TFClusterSpec& spec,
                       const std::vector<Json>& children, const Survey& survey) {
   std::set<std::pair<std::string, std::string>> existing;
@@ -310,11 +323,16 @@ FitResult PreflightOf(Client& client, const TFClusterSpec& spec,
       existing.insert({kOwnedKinds[i]->kind, internal::NameOf(item)});
     }
   }
-  std::vector<Json> fresh;
-  for (const auto& c : children) {
-    if (!existing.count({c.value("kind", ""), internal::NameOf(c)})) fresh.push_back(c);
+  // Demand only grows with objects: when every child fits, or none exists yet, the survey's
+  // check is the answer; only a tight quota on a re-apply needs a second look.
+  FitResult out = survey.quota_all;
+  if (!out.fits && !existing.empty()) {
+    std::vector<Json> fresh;
+    for (const auto& c : children) {
+      if (!existing.count({c.value("kind", ""), internal::NameOf(c)})) fresh.push_back(c);
+    }
+    out = CheckQuota(client, spec.namespace_name, fresh);
   }
-  FitResult out = CheckQuota(client, spec.namespace_name, fresh);
   out.Merge(survey.placement);
   return out;
 }
@@ -333,9 +351,10 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   // the same listing serves the quota check and pruning.
   Survey survey;
   FitResult fit;
+  auto rendered = RenderTFCluster(spec_);
   if (options.preflight || prune) {
-    std::vector<Json> children = Children();
-    survey = SurveyCluster(client_, spec_, children, options.preflight);
+    std::vector<Json> children(rendered.begin() + 1, rendered.end());
+    survey = SurveyCluster(client_, spec_, children, options.preflight, rendered);
     if (options.preflight) fit = PreflightOf(client_, spec_, children, survey);
   }
   if (!fit.fits) {
@@ -351,7 +370,6 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   ApplyOptions apply;
   apply.dry_run = options.dry_run;
   apply.force = true;  // tfk8s owns these objects' fields
-  auto rendered = RenderTFCluster(spec_);
   Json root = client_.Apply(rendered.front(), apply);
   TFRenderOptions ro;
   ro.root_uid = root["metadata"].value("uid", "");

@@ -3,6 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -103,7 +107,7 @@ TEST_SUITE("client_layer") {
     std::vector<std::string> urls;
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
       urls.push_back(r.url);
-      return Respond(200, calls++ == 0 ? page1 : page2);
+      return Respond(200, calls++ < 2 ? page1 : page2);  // ListText, then two pages
     });
     Client client(TestConfig(), fake);
     ListOptions o;
@@ -167,6 +171,57 @@ TEST_SUITE("client_layer") {
     CHECK(body["propagationPolicy"] == "Foreground");
     CHECK(body["gracePeriodSeconds"] == 0);
     CHECK(body["preconditions"]["uid"] == "u1");
+  }
+
+  TEST_CASE("discovery: a slow group version never holds up kinds already known") {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool release = false;
+    std::atomic<int> batch_fetches{0};
+    auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
+      if (Path(r) == "/api/v1") {
+        return Respond(200, R"({"resources":[{"name":"pods","namespaced":true,"kind":"Pod"}]})");
+      }
+      if (Path(r) == "/apis/batch/v1") {
+        ++batch_fetches;
+        std::unique_lock lock(mu);
+        cv.wait_for(lock, std::chrono::seconds(10), [&] { return release; });
+        return Respond(200, R"({"resources":[{"name":"jobs","namespaced":true,"kind":"Job"}]})");
+      }
+      return Respond(404, R"({"kind":"Status","reason":"NotFound","code":404})");
+    });
+    Client client(TestConfig(), fake);
+    CHECK(client.Resolve("v1", "Pod").plural == "pods");  // cached from here on
+    std::vector<std::thread> waiting;
+    std::vector<std::string> plurals(3);
+    for (int i = 0; i < 3; ++i) {
+      waiting.emplace_back([&, i] { plurals[i] = client.Resolve("batch/v1", "Job").plural; });
+    }
+    while (batch_fetches == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // The batch/v1 fetch is stuck in the server; a known kind resolves meanwhile.
+    CHECK(client.Resolve("v1", "Pod").plural == "pods");
+    {
+      std::lock_guard lock(mu);
+      release = true;
+    }
+    cv.notify_all();
+    for (auto& t : waiting) t.join();
+    for (const auto& p : plurals) CHECK(p == "jobs");
+    CHECK(batch_fetches == 1);  // the three callers shared one request
+  }
+
+  TEST_CASE("discovery: a failed fetch reaches every waiter and is not cached") {
+    std::atomic<int> fetches{0};
+    auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) {
+      return ++fetches == 1
+                 ? Respond(403, R"({"kind":"Status","reason":"Forbidden","code":403})")
+                 : Respond(200, R"({"resources":[{"name":"jobs","namespaced":true,"kind":"Job"}]})");
+    });
+    Client client(TestConfig(), fake);
+    CHECK_THROWS_AS(client.Resolve("batch/v1", "Job"), Forbidden);
+    CHECK(client.Resolve("batch/v1", "Job").plural == "jobs");
+    CHECK(client.Resolve("batch/v1", "Job").plural == "jobs");
+    CHECK(fetches == 2);
   }
 
   TEST_CASE("apply resolves the kind by discovery once and sends apply-patch+yaml") {
