@@ -144,6 +144,7 @@ void BindConfig(py::module_& m) {
       .def_readwrite("insecure_skip_tls_verify", &ClientConfig::insecure_skip_tls_verify)
       .def_readwrite("tls_server_name", &ClientConfig::tls_server_name)
       .def_readwrite("proxy_url", &ClientConfig::proxy_url)
+      .def_readwrite("disable_compression", &ClientConfig::disable_compression)
       .def_readwrite("token", &ClientConfig::token, "Bearer token (secret).")
       .def_readwrite("token_file", &ClientConfig::token_file,
                      "Bearer token file, re-read periodically and after a 401.")

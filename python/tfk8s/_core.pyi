@@ -257,6 +257,7 @@ class ClientConfig:
     insecure_skip_tls_verify: bool
     tls_server_name: str
     proxy_url: str
+    disable_compression: bool
     token: str
     token_file: str
     client_cert_pem: str

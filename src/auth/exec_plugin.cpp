@@ -161,6 +161,9 @@ std::string BuildExecInfo(const ExecConfig& exec, const ClientConfig& cluster, b
     if (!cluster.proxy_url.empty()) {
       info["proxy-url"] = cluster.proxy_url;
     }
+    if (cluster.disable_compression) {
+      info["disable-compression"] = true;
+    }
     spec["cluster"] = std::move(info);
   }
   const Json credential = {

@@ -34,7 +34,8 @@ struct ExecPluginOptions {
 
 /// The KUBERNETES_EXEC_INFO JSON: an ExecCredential with spec.interactive and, only when
 /// exec.provide_cluster_info, spec.cluster built from `cluster` (server, tls-server-name,
-/// insecure-skip-tls-verify, certificate-authority-data in base64, proxy-url; empty ones omitted).
+/// insecure-skip-tls-verify, certificate-authority-data in base64, proxy-url, disable-compression;
+/// empty ones omitted).
 std::string BuildExecInfo(const ExecConfig& exec, const ClientConfig& cluster, bool interactive);
 
 /// Validates a plugin's stdout: JSON ExecCredential of exec.api_version with a status holding a

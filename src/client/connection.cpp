@@ -119,6 +119,7 @@ HttpRequest Connection::BuildRequest(const RequestSpec& spec, const Credentials&
   req.timeout = spec.timeout.count() < 0 ? config_.request_timeout : spec.timeout;
   req.connect_timeout = std::min(config_.connect_timeout, std::chrono::milliseconds(30'000));
   req.proxy = config_.proxy_url;
+  req.accept_compressed = !config_.disable_compression;
   req.tls = TlsFor(creds);
   return req;
 }

@@ -127,6 +127,7 @@ std::string ClientConfig::ToString() const {
   out += fmt::format("  insecure-skip-tls-verify: {}\n", insecure_skip_tls_verify);
   out += fmt::format("  tls-server-name: {}\n", OrNone(tls_server_name));
   out += fmt::format("  proxy-url: {}\n", OrNone(RedactUrl(proxy_url)));
+  out += fmt::format("  disable-compression: {}\n", disable_compression);
   out += fmt::format("  token: {}\n", Secret(token));
   out += fmt::format("  token-file: {}\n", OrNone(token_file));
   out += fmt::format("  client-certificate: {}\n", cert);

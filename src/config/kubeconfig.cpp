@@ -320,6 +320,7 @@ void ApplyCluster(const FieldReader& r, ClientConfig* config) {
   }
   config->tls_server_name = r.String("tls-server-name");
   config->proxy_url = r.String("proxy-url");
+  config->disable_compression = r.Bool("disable-compression");
 }
 
 ExecConfig DecodeExec(const FieldReader& user) {

@@ -291,7 +291,9 @@ class CurlTransport final : public HttpTransport,
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing over a new connection
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // every encoding curl supports
+    if (req.accept_compressed) {
+      curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // every encoding curl supports
+    }
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);

@@ -34,6 +34,7 @@ struct HttpRequest {
   std::chrono::milliseconds timeout{0};          ///< Whole transfer; 0 = none (streams).
   std::chrono::milliseconds connect_timeout{30'000};
   std::string proxy;                              ///< Empty: no proxy (environment ignored).
+  bool accept_compressed = true;  ///< Ask for gzip/deflate/... (Accept-Encoding) and inflate.
   std::shared_ptr<const TlsSettings> tls;
 };
 

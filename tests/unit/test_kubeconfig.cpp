@@ -64,6 +64,7 @@ TEST_SUITE("kubeconfig") {
     CHECK(c.ca_file.empty());  // certificate-authority-data wins; the file was not read.
     CHECK(c.tls_server_name == "kubernetes.internal");
     CHECK(c.proxy_url == "http://proxy.example.com:3128");
+    CHECK_FALSE(c.disable_compression);
     CHECK_FALSE(c.insecure_skip_tls_verify);
     CHECK(c.client_cert_pem == "data-cert");
     CHECK(c.client_key_pem == "data-key-SECRET");
@@ -203,6 +204,18 @@ TEST_SUITE("kubeconfig") {
     });
     REQUIRE(e);
     CHECK(e->field() == "users[u].exec.env[0].name");
+  }
+
+  TEST_CASE("disable-compression is read from the cluster and shown by ToString") {
+    const ClientConfig c = LoadString(
+        "current-context: c\n"
+        "clusters:\n- name: k\n  cluster: {server: 'https://k.example.com', "
+        "disable-compression: true}\n"
+        "contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+        "users:\n- name: u\n  user: {token: abc}\n");
+    CHECK(c.disable_compression);
+    CHECK(c.ToString().find("disable-compression: true") != std::string::npos);
+    CHECK_FALSE(LoadString(WithUser("    token: abc\n")).disable_compression);
   }
 
   TEST_CASE("unsupported auth mechanisms are rejected, not ignored") {

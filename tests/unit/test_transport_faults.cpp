@@ -47,6 +47,21 @@ TEST_SUITE("transport_faults") {
     CHECK(seen[0].head.find("Authorization: Bearer t0ken") != std::string::npos);
   }
 
+  TEST_CASE("compression is asked for unless disable_compression is set") {
+    ScriptedServer server([](const ScriptedServer::Request&, int) {
+      return ScriptedServer::Response(200, R"({"items":[]})");
+    });
+    ClientConfig cfg = ConfigFor(server.url());
+    Client(cfg).List(kConfigMaps, "ns");
+    cfg.disable_compression = true;
+    Client(cfg).List(kConfigMaps, "ns");
+    auto seen = server.seen();
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].head.find("Accept-Encoding: ") != std::string::npos);
+    CHECK(seen[0].head.find("gzip") != std::string::npos);
+    CHECK(seen[1].head.find("Accept-Encoding") == std::string::npos);
+  }
+
   TEST_CASE("500: a read is repeated, a write is not") {
     ScriptedServer server([](const ScriptedServer::Request&, int) {
       return ScriptedServer::Response(500, R"({"kind":"Status","message":"boom","code":500})");
