@@ -148,6 +148,7 @@ int FloorApply(const std::string& kubeconfig, const std::string& objects_path) {
                  "Accept: application/json"};
     r.body = o.dump();
     r.tls = tls;
+    r.accept_compressed = !cfg.disable_compression;  // the same bytes as the client asks for
     r.timeout = std::chrono::minutes(2);
     return r;
   };
@@ -172,6 +173,9 @@ int WaitRunning(const std::string& kubeconfig, const std::string& spec_path) {
   Client c(Config(kubeconfig));
   TFClusterSpec spec = TFClusterSpec::FromJson(ReadJson(spec_path));
   EnsureNamespace(c, spec.namespace_name);
+  // Namespace set-up, not bring-up: without the token, the controllers' first pod creates are
+  // refused and retried after a back-off, adding a random second to a run.
+  WaitForDefaultServiceAccount(c, spec.namespace_name);
   c.ServerVersion();
   auto t0 = Clock::now();
   TFCluster cluster(c, spec);
@@ -201,6 +205,7 @@ int StsRunning(const std::string& kubeconfig, const std::string& ns, const std::
   }
   Client c(Config(kubeconfig));
   EnsureNamespace(c, ns);
+  WaitForDefaultServiceAccount(c, ns);  // as in WaitRunning
   c.ServerVersion();
   Json sts = {{"apiVersion", "apps/v1"},
               {"kind", "StatefulSet"},
@@ -303,6 +308,7 @@ int FloorList(const std::string& kubeconfig, const std::string& ns) {
   internal::HttpRequest r;
   r.headers = {"Authorization: Bearer " + cfg.token, "Accept: application/json"};
   r.tls = tls;
+  r.accept_compressed = !cfg.disable_compression;  // the same bytes as the client asks for
   r.timeout = std::chrono::minutes(5);
   r.url = cfg.server + "/version";
   transport->Send(r).get();

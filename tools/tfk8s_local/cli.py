@@ -250,6 +250,9 @@ clusters:
   cluster:
     server: %(server)s
     certificate-authority: pki/ca.crt
+    # Loopback: compressed responses would only cost CPU on both ends (client-go's advice for
+    # fast networks). kubectl and tfk8s honour it; the official Python client never compresses.
+    disable-compression: true
 contexts:
 - name: tfk8s-local
   context:
