@@ -6,16 +6,12 @@
 // Ctrl-C raises KeyboardInterrupt within about a slice and the worker is joined, never leaked.
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include <pybind11/functional.h>
@@ -23,6 +19,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/devinstance.hpp"
+#include "workload_calls.hpp"
 
 namespace tfk8s::python {
 
@@ -62,124 +59,25 @@ Json StartToJson(const DevStartResult& r) {
 /// Raises the Python exception for `error`; a DevInstanceFailed becomes tfk8s.WorkloadFailed
 /// with `.status` set to the status dict.
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {
-  py::object instance;
-  try {
-    std::rethrow_exception(error);
-  } catch (const DevInstanceFailed& e) {
-    instance = ErrorToPython(e);
-    instance.attr("status") = JsonToPython(StatusToJson(e.status()));
-  } catch (...) {
-    instance = ExceptionToPython(std::current_exception());
-  }
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());
-  throw py::error_already_set();
+  RaiseWithStatus<DevInstanceFailed>(error, StatusToJson);
 }
 
 template <typename F>
 auto CallNoGil(F&& f) -> decltype(f()) {
-  std::exception_ptr error;
-  {
-    py::gil_scoped_release release;
-    try {
-      return f();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  RaiseStored(error);
+  return CallWithoutGil(std::forward<F>(f), RaiseStored);
 }
-
-struct WaitState {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool done = false;
-  std::exception_ptr error;
-  DevInstanceStatus result;
-  std::optional<DevInstanceStatus> progress;
-  std::atomic<bool> cancelled{false};
-};
 
 py::object Wait(DevInstance& instance, std::optional<double> timeout,
                 const std::optional<py::function>& on_progress) {
-  using Clock = std::chrono::steady_clock;
   auto total = timeout ? Ms(static_cast<std::int64_t>(std::max(0.0, *timeout) * 1000.0))
                        : Ms(std::chrono::hours(24 * 365));
-  auto state = std::make_shared<WaitState>();
-  std::thread worker([state, &instance, total] {
-    auto deadline = Clock::now() + total;
-    auto report = [state](const DevInstanceStatus& s) {
-      std::lock_guard lock(state->mutex);
-      state->progress = s;
-      state->changed.notify_all();
-    };
-    try {
-      while (true) {
-        auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now());
-        auto slice = std::clamp(left, Ms(1), kWorkerSlice);
-        try {
-          auto result = instance.Wait(slice, report);
-          std::lock_guard lock(state->mutex);
-          state->result = std::move(result);
-          break;
-        } catch (const Error& e) {
-          if (e.kind() != ErrorKind::kTimeout || Clock::now() >= deadline) throw;
-        }
-        if (state->cancelled) throw CancelledError("DevInstance wait cancelled");
-      }
-    } catch (...) {
-      std::lock_guard lock(state->mutex);
-      state->error = std::current_exception();
-    }
-    std::lock_guard lock(state->mutex);
-    state->done = true;
-    state->changed.notify_all();
-  });
-  auto stop = [&] {
-    state->cancelled = true;
-    py::gil_scoped_release release;
-    worker.join();
-  };
-  std::string last;  // the slices repeat the current status: report changes only
-  try {
-    while (true) {
-      auto update = WaitInSlices(
-          std::nullopt,
-          [&](Ms slice) -> std::optional<DevInstanceStatus> {
-            std::unique_lock lock(state->mutex);
-            state->changed.wait_for(lock, slice,
-                                    [&] { return state->done || state->progress.has_value(); });
-            if (state->progress) {
-              auto s = std::move(*state->progress);
-              state->progress.reset();
-              return s;
-            }
-            return std::nullopt;
-          },
-          [&] {
-            std::lock_guard lock(state->mutex);
-            return state->done;
-          });
-      if (update && on_progress) {
-        Json j = StatusToJson(*update);
-        std::string key = j.dump();
-        if (key != last) {
-          last = std::move(key);
-          (*on_progress)(JsonToPython(j));
-        }
-      }
-      std::lock_guard lock(state->mutex);
-      if (state->done && !state->progress) break;
-    }
-  } catch (...) {
-    stop();
-    throw;
-  }
-  {
-    py::gil_scoped_release release;
-    worker.join();
-  }
-  if (state->error) RaiseStored(state->error);
-  return JsonToPython(StatusToJson(state->result));
+  return WaitWithProgress<DevInstanceStatus>(
+      [&](const auto& report, const auto& cancelled) {
+        return WaitInWorkerSlices(
+            total, kWorkerSlice, [&](Ms slice) { return instance.Wait(slice, report); },
+            cancelled, "DevInstance wait");
+      },
+      StatusToJson, on_progress, RaiseStored);
 }
 
 DevShareMode ParseShareMode(const std::string& mode) {

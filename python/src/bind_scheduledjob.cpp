@@ -8,17 +8,13 @@
 // raises is reported to stderr (sys.unraisablehook) without stopping the watcher.
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -27,6 +23,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/scheduledjob.hpp"
+#include "workload_calls.hpp"
 
 namespace tfk8s::python {
 
@@ -82,116 +79,25 @@ Json ScheduleToJson(const ScheduleStatus& s) {
 }
 
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {
-  py::object instance = ExceptionToPython(error);
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());
-  throw py::error_already_set();
+  RaiseInstance(ExceptionToPython(error));
 }
 
 template <typename F>
 auto CallNoGil(F&& f) -> decltype(f()) {
-  std::exception_ptr error;
-  {
-    py::gil_scoped_release release;
-    try {
-      return f();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  RaiseStored(error);
+  return CallWithoutGil(std::forward<F>(f), RaiseStored);
 }
-
-struct WaitState {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool done = false;
-  std::exception_ptr error;
-  JobRun result;
-  std::optional<JobRun> progress;
-  std::atomic<bool> cancelled{false};
-};
 
 py::object WaitForRun(ScheduledJob& task, const std::string& run, std::optional<double> timeout,
                       const std::optional<py::function>& on_progress) {
-  using Clock = std::chrono::steady_clock;
   auto total = timeout ? Ms(static_cast<std::int64_t>(std::max(0.0, *timeout) * 1000.0))
                        : Ms(std::chrono::hours(24 * 365));
-  auto state = std::make_shared<WaitState>();
-  std::thread worker([state, &task, run, total] {
-    auto deadline = Clock::now() + total;
-    auto report = [state](const JobRun& r) {
-      std::lock_guard lock(state->mutex);
-      state->progress = r;
-      state->changed.notify_all();
-    };
-    try {
-      while (true) {
-        auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now());
-        auto slice = std::clamp(left, Ms(1), kWorkerSlice);
-        try {
-          auto result = task.WaitForRun(run, slice, report);
-          std::lock_guard lock(state->mutex);
-          state->result = std::move(result);
-          break;
-        } catch (const Error& e) {
-          if (e.kind() != ErrorKind::kTimeout || Clock::now() >= deadline) throw;
-        }
-        if (state->cancelled) throw CancelledError("ScheduledJob wait cancelled");
-      }
-    } catch (...) {
-      std::lock_guard lock(state->mutex);
-      state->error = std::current_exception();
-    }
-    std::lock_guard lock(state->mutex);
-    state->done = true;
-    state->changed.notify_all();
-  });
-  auto stop = [&] {
-    state->cancelled = true;
-    py::gil_scoped_release release;
-    worker.join();
-  };
-  std::string last;
-  try {
-    while (true) {
-      auto update = WaitInSlices(
-          std::nullopt,
-          [&](Ms slice) -> std::optional<JobRun> {
-            std::unique_lock lock(state->mutex);
-            state->changed.wait_for(lock, slice,
-                                    [&] { return state->done || state->progress.has_value(); });
-            if (state->progress) {
-              auto r = std::move(*state->progress);
-              state->progress.reset();
-              return r;
-            }
-            return std::nullopt;
-          },
-          [&] {
-            std::lock_guard lock(state->mutex);
-            return state->done;
-          });
-      if (update && on_progress) {
-        Json j = RunToJson(*update);
-        std::string key = j.dump();
-        if (key != last) {
-          last = std::move(key);
-          (*on_progress)(JsonToPython(j));
-        }
-      }
-      std::lock_guard lock(state->mutex);
-      if (state->done && !state->progress) break;
-    }
-  } catch (...) {
-    stop();
-    throw;
-  }
-  {
-    py::gil_scoped_release release;
-    worker.join();
-  }
-  if (state->error) RaiseStored(state->error);
-  return JsonToPython(RunToJson(state->result));
+  return WaitWithProgress<JobRun>(
+      [&](const auto& report, const auto& cancelled) {
+        return WaitInWorkerSlices(
+            total, kWorkerSlice, [&](Ms slice) { return task.WaitForRun(run, slice, report); },
+            cancelled, "ScheduledJob wait");
+      },
+      RunToJson, on_progress, RaiseStored);
 }
 
 /// Writes a line to Python's sys.stderr (GIL held).

@@ -5,7 +5,6 @@
 // GIL, in slices (WaitInSlices), so Ctrl-C raises KeyboardInterrupt promptly and stops the
 // worker through its cancellation hook.
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -24,6 +23,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/tfcluster.hpp"
+#include "workload_calls.hpp"
 
 namespace tfk8s::python {
 
@@ -52,44 +52,14 @@ Json StatusToJson(const TFClusterStatus& status) {
 /// Raises the Python exception for `error`; a TFClusterFailed becomes tfk8s.WorkloadFailed with
 /// `.status` set to the status dict.
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {
-  py::object instance;
-  try {
-    std::rethrow_exception(error);
-  } catch (const TFClusterFailed& e) {
-    instance = ErrorToPython(e);
-    instance.attr("status") = JsonToPython(StatusToJson(e.status()));
-  } catch (...) {
-    instance = ExceptionToPython(std::current_exception());
-  }
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(instance.ptr())), instance.ptr());
-  throw py::error_already_set();
+  RaiseWithStatus<TFClusterFailed>(error, StatusToJson);
 }
 
 /// Runs f() without the GIL; a TFClusterFailed becomes WorkloadFailed with `.status`.
 template <typename F>
 auto CallNoGil(F&& f) -> decltype(f()) {
-  std::exception_ptr error;
-  {
-    py::gil_scoped_release release;
-    try {
-      return f();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  RaiseStored(error);
+  return CallWithoutGil(std::forward<F>(f), RaiseStored);
 }
-
-/// State shared by a Wait running on a worker thread and the waiting Python thread.
-struct WaitState {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool done = false;
-  std::exception_ptr error;
-  TFClusterStatus result;
-  std::optional<TFClusterStatus> progress;  ///< Latest update not yet handed to Python.
-  std::atomic<bool> cancelled{false};
-};
 
 py::object Wait(TFCluster& cluster, const std::string& until, std::optional<double> timeout,
                 const std::optional<py::function>& on_progress) {
@@ -105,66 +75,11 @@ py::object Wait(TFCluster& cluster, const std::string& until, std::optional<doub
       timeout
           ? std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, *timeout) * 1000.0))
           : std::chrono::milliseconds(std::chrono::hours(24 * 365));
-  auto state = std::make_shared<WaitState>();
-  std::thread worker([state, &cluster, what, timeout_ms] {
-    try {
-      auto result = cluster.Wait(
-          what, timeout_ms,
-          [state](const TFClusterStatus& s) {
-            std::lock_guard lock(state->mutex);
-            state->progress = s;
-            state->changed.notify_all();
-          },
-          [state] { return state->cancelled.load(); });
-      std::lock_guard lock(state->mutex);
-      state->result = std::move(result);
-    } catch (...) {
-      std::lock_guard lock(state->mutex);
-      state->error = std::current_exception();
-    }
-    std::lock_guard lock(state->mutex);
-    state->done = true;
-    state->changed.notify_all();
-  });
-  auto stop = [&] {
-    state->cancelled = true;
-    py::gil_scoped_release release;
-    worker.join();
-  };
-  try {
-    while (true) {
-      // Wake for an update or the end; the timeout is the C++ Wait's own.
-      auto update = WaitInSlices(
-          std::nullopt,
-          [&](std::chrono::milliseconds slice) -> std::optional<TFClusterStatus> {
-            std::unique_lock lock(state->mutex);
-            state->changed.wait_for(lock, slice,
-                                    [&] { return state->done || state->progress.has_value(); });
-            if (state->progress) {
-              auto s = std::move(*state->progress);
-              state->progress.reset();
-              return s;
-            }
-            return std::nullopt;
-          },
-          [&] {
-            std::lock_guard lock(state->mutex);
-            return state->done;
-          });
-      if (update && on_progress) (*on_progress)(JsonToPython(StatusToJson(*update)));
-      std::lock_guard lock(state->mutex);
-      if (state->done && !state->progress) break;
-    }
-  } catch (...) {
-    stop();  // KeyboardInterrupt or an exception from on_progress
-    throw;
-  }
-  {
-    py::gil_scoped_release release;
-    worker.join();
-  }
-  if (state->error) RaiseStored(state->error);
-  return JsonToPython(StatusToJson(state->result));
+  return WaitWithProgress<TFClusterStatus>(
+      [&](const auto& report, const auto& cancelled) {
+        return cluster.Wait(what, timeout_ms, report, cancelled);
+      },
+      StatusToJson, on_progress, RaiseStored);
 }
 
 /// Merged logs delivered through a bounded queue by a worker thread.
