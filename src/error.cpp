@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <string_view>
 #include <utility>
 
 namespace tfk8s {
@@ -44,8 +45,38 @@ Error::Error(ErrorKind kind, std::string what, int http_code, std::string reason
       server_message_(std::move(server_message)),
       causes_(std::move(causes)) {}
 
+namespace {
+
+// The value as it appears in a message: control characters, quotes and backslashes escaped, so
+// a hostile value (a newline, say) cannot break the one-line message or forge another line.
+std::string QuoteForMessage(std::string_view value) {
+  std::string out;
+  out.reserve(value.size() + 2);
+  out.push_back('"');
+  for (unsigned char c : value) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out += fmt::format("\\x{:02x}", c);
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace
+
 ValidationError::ValidationError(std::string field, std::string value, std::string why)
-    : Error(ErrorKind::kValidation, fmt::format("invalid {} \"{}\": {}", field, value, why), 0,
+    : Error(ErrorKind::kValidation,
+            fmt::format("invalid {} {}: {}", field, QuoteForMessage(value), why), 0,
             "Invalid", why, {StatusCause{"FieldValueInvalid", why, field}}),
       field_(std::move(field)),
       value_(std::move(value)) {}

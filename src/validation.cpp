@@ -25,6 +25,10 @@ constexpr std::string_view kDns1123SubdomainFmt =
 constexpr std::string_view kDns1123SubdomainErrMsg =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character";
+constexpr std::string_view kDns1035LabelFmt = "[a-z]([-a-z0-9]*[a-z0-9])?";
+constexpr std::string_view kDns1035LabelErrMsg =
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character";
 constexpr std::string_view kQualifiedNameFmt = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 constexpr std::string_view kQualifiedNameErrMsg =
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
@@ -119,6 +123,29 @@ std::vector<std::string> IsDns1123Label(std::string_view value) {
   return errs;
 }
 
+std::vector<std::string> IsDns1035Label(std::string_view value) {
+  std::vector<std::string> errs;
+  if (value.size() > kDns1123LabelMaxLength) errs.push_back(MaxLenError(kDns1123LabelMaxLength));
+  if (!MatchesDns1123Label(value) || !(value.front() >= 'a' && value.front() <= 'z')) {
+    errs.push_back(RegexError(kDns1035LabelErrMsg, kDns1035LabelFmt, {"my-name", "abc-123"}));
+  }
+  return errs;
+}
+
+std::vector<std::string> IsValidPathSegmentName(std::string_view value) {
+  // k8s.io/apimachinery/pkg/api/validation/path: NameMayNotBe, then NameMayNotContain.
+  for (std::string_view illegal : {".", ".."}) {
+    if (value == illegal) return {"may not be '" + std::string(illegal) + "'"};
+  }
+  std::vector<std::string> errs;
+  for (std::string_view illegal : {"/", "%"}) {
+    if (value.find(illegal) != std::string_view::npos) {
+      errs.push_back("may not contain '" + std::string(illegal) + "'");
+    }
+  }
+  return errs;
+}
+
 std::vector<std::string> IsDns1123Subdomain(std::string_view value) {
   std::vector<std::string> errs;
   if (value.size() > kDns1123SubdomainMaxLength) {
@@ -175,6 +202,27 @@ std::vector<std::string> IsValidLabelValue(std::string_view value) {
 
 void RequireDns1123Label(std::string_view field, std::string_view value) {
   ThrowIfAny(field, value, IsDns1123Label(value));
+}
+
+void RequireDns1035Label(std::string_view field, std::string_view value) {
+  ThrowIfAny(field, value, IsDns1035Label(value));
+}
+
+void RequirePathSegment(std::string_view field, std::string_view value) {
+  if (value.empty()) throw ValidationError(std::string(field), "", "may not be empty");
+  std::vector<std::string> errs = IsValidPathSegmentName(value);
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == 0x7f) {
+      errs.emplace_back("may not contain control characters");
+      break;
+    }
+  }
+  ThrowIfAny(field, value, errs);
+}
+
+void RequireNamespaceName(std::string_view field, std::string_view value) {
+  RequirePathSegment(field, value);
+  RequireDns1123Label(field, value);
 }
 
 void RequireDns1123Subdomain(std::string_view field, std::string_view value) {

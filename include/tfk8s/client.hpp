@@ -37,10 +37,19 @@ struct ResourceType {
 
   /// "apps/v1", or "v1" for the core group.
   [[nodiscard]] std::string ApiVersion() const;
+  /// "/api/v1" or "/apis/apps/v1". Throws ValidationError when group or version cannot be a
+  /// path segment.
+  [[nodiscard]] std::string GroupVersionPath() const;
   /// The collection path, e.g. "/apis/apps/v1/namespaces/ns/statefulsets" (ns ignored when the
   /// resource is cluster-scoped; empty ns on a namespaced resource means all namespaces).
+  /// Throws ValidationError, naming the argument and the value, when a segment is unsafe: ns not
+  /// a namespace name (DNS-1123 label), plural empty, '.', '..' or holding '/', '%' or a
+  /// control character.
   [[nodiscard]] std::string CollectionPath(std::string_view ns) const;
-  /// The object path, with an optional subresource ("status", "scale", "log").
+  /// The object path, with an optional subresource ("status", "scale", "log"). Throws
+  /// ValidationError when the name is empty (never a collection path), '.' or '..', or holds
+  /// '/', '%' or a control character; when a namespaced resource gets no namespace; or when a
+  /// subresource segment is unsafe likewise. Other characters are percent-encoded.
   [[nodiscard]] std::string ObjectPath(std::string_view ns, std::string_view name,
                                        std::string_view subresource = {}) const;
   bool operator==(const ResourceType&) const = default;

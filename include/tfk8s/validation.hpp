@@ -32,9 +32,26 @@ std::vector<std::string> IsQualifiedName(std::string_view value);
 /// ending alphanumeric). Empty when valid.
 std::vector<std::string> IsValidLabelValue(std::string_view value);
 
+/// Errors for a DNS-1035 label (like a DNS-1123 label, but starting with a letter): what a
+/// Service name must be. Empty when valid.
+std::vector<std::string> IsDns1035Label(std::string_view value);
+/// Errors for a name used as one URL path segment, as the API server and client-go check them
+/// (apimachinery's IsValidPathSegmentName): may not be '.' or '..', may not contain '/' or '%'.
+/// Empty when valid (also for ""; see RequirePathSegment).
+std::vector<std::string> IsValidPathSegmentName(std::string_view value);
+
 /// Throws ValidationError(field, value, errors joined with "; ") when `value` is not a DNS-1123
 /// label.
 void RequireDns1123Label(std::string_view field, std::string_view value);
+/// Throws ValidationError when `value` is not a DNS-1035 label (Service names).
+void RequireDns1035Label(std::string_view field, std::string_view value);
+/// Throws ValidationError when `value` cannot be one segment of a request path: empty, '.' or
+/// '..', containing '/' or '%' (IsValidPathSegmentName), or containing a control character
+/// (no Kubernetes name holds one; refusing it keeps messages and logs one line each).
+void RequirePathSegment(std::string_view field, std::string_view value);
+/// Throws ValidationError when `value` cannot name a namespace: not a path segment, or not a
+/// DNS-1123 label (the API server's rule for namespace names, so no such namespace can exist).
+void RequireNamespaceName(std::string_view field, std::string_view value);
 /// Throws ValidationError when `value` is not a DNS-1123 subdomain.
 void RequireDns1123Subdomain(std::string_view field, std::string_view value);
 /// Throws ValidationError when `value` is not a valid label key.

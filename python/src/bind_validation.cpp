@@ -22,6 +22,19 @@ void BindValidation(py::module_& m) {
         "Problems with `value` as a label or annotation key (empty list when valid).");
   m.def("is_valid_label_value", &v::IsValidLabelValue, py::arg("value"),
         "Problems with `value` as a label value (empty list when valid).");
+  m.def("is_dns1035_label", &v::IsDns1035Label, py::arg("value"),
+        "Problems with `value` as a DNS-1035 label, what Service names must be (empty list "
+        "when valid).");
+  m.def("is_valid_path_segment_name", &v::IsValidPathSegmentName, py::arg("value"),
+        "Problems with `value` as one URL path segment: '.', '..', '/' or '%' (empty list when "
+        "valid).");
+  m.def("require_dns1035_label", &v::RequireDns1035Label, py::arg("field"), py::arg("value"),
+        "Raises ValidationError(field, value) unless `value` is a DNS-1035 label.");
+  m.def("require_path_segment", &v::RequirePathSegment, py::arg("field"), py::arg("value"),
+        "Raises ValidationError unless `value` can be one request path segment (not empty, "
+        "'.' or '..'; no '/', '%' or control character).");
+  m.def("require_namespace_name", &v::RequireNamespaceName, py::arg("field"), py::arg("value"),
+        "Raises ValidationError unless `value` can name a namespace (a DNS-1123 label).");
   m.def("require_dns1123_label", &v::RequireDns1123Label, py::arg("field"), py::arg("value"),
         "Raises ValidationError(field, value) unless `value` is a DNS-1123 label.");
   m.def("require_dns1123_subdomain", &v::RequireDns1123Subdomain, py::arg("field"),

@@ -8,6 +8,7 @@
 #include <future>
 
 #include "client/connection.hpp"
+#include "tfk8s/validation.hpp"
 #include "util/concurrent.hpp"
 
 namespace tfk8s {
@@ -23,16 +24,47 @@ std::string ResourceType::ApiVersion() const {
   return group.empty() ? version : group + "/" + version;
 }
 
+// The one path builder: every request path of the client (discovery, objects, collections,
+// subresources, logs, watches) is made here, and every segment taken from a caller is checked
+// before anything is sent. Without it, a name such as ".." becomes a dot segment that the URL
+// layer resolves away ("DELETE .../namespaces/ns/configmaps/.." deletes the namespace) and an
+// empty name becomes a collection call.
+std::string ResourceType::GroupVersionPath() const {
+  if (!group.empty()) validation::RequirePathSegment("group", group);
+  validation::RequirePathSegment("version", version);
+  return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+}
+
 std::string ResourceType::CollectionPath(std::string_view ns) const {
-  std::string path = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
-  if (namespaced && !ns.empty()) path += "/namespaces/" + UrlEncode(ns);
+  std::string path = GroupVersionPath();
+  if (namespaced && !ns.empty()) {
+    validation::RequireNamespaceName("namespace", ns);
+    path += "/namespaces/" + UrlEncode(ns);
+  }
+  validation::RequirePathSegment("resource", plural);
   return path + "/" + plural;
 }
 
 std::string ResourceType::ObjectPath(std::string_view ns, std::string_view name,
                                      std::string_view subresource) const {
+  if (namespaced && ns.empty()) {
+    throw ValidationError("namespace", "",
+                          fmt::format("may not be empty: {} are namespaced", plural));
+  }
+  validation::RequirePathSegment("name", name);
   std::string path = CollectionPath(ns) + "/" + UrlEncode(name);
-  if (!subresource.empty()) path += "/" + std::string(subresource);
+  if (!subresource.empty()) {
+    // A subresource may have several segments ("proxy/healthz"); each one is checked.
+    std::string_view rest = subresource;
+    while (true) {
+      const std::size_t slash = rest.find('/');
+      std::string_view segment = rest.substr(0, slash);
+      validation::RequirePathSegment("subresource", segment);
+      path += "/" + UrlEncode(segment);
+      if (slash == std::string_view::npos) break;
+      rest.remove_prefix(slash + 1);
+    }
+  }
   return path;
 }
 
@@ -162,7 +194,7 @@ namespace {
 std::vector<ResourceType> LoadResources(Connection& conn, const std::string& group,
                                         const std::string& version) {
   RequestSpec spec;
-  spec.path = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  spec.path = ResourceType{group, version, "", "", false}.GroupVersionPath();
   spec.idempotent = true;
   spec.context = "discover " + (group.empty() ? version : group + "/" + version);
   Json j = ParseBody(conn.Execute(spec), spec.context);
@@ -420,6 +452,7 @@ Json Client::Replace(const ResourceType& type, std::string_view ns, const Json& 
                      const WriteOptions& options, std::string_view subresource) {
   std::string n = NamespaceFor(*this, type, ns, &object);
   std::string name = NameOf(object, "replace");
+  validation::RequirePathSegment("metadata.name", name);
   Query q;
   AddWriteQuery(q, options.dry_run, options.field_manager);
   RequestSpec spec;
@@ -497,6 +530,11 @@ Json Client::Apply(const Json& object, const ApplyOptions& options) {
   if (api_version.empty()) throw ValidationError("apiVersion", "", "apply needs an apiVersion");
   if (kind.empty()) throw ValidationError("kind", "", "apply needs a kind");
   std::string name = NameOf(object, "apply");
+  // Checked before discovery, so that a refused call sends nothing at all.
+  validation::RequirePathSegment("metadata.name", name);
+  if (std::string object_ns = object["metadata"].value("namespace", ""); !object_ns.empty()) {
+    validation::RequireNamespaceName("metadata.namespace", object_ns);
+  }
   if (options.field_manager.empty()) {
     throw ValidationError("fieldManager", "", "server-side apply needs a field manager");
   }
@@ -533,13 +571,26 @@ std::vector<ApplyResult> Client::ApplyAll(const std::vector<Json>& objects,
   return results;
 }
 
+namespace {
+
+// The checks of ObjectPath that need no resource type, made before discovery so that a refused
+// call sends nothing at all.
+void CheckObjectArguments(std::string_view ns, std::string_view name) {
+  validation::RequirePathSegment("name", name);
+  if (!ns.empty()) validation::RequireNamespaceName("namespace", ns);
+}
+
+}  // namespace
+
 Json Client::Get(std::string_view api_version, std::string_view kind, std::string_view ns,
                  std::string_view name) {
+  CheckObjectArguments(ns, name);
   return Get(Resolve(api_version, kind), ns, name);
 }
 
 Json Client::Delete(std::string_view api_version, std::string_view kind, std::string_view ns,
                     std::string_view name, const DeleteOptions& options) {
+  CheckObjectArguments(ns, name);
   return Delete(Resolve(api_version, kind), ns, name, options);
 }
 

@@ -109,8 +109,8 @@ std::string LogPath(std::string_view ns, std::string_view pod, const LogOptions&
   if (o.limit_bytes) q.Add("limitBytes", std::to_string(*o.limit_bytes));
   q.AddIf(o.timestamps, "timestamps", "true");
   q.AddIf(o.previous, "previous", "true");
-  return fmt::format("/api/v1/namespaces/{}/pods/{}/log{}", internal::UrlEncode(ns),
-                     internal::UrlEncode(pod), q.str());
+  static const ResourceType kPods{"", "v1", "Pod", "pods", true};
+  return kPods.ObjectPath(ns, pod, "log") + q.str();
 }
 
 }  // namespace

@@ -286,6 +286,10 @@ class CurlTransport final : public HttpTransport,
       curl_easy_setopt(e, CURLOPT_CONNECT_TO, t->connect_to.get());
     }
     curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    // Second line of defence behind the client's path checks: send the path exactly as built.
+    // By default libcurl resolves "/." and "/.." segments, turning ".../configmaps/.." into the
+    // namespace itself.
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buffer);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

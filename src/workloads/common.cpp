@@ -4,7 +4,16 @@
 
 #include <fmt/format.h>
 
+#include "tfk8s/validation.hpp"
+
 namespace tfk8s::internal {
+
+void RequireWorkloadName(std::string_view ns, std::string_view name,
+                         void (*rule)(std::string_view field, std::string_view value)) {
+  validation::RequirePathSegment("name", name);
+  rule("name", name);
+  if (!ns.empty()) validation::RequireNamespaceName("namespace", ns);
+}
 
 std::vector<Json> Items(Json list) {
   std::vector<Json> out;

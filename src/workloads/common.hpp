@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -24,6 +25,12 @@ inline const ResourceType kEventType{"", "v1", "Event", "events", true};
 inline const ResourceType kPvcType{"", "v1", "PersistentVolumeClaim", "persistentvolumeclaims",
                                    true};
 inline const ResourceType kStatefulSetType{"apps", "v1", "StatefulSet", "statefulsets", true};
+
+/// Checks the name (with the workload's own rule, e.g. validation::RequireDns1035Label) and the
+/// namespace ("" = the client's default) of a workload before any request: the name also goes
+/// into label selectors, where a value such as "a,b" would widen the selection.
+void RequireWorkloadName(std::string_view ns, std::string_view name,
+                         void (*rule)(std::string_view field, std::string_view value));
 
 /// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
 /// destroyed temporary.

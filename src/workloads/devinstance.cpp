@@ -376,6 +376,7 @@ void DevInstance::set_spec(DevInstanceSpec spec) {
 }
 
 DevInstance DevInstance::Load(Client client, const std::string& ns, const std::string& name) {
+  internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
   Json sts = client.Get(kStatefulSetType, ns, name);
   std::string text = AnnotationOf(sts, internal::kDevSpecAnnotation);
   if (LabelOf(sts, internal::kInstanceLabel) != name || text.empty()) {

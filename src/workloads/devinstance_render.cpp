@@ -277,6 +277,7 @@ void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
 
 void DevInstanceSpec::Validate() const {
   validation::RequireDns1123Label("owner", owner);
+  validation::RequireDns1035Label("name", name);  // the instance's Service is named after it
   validation::RequireStatefulSetName("name", name);
   validation::RequireDns1123Label("namespace", namespace_name);
   for (const auto& [k, v] : labels) {

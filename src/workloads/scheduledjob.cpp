@@ -9,6 +9,7 @@
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/validation.hpp"
 #include "tfk8s/yaml.hpp"
+#include "workloads/common.hpp"
 #include "workloads/cron.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 
@@ -126,6 +127,8 @@ ResourceType ScheduledJob::CronJobType() {
 }
 
 ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std::string& name) {
+  // Checked first: the name also goes into a label selector below.
+  internal::RequireWorkloadName(ns, name, validation::RequireDns1123Label);
   auto from = [&](const Json& object) -> std::optional<ScheduledJob> {
     std::string text = internal::AnnotationOf(object, internal::kSpecAnnotation);
     if (text.empty()) return std::nullopt;

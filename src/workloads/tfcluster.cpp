@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tfk8s/tfcluster.hpp"
+#include "tfk8s/validation.hpp"
 #include "tfk8s/yaml.hpp"
 #include "util/concurrent.hpp"
 #include "workloads/common.hpp"
@@ -239,6 +240,7 @@ void TFCluster::set_spec(TFClusterSpec spec) {
 }
 
 TFCluster TFCluster::Load(Client client, const std::string& ns, const std::string& name) {
+  internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
   Json root = client.Get(kConfigMaps, ns, name);
   if (LabelOf(root, kClusterLabel) != name) {
     throw NotFound(ErrorKind::kNotFound,

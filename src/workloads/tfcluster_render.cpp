@@ -109,7 +109,8 @@ void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
 }  // namespace
 
 void TFClusterSpec::Validate() const {
-  validation::RequireDns1123Label("name", name);
+  // The name starts every Service name the cluster gets, so it must be a DNS-1035 label.
+  validation::RequireDns1035Label("name", name);
   validation::RequireDns1123Label("namespace", namespace_name);
   for (const auto& [k, v] : labels) {
     validation::RequireLabelKey("labels", k);
