@@ -7,11 +7,14 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tfk8s/error.hpp"
+#include "tfk8s/quantity.hpp"
 
 namespace tfk8s::validation {
 namespace {
@@ -29,6 +32,10 @@ constexpr std::string_view kDns1035LabelFmt = "[a-z]([-a-z0-9]*[a-z0-9])?";
 constexpr std::string_view kDns1035LabelErrMsg =
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
     "alphabetic character, and end with an alphanumeric character";
+constexpr std::string_view kEnvVarNameFmt = "[-._a-zA-Z][-._a-zA-Z0-9]*";
+constexpr std::string_view kEnvVarNameErrMsg =
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', "
+    "or '.', and must not start with a digit";
 constexpr std::string_view kQualifiedNameFmt = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 constexpr std::string_view kQualifiedNameErrMsg =
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
@@ -249,6 +256,113 @@ void RequireStatefulSetName(std::string_view field, std::string_view name) {
                    "must be no more than 63 characters)");
   }
   ThrowIfAny(field, name, errs);
+}
+
+// ---- the pod vocabulary ---------------------------------------------------------------------
+
+namespace {
+
+std::string Child(std::string_view prefix, std::string_view leaf) {
+  std::string out(prefix);
+  if (!out.empty()) out += ".";
+  return out + std::string(leaf);
+}
+
+// The quantity, or nullopt when empty and not required (after RequireQuantity's checks).
+std::optional<Quantity> ParsedQuantity(const std::string& field, const std::string& value,
+                                       bool required) {
+  RequireQuantity(field, value, required);
+  if (value.empty()) return std::nullopt;
+  return Quantity::Parse(value);
+}
+
+}  // namespace
+
+void RequireQuantity(std::string_view field, std::string_view value, bool required) {
+  if (value.empty()) {
+    if (required) throw ValidationError(std::string(field), "", "must be set");
+    return;
+  }
+  Quantity q;
+  std::string why;
+  if (!Quantity::TryParse(value, &q, &why)) {
+    throw ValidationError(std::string(field), std::string(value), why);
+  }
+  if (q.Sign() < 0) {
+    throw ValidationError(std::string(field), std::string(value), "must not be negative");
+  }
+}
+
+void RequirePort(std::string_view field, int port) {
+  if (port < 1 || port > 65535) {
+    throw ValidationError(std::string(field), std::to_string(port),
+                          "must be a port number in 1..65535");
+  }
+}
+
+std::vector<std::string> IsEnvVarName(std::string_view value) {
+  bool ok = !value.empty() && !(value.front() >= '0' && value.front() <= '9');
+  for (char c : value) {
+    const bool alnum = IsAlnum(c);
+    if (!alnum && c != '-' && c != '.' && c != '_') ok = false;
+  }
+  if (ok) return {};
+  return {RegexError(kEnvVarNameErrMsg, kEnvVarNameFmt,
+                     {"my.env-name", "MY_ENV.NAME", "MyEnvName1"})};
+}
+
+void ValidateResources(std::string_view field, const Resources& r, bool require_requests) {
+  const auto cpu = ParsedQuantity(Child(field, "cpu"), r.cpu, require_requests);
+  const auto memory = ParsedQuantity(Child(field, "memory"), r.memory, require_requests);
+  const auto cpu_limit = ParsedQuantity(Child(field, "cpuLimit"), r.cpu_limit, false);
+  const auto memory_limit = ParsedQuantity(Child(field, "memoryLimit"), r.memory_limit, false);
+  if (r.gpus < 0) {
+    throw ValidationError(Child(field, "gpus"), std::to_string(r.gpus), "must be >= 0");
+  }
+  if (cpu && cpu_limit && *cpu_limit < *cpu) {
+    throw ValidationError(Child(field, "cpuLimit"), r.cpu_limit,
+                          "must be at least the request (" + r.cpu + ")");
+  }
+  if (memory && memory_limit && *memory_limit < *memory) {
+    throw ValidationError(Child(field, "memoryLimit"), r.memory_limit,
+                          "must be at least the request (" + r.memory + ")");
+  }
+}
+
+void ValidateEnv(std::string_view field, const std::vector<EnvVar>& env,
+                 const ReservedEnvName& reserved) {
+  std::vector<std::string_view> seen;
+  for (std::size_t i = 0; i < env.size(); ++i) {
+    const std::string f = std::string(field) + "[" + std::to_string(i) + "].name";
+    const std::string& name = env[i].name;
+    ThrowIfAny(f, name, IsEnvVarName(name));
+    if (reserved) {
+      if (std::string why = reserved(name); !why.empty()) throw ValidationError(f, name, why);
+    }
+    for (std::string_view s : seen) {
+      if (s == name) throw ValidationError(f, name, "is set twice");
+    }
+    seen.push_back(name);
+  }
+}
+
+void ValidatePlacement(std::string_view field, const Placement& p) {
+  for (const auto& [leaf, value] :
+       {std::pair{"nodetype", &p.nodetype}, std::pair{"cputype", &p.cputype},
+        std::pair{"gputype", &p.gputype}, std::pair{"privateName", &p.private_name}}) {
+    if (!value->empty()) RequireLabelValue(Child(field, leaf), *value);
+  }
+  if (!p.pool.empty() && p.pool != "shared" && p.pool != "unshared") {
+    throw ValidationError(Child(field, "pool"), p.pool, "must be shared, unshared or empty (any)");
+  }
+  if (p.pool == "unshared" && p.private_name.empty()) {
+    throw ValidationError(Child(field, "privateName"), "",
+                          "unshared nodes are reserved to an owner: name it");
+  }
+  if (p.pool != "unshared" && !p.private_name.empty()) {
+    throw ValidationError(Child(field, "privateName"), p.private_name,
+                          "only applies to the pool \"unshared\"");
+  }
 }
 
 }  // namespace tfk8s::validation

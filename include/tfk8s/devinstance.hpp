@@ -21,24 +21,16 @@
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "tfk8s/pod.hpp"
 #include "tfk8s/quota.hpp"
 
 namespace tfk8s {
 
-/// Compute resources. As in GoblinLab, limits equal requests unless both are given.
-struct DevResources {
-  std::string cpu;           ///< Request, e.g. "4" or "500m". Required.
-  std::string memory;        ///< Request, e.g. "16Gi". Required.
-  std::string cpu_limit;     ///< Limit; empty = the request. When set, at least the request.
-  std::string memory_limit;  ///< Limit; empty = the request. When set, at least the request.
-  int gpus = 0;              ///< nvidia.com/gpu (requests = limits; adds the GPU toleration).
-};
-
-/// One environment variable.
-struct DevEnvVar {
-  std::string name;   ///< A C identifier-like name (`[-._a-zA-Z][-._a-zA-Z0-9]*`).
-  std::string value;  ///< Plain value; never put secrets here (they would be in the pod spec).
-};
+/// Deprecated names of the shared pod vocabulary (tfk8s/pod.hpp).
+using DevResources = Resources;
+using DevEnvVar = EnvVar;
+using DevMount = VolumeMount;
+using DevPlacement = Placement;
 
 /// An extra port served by the container (a web app, a debugger, …).
 struct DevPort {
@@ -69,25 +61,6 @@ struct DevHomeVolume {
   std::string storage_class;  ///< For the first creation; empty = cluster default.
   std::vector<std::string> access_modes{"ReadWriteOnce"};  ///< For the first creation.
   std::string mount_path = "/root";                        ///< Where the container sees it.
-};
-
-/// An extra PersistentVolumeClaim to mount. The claim must belong to the instance's owner
-/// (label `tfk8s.io/owner`) or be shared with them (annotation `tfk8s.io/shared-with`):
-/// read-only mounts need an "ro" or "rw" grant, read-write mounts an "rw" grant.
-struct DevMount {
-  std::string claim;       ///< PVC name in the instance's namespace.
-  std::string mount_path;  ///< Absolute path in the container.
-  bool read_only = false;  ///< Mount read-only.
-  std::string sub_path;    ///< Mount only this sub-directory of the volume (optional).
-};
-
-/// Where the pod may run, in the seeds' node-label vocabulary (a required node affinity).
-struct DevPlacement {
-  bool tensorflow_nodes_only = true;  ///< Require nodetype=tensorflow.
-  std::string cputype;                ///< Required cputype label (CPU instances), if set.
-  std::string gputype;                ///< Required gputype label (GPU instances), if set.
-  std::string pool = "shared";        ///< pooltype: "shared" or "unshared".
-  std::string private_name;           ///< privatename (required when pool is unshared).
 };
 
 /// Pod security knobs. The defaults follow JupyterHub's: no API token in the pod.
@@ -137,16 +110,19 @@ struct DevInstanceSpec {
   /// this command runs instead, e.g. the image's own start script of a GoblinLab-style image,
   /// which reads PASSWORD (from the Secret) itself.
   std::vector<std::string> command;
-  DevResources resources;                              ///< cpu, memory (required) and GPUs.
+  Resources resources;  ///< cpu and memory (required, positive) and GPUs.
   std::string notebook_tag;                            ///< NOTEBOOK_TAG; empty = the instance name.
   std::string hadoop_user;                             ///< HADOOP_USER; empty = the owner.
-  std::vector<DevEnvVar> env;                          ///< Extra environment (no secrets).
+  std::vector<EnvVar> env;                             ///< Extra environment (no secrets).
   std::map<std::string, std::string> pod_annotations;  ///< Added to the pod.
   DevTools tools;                                      ///< Which tools run, on which ports.
   DevHomeVolume home;                                  ///< The owner's default volume at /root.
-  std::vector<DevMount> mounts;  ///< Extra claims (owned by or shared with the owner).
+  /// Extra claims. Each must belong to the instance's owner (label `tfk8s.io/owner`) or be
+  /// shared with them (annotation `tfk8s.io/shared-with`): read-only mounts need an "ro" or
+  /// "rw" grant, read-write mounts an "rw" grant.
+  std::vector<VolumeMount> mounts;
   bool host_localtime = true;    ///< Mount the node's /etc/localtime (GoblinLab).
-  DevPlacement placement;        ///< Node labels the pod requires.
+  Placement placement;           ///< Node labels the pod requires.
   DevSecurity security;          ///< Service account, SSH login modes.
   DevExposeSpec expose;          ///< Exposure outside the cluster.
 

@@ -125,6 +125,8 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
 inline constexpr std::string_view kQueueLabel = "tfk8s.io/queue";
 /// Label on every object tfk8s manages.
 inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
+/// The value of kManagedByLabel on every object tfk8s manages.
+inline constexpr std::string_view kManagedByValue = "tfk8s";
 
 /// Optional per-container defaults and bounds for a queue (a LimitRange of type Container), so
 /// pods that state no resources are still admitted in a namespace whose quota limits cpu/memory.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "tfk8s/pod.hpp"
 #include "tfk8s/quota.hpp"
 
 namespace tfk8s {
@@ -35,39 +36,11 @@ std::string ToString(ConcurrencyPolicy policy);
 /// Parses "Allow" / "Forbid" / "Replace"; throws ValidationError(field "concurrencyPolicy").
 ConcurrencyPolicy ParseConcurrencyPolicy(std::string_view text);
 
-/// A PersistentVolumeClaim mounted into the task's container.
-struct JobVolume {
-  std::string claim_name;  ///< The PVC (in the job's namespace).
-  std::string mount_path;  ///< Absolute path in the container.
-  bool read_only = false;  ///< Mount read-only (a dataset shared by another user, say).
-  std::string sub_path;    ///< Mount only this folder of the volume ("" = all of it).
-};
-
-/// One environment variable of the task.
-struct JobEnvVar {
-  std::string name;   ///< A C identifier-like name ([-._a-zA-Z][-._a-zA-Z0-9]*).
-  std::string value;  ///< Passed as is (never interpreted by a shell).
-};
-
-/// Compute resources. Empty strings mean "not set"; limits default to the requests (the seed
-/// sets requests = limits). GPUs are requested and limited equally.
-struct JobResources {
-  std::string cpu;           ///< Request, e.g. "2" or "500m".
-  std::string memory;        ///< Request, e.g. "8Gi".
-  std::string cpu_limit;     ///< Limit; "" = the request.
-  std::string memory_limit;  ///< Limit; "" = the request.
-  int gpus = 0;              ///< nvidia.com/gpu (requests = limits); adds the GPU toleration.
-};
-
-/// Where the task may run, in the seeds' node-label vocabulary; rendered as a required node
-/// affinity (as TFCluster does). Empty strings mean "no constraint".
-struct JobPlacement {
-  std::string nodetype = "tensorflow";  ///< Required `nodetype` label ("" = any node).
-  std::string cputype;                  ///< Required `cputype`, e.g. "xeon-gold".
-  std::string gputype;                  ///< Required `gputype` (needs resources.gpus > 0).
-  std::string pool = "shared";          ///< `pooltype`: "shared", "unshared" or "" (any).
-  std::string private_name;             ///< `privatename`, required with pool "unshared".
-};
+/// Deprecated names of the shared pod vocabulary (tfk8s/pod.hpp).
+using JobVolume = VolumeMount;
+using JobEnvVar = EnvVar;
+using JobResources = Resources;
+using JobPlacement = Placement;
 
 /// A task, run on demand or on a schedule. Validate() checks everything before any request.
 ///
@@ -87,7 +60,7 @@ struct ScheduledJobSpec {
   std::string home_claim;           ///< The user's PVC mounted at home_path ("" = none).
   std::string home_path = "/root";  ///< Where home_claim is mounted; entry_path is under it.
   bool home_read_only = false;      ///< Mount the home claim read-only.
-  std::vector<JobVolume> volumes;   ///< More claims (any claim, any path).
+  std::vector<VolumeMount> volumes; ///< More claims (any claim, any path).
 
   std::string working_dir;             ///< Relative to home_path, or absolute; "" = home_path.
   std::string exec_command;            ///< Interpreter or executable, e.g. "python3" ("" = run
@@ -95,9 +68,9 @@ struct ScheduledJobSpec {
   std::vector<std::string> exec_args;  ///< Interpreter options before the entry, e.g. {"-u"}.
   std::string entry_path;              ///< The program, relative to home_path (required).
   std::vector<std::string> args;       ///< Program arguments, each passed literally.
-  std::vector<JobEnvVar> env;          ///< Environment variables.
-  JobResources resources;              ///< cpu, memory, nvidia.com/gpu.
-  JobPlacement placement;              ///< Node labels.
+  std::vector<EnvVar> env;             ///< Environment variables.
+  Resources resources;                 ///< cpu, memory, nvidia.com/gpu.
+  Placement placement;                 ///< Node labels (gputype needs resources.gpus > 0).
   std::map<std::string, std::string> pod_annotations;  ///< Added to every run's pod.
 
   int backoff_limit = 0;  ///< Retries after a failed attempt (the seed's 0: fail at once).

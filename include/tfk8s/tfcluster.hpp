@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "tfk8s/pod.hpp"
 #include "tfk8s/quota.hpp"
 
 namespace tfk8s {
@@ -41,21 +42,10 @@ std::string ToString(TFStrategy s);
 /// "per-replica" / "statefulset".
 std::string ToString(TFTopology t);
 
-/// Compute resources of one replica. Empty strings mean "not set". GPUs are requested and limited
-/// equally (extended resources cannot be over-committed).
-struct TFResources {
-  std::string cpu;           ///< Request, e.g. "2" or "500m".
-  std::string memory;        ///< Request, e.g. "8Gi".
-  std::string cpu_limit;     ///< Limit; empty = same as the request.
-  std::string memory_limit;  ///< Limit; empty = same as the request.
-  int gpus = 0;              ///< nvidia.com/gpu (requests = limits).
-};
-
-/// One environment variable.
-struct TFEnvVar {
-  std::string name;
-  std::string value;
-};
+/// Deprecated names of the shared pod vocabulary (tfk8s/pod.hpp).
+using TFResources = Resources;
+using TFEnvVar = EnvVar;
+using TFPlacement = Placement;
 
 /// One TensorFlow role (ps, worker, chief or evaluator).
 struct TFRoleSpec {
@@ -64,14 +54,14 @@ struct TFRoleSpec {
   std::vector<std::string> command;   ///< Container command (empty: the image's entrypoint).
   std::vector<std::string> args;      ///< Container args.
   std::string script;                 ///< Alternative to command: run with `/bin/sh -c`.
-  std::vector<TFEnvVar> env;          ///< Extra environment (after the TF variables).
+  std::vector<EnvVar> env;            ///< Extra environment (after the TF variables).
   std::map<std::string, std::string> pod_annotations;  ///< Added to the replicas' pods.
-  TFResources resources;
+  Resources resources;
   int port = 2222;                    ///< gRPC port.
   std::string restart_policy = "OnFailure";  ///< OnFailure or Never (per-replica topology).
   int backoff_limit = 3;              ///< Retries of a replica's Job (per-replica topology).
-  std::string cputype;                ///< Placement override (else the cluster's).
-  std::string gputype;                ///< Placement override for GPU replicas (else the cluster's).
+  std::string cputype;                ///< placement.cputype for this role ("" = the cluster's).
+  std::string gputype;                ///< placement.gputype for this role ("" = the cluster's).
 };
 
 /// Shared storage mounted in every pod.
@@ -88,7 +78,7 @@ struct TFSessionSpec {
   std::string image;                  ///< Empty: the cluster's cpu_image.
   std::vector<std::string> command;   ///< Empty: the image's entrypoint (RESOURCE_TYPE=session).
   std::vector<std::string> args;
-  TFResources resources;
+  Resources resources;
   int jupyter_port = 8888;
   int ssh_port = 22;
   std::string service_type = "ClusterIP";  ///< ClusterIP or NodePort (the seed used NodePort).
@@ -101,16 +91,7 @@ struct TFTensorBoardSpec {
   int port = 6006;
   std::string service_type = "ClusterIP";
   bool use_replicaset = false;        ///< Render a ReplicaSet like the seed instead of a Deployment.
-  TFResources resources;
-};
-
-/// Where pods may run, in the seeds' node-label vocabulary.
-struct TFPlacement {
-  bool tensorflow_nodes_only = true;  ///< Require nodetype=tensorflow.
-  std::string cputype;                ///< For ps / chief / evaluator / session / TensorBoard (and CPU workers).
-  std::string gputype;                ///< For GPU workers.
-  std::string pool = "shared";        ///< "shared" or "unshared".
-  std::string private_name;           ///< Owner of unshared nodes (required when pool is unshared).
+  Resources resources;
 };
 
 /// The whole cluster. Validate() checks everything before any request is sent.
@@ -129,7 +110,9 @@ struct TFClusterSpec {
   std::optional<TFSessionSpec> session;
   std::optional<TFTensorBoardSpec> tensorboard;
   std::optional<TFStorageSpec> storage;
-  TFPlacement placement;
+  /// Node labels every pod requires (cputype applies to pods without GPUs, gputype to pods with
+  /// them; a role's own cputype / gputype replaces the cluster's).
+  Placement placement;
 
   /// Throws ValidationError naming the field, the value and the rule.
   void Validate() const;

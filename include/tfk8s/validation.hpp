@@ -4,9 +4,12 @@
 /// k8s.io/apimachinery/pkg/util/validation, so bad input fails before anything is sent.
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "tfk8s/pod.hpp"
 
 namespace tfk8s::validation {
 
@@ -61,5 +64,27 @@ void RequireLabelValue(std::string_view field, std::string_view value);
 /// Throws ValidationError when `name` is too long (or invalid) to name a StatefulSet whose pods
 /// get the controller-revision-hash label.
 void RequireStatefulSetName(std::string_view field, std::string_view name);
+
+// ---- the pod vocabulary (tfk8s/pod.hpp), checked the same way for every workload ----------
+
+/// Throws ValidationError unless `value` is a non-negative Kubernetes quantity. "" is accepted
+/// ("not set") unless `required`.
+void RequireQuantity(std::string_view field, std::string_view value, bool required = false);
+/// Throws ValidationError unless `port` is in 1..65535.
+void RequirePort(std::string_view field, int port);
+/// Errors for an environment variable name (Kubernetes' IsEnvVarName). Empty when valid.
+std::vector<std::string> IsEnvVarName(std::string_view value);
+/// Checks `<field>.cpu`, `.memory`, `.cpuLimit`, `.memoryLimit` (quantities; a limit at least
+/// its request) and `.gpus` (>= 0). With `require_requests`, cpu and memory must be set.
+void ValidateResources(std::string_view field, const Resources& resources,
+                       bool require_requests = false);
+/// Why tfk8s reserves an environment variable name ("" when it does not).
+using ReservedEnvName = std::function<std::string(std::string_view name)>;
+/// Checks `<field>[i].name` of every variable: a valid name, given once, not reserved.
+void ValidateEnv(std::string_view field, const std::vector<EnvVar>& env,
+                 const ReservedEnvName& reserved = {});
+/// Checks `<field>.nodetype`, `.cputype`, `.gputype`, `.privateName` (label values), `.pool`
+/// ("shared", "unshared" or ""), and that privateName is given exactly with the unshared pool.
+void ValidatePlacement(std::string_view field, const Placement& placement);
 
 }  // namespace tfk8s::validation

@@ -8,11 +8,41 @@
 
 namespace tfk8s::internal {
 
+using namespace kinds;
+
 void RequireWorkloadName(std::string_view ns, std::string_view name,
                          void (*rule)(std::string_view field, std::string_view value)) {
   validation::RequirePathSegment("name", name);
   rule("name", name);
   if (!ns.empty()) validation::RequireNamespaceName("namespace", ns);
+}
+
+const Json& At(const Json& object, std::string_view key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+std::string StringAt(const Json& object, std::string_view key) {
+  const Json& v = At(object, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
 }
 
 std::vector<Json> Items(Json list) {

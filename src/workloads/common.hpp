@@ -14,17 +14,9 @@
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "workloads/kinds.hpp"
 
 namespace tfk8s::internal {
-
-inline const ResourceType kConfigMapType{"", "v1", "ConfigMap", "configmaps", true};
-inline const ResourceType kSecretType{"", "v1", "Secret", "secrets", true};
-inline const ResourceType kServiceType{"", "v1", "Service", "services", true};
-inline const ResourceType kPodType{"", "v1", "Pod", "pods", true};
-inline const ResourceType kEventType{"", "v1", "Event", "events", true};
-inline const ResourceType kPvcType{"", "v1", "PersistentVolumeClaim", "persistentvolumeclaims",
-                                   true};
-inline const ResourceType kStatefulSetType{"apps", "v1", "StatefulSet", "statefulsets", true};
 
 /// Checks the name (with the workload's own rule, e.g. validation::RequireDns1035Label) and the
 /// namespace ("" = the client's default) of a workload before any request: the name also goes
@@ -35,6 +27,13 @@ void RequireWorkloadName(std::string_view ns, std::string_view name,
 /// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
 /// destroyed temporary.
 std::vector<Json> Items(Json list);
+
+/// object[key] without inserting: null when absent or when `object` is not an object.
+const Json& At(const Json& object, std::string_view key);
+/// At(object, key) when it is a string, else "".
+std::string StringAt(const Json& object, std::string_view key);
+/// Text with &, <, >, " and ' escaped for HTML.
+std::string HtmlEscape(std::string_view text);
 
 /// metadata.name ("" when absent).
 std::string NameOf(const Json& object);

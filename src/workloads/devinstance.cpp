@@ -23,14 +23,9 @@ using internal::AnnotationOf;
 using internal::DevPodName;
 using internal::DevPorts;
 using internal::DevSecretName;
+using internal::HtmlEscape;
 using internal::Items;
-using internal::kConfigMapType;
-using internal::kEventType;
-using internal::kPodType;
-using internal::kPvcType;
-using internal::kSecretType;
-using internal::kServiceType;
-using internal::kStatefulSetType;
+using namespace internal::kinds;
 using internal::LabelOf;
 
 DevInstanceFailed::DevInstanceFailed(std::string what, DevInstanceStatus status)
@@ -53,36 +48,6 @@ std::string DevAccess::Table() const {
   }
   return out;
 }
-
-namespace {
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string DevAccess::Html() const {
   std::string out =
@@ -225,9 +190,9 @@ int DesiredReplicas(const Json& sts) {
 bool CheckGrants(Client& client, const DevInstanceSpec& spec) {
   const std::string& ns = spec.namespace_name;
   for (std::size_t i = 0; i < spec.mounts.size(); ++i) {
-    const DevMount& m = spec.mounts[i];
+    const VolumeMount& m = spec.mounts[i];
     std::string field = fmt::format("mounts[{}].claim", i);
-    auto pvc = GetOptional(client, kPvcType, ns, m.claim);
+    auto pvc = GetOptional(client, kPvcs, ns, m.claim);
     if (!pvc) {
       throw ValidationError(
           field, m.claim, fmt::format("no PersistentVolumeClaim {} in namespace {}", m.claim, ns));
@@ -236,7 +201,7 @@ bool CheckGrants(Client& client, const DevInstanceSpec& spec) {
     if (!why.empty()) throw ValidationError(field, m.claim, why);
   }
   if (!spec.home.enabled) return false;
-  auto home = GetOptional(client, kPvcType, ns, HomeClaimName(spec.owner));
+  auto home = GetOptional(client, kPvcs, ns, HomeClaimName(spec.owner));
   if (!home) return false;
   std::string owner = LabelOf(*home, kOwnerLabel);
   if (owner != spec.owner) {
@@ -377,7 +342,7 @@ void DevInstance::set_spec(DevInstanceSpec spec) {
 
 DevInstance DevInstance::Load(Client client, const std::string& ns, const std::string& name) {
   internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
-  Json sts = client.Get(kStatefulSetType, ns, name);
+  Json sts = client.Get(kStatefulSets, ns, name);
   std::string text = AnnotationOf(sts, internal::kDevSpecAnnotation);
   if (LabelOf(sts, internal::kInstanceLabel) != name || text.empty()) {
     throw NotFound(
@@ -402,7 +367,7 @@ std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::stri
     o.label_selector += std::string(",") + kOwnerLabel + "=" + owner;
   }
   std::vector<DevInstanceSummary> out;
-  for (const auto& sts : Items(client.ListAll(kStatefulSetType, ns, o))) {
+  for (const auto& sts : Items(client.ListAll(kStatefulSets, ns, o))) {
     DevInstanceSummary s;
     const Json& md = sts.value("metadata", Json::object());
     s.namespace_name = md.value("namespace", "");
@@ -425,7 +390,7 @@ std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::stri
 
 FitResult DevInstance::Preflight() {
   bool home_exists = CheckGrants(client_, spec_);
-  auto existing = GetOptional(client_, kStatefulSetType, spec_.namespace_name, spec_.name);
+  auto existing = GetOptional(client_, kStatefulSets, spec_.namespace_name, spec_.name);
   return PreflightObjects(client_, spec_, existing ? &*existing : nullptr, home_exists);
 }
 
@@ -468,7 +433,7 @@ void DevInstance::SyncExposure(const DevInstanceSpec& spec, bool running) {
   if (x.backend == DevExposure::kNodePort && !running) {
     // Node ports are a cluster-wide resource: give them back while stopped.
     try {
-      client_.Delete(kServiceType, spec.namespace_name, internal::DevNodePortName(spec));
+      client_.Delete(kServices, spec.namespace_name, internal::DevNodePortName(spec));
     } catch (const NotFound&) {
     }
   }
@@ -477,7 +442,7 @@ void DevInstance::SyncExposure(const DevInstanceSpec& spec, bool running) {
 DevStartResult DevInstance::Create(const DevCreateOptions& options) {
   const std::string& ns = spec_.namespace_name;
   bool home_exists = CheckGrants(client_, spec_);
-  if (GetOptional(client_, kStatefulSetType, ns, spec_.name)) {
+  if (GetOptional(client_, kStatefulSets, ns, spec_.name)) {
     throw AlreadyExists(
         ErrorKind::kAlreadyExists,
         fmt::format("DevInstance {}/{} already exists (use Apply() or Start())", ns, spec_.name),
@@ -488,7 +453,7 @@ DevStartResult DevInstance::Create(const DevCreateOptions& options) {
   }
   if (spec_.home.enabled && !home_exists) {
     try {
-      client_.Create(kPvcType, ns, RenderDevInstance(spec_).back());
+      client_.Create(kPvcs, ns, RenderDevInstance(spec_).back());
     } catch (const AlreadyExists&) {
       CheckGrants(client_, spec_);  // created meanwhile: it must still be the owner's
     }
@@ -510,7 +475,7 @@ DevStartResult DevInstance::Create(const DevCreateOptions& options) {
     try {
       DeleteOptions del;
       del.propagation_policy = "Background";
-      client_.Delete(kStatefulSetType, ns, spec_.name, del);
+      client_.Delete(kStatefulSets, ns, spec_.name, del);
     } catch (...) {
     }
     throw;
@@ -530,7 +495,7 @@ DevStartResult DevInstance::Create(const DevCreateOptions& options) {
 void DevInstance::Apply() {
   const std::string& ns = spec_.namespace_name;
   CheckGrants(client_, spec_);
-  Json sts = client_.Get(kStatefulSetType, ns, spec_.name);
+  Json sts = client_.Get(kStatefulSets, ns, spec_.name);
   bool running = DesiredReplicas(sts) > 0;
   std::optional<DevInstanceSpec> previous;
   Json stored = Json::parse(AnnotationOf(sts, internal::kDevSpecAnnotation), nullptr, false);
@@ -542,13 +507,13 @@ void DevInstance::Apply() {
   }
   // Keep the password; re-render the Secret so changed authorized keys reach it.
   std::optional<DevCredentials> credentials;
-  if (auto secret = GetOptional(client_, kSecretType, ns, DevSecretName(spec_))) {
+  if (auto secret = GetOptional(client_, kSecrets, ns, DevSecretName(spec_))) {
     credentials = CredentialsFrom(*secret);
   }
   ApplyObjects(running, credentials);
   if (spec_.expose.backend != DevExposure::kNodePort) {
     try {
-      client_.Delete(kServiceType, ns, internal::DevNodePortName(spec_));
+      client_.Delete(kServices, ns, internal::DevNodePortName(spec_));
     } catch (const NotFound&) {
     }
   }
@@ -565,7 +530,7 @@ void DevInstance::Apply() {
 DevStartResult DevInstance::Launch() {
   const std::string& ns = spec_.namespace_name;
   CheckGrants(client_, spec_);
-  Json sts = client_.Get(kStatefulSetType, ns, spec_.name);
+  Json sts = client_.Get(kStatefulSets, ns, spec_.name);
   bool was_running = DesiredReplicas(sts) > 0;
   ThrowIfNotFit(spec_, PreflightObjects(client_, spec_, &sts, true),
                 was_running ? "restart" : "start");
@@ -577,11 +542,11 @@ DevStartResult DevInstance::Launch() {
   if (was_running) {
     // The running pod holds the old password: replace it (the StatefulSet recreates it).
     try {
-      Json pod = client_.Get(kPodType, ns, DevPodName(spec_));
+      Json pod = client_.Get(kPods, ns, DevPodName(spec_));
       if (!pod["metadata"].contains("deletionTimestamp")) {
         DeleteOptions del;
         del.precondition_uid = pod["metadata"].value("uid", "");
-        client_.Delete(kPodType, ns, DevPodName(spec_), del);
+        client_.Delete(kPods, ns, DevPodName(spec_), del);
       }
     } catch (const NotFound&) {
     } catch (const Conflict&) {
@@ -604,7 +569,7 @@ DevStartResult DevInstance::Start() { return Launch(); }
 DevStartResult DevInstance::Restart() { return Launch(); }
 
 void DevInstance::Stop(const DevStopOptions& options) {
-  client_.Get(kStatefulSetType, spec_.namespace_name, spec_.name);  // NotFound when absent
+  client_.Get(kStatefulSets, spec_.namespace_name, spec_.name);  // NotFound when absent
   ApplyStatefulSet(client_, spec_, false);
   if (!options.keep_ports) SyncExposure(spec_, false);
 }
@@ -622,22 +587,22 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
   }
   // Ports first: if releasing fails, the instance is intact and the call can be repeated.
   SyncExposure(spec_, false);
-  if (auto sts = GetOptional(client_, kStatefulSetType, ns, spec_.name)) {
+  if (auto sts = GetOptional(client_, kStatefulSets, ns, spec_.name)) {
     DeleteOptions del;
     del.propagation_policy = options.wait ? "Foreground" : "Background";
     del.precondition_uid = (*sts)["metadata"].value("uid", "");
     try {
-      client_.Delete(kStatefulSetType, ns, spec_.name, del);
+      client_.Delete(kStatefulSets, ns, spec_.name, del);
     } catch (const NotFound&) {
     }
   }
   if (options.delete_home_volume && spec_.home.enabled) {
-    if (auto pvc = GetOptional(client_, kPvcType, ns, home)) {
+    if (auto pvc = GetOptional(client_, kPvcs, ns, home)) {
       if (LabelOf(*pvc, kOwnerLabel) == spec_.owner) {
         DeleteOptions del;
         del.precondition_uid = (*pvc)["metadata"].value("uid", "");
         try {
-          client_.Delete(kPvcType, ns, home, del);
+          client_.Delete(kPvcs, ns, home, del);
         } catch (const NotFound&) {
         }
       }
@@ -648,10 +613,10 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
   auto gone = [](const Json* o) { return o == nullptr; };
   // Foreground deletion keeps the StatefulSet until its pod, Services and Secret are gone.
   bool done =
-      internal::WaitForObject(client_, kStatefulSetType, ns, spec_.name, *options.wait, gone);
+      internal::WaitForObject(client_, kStatefulSets, ns, spec_.name, *options.wait, gone);
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       deadline - std::chrono::steady_clock::now());
-  done = done && internal::WaitForObject(client_, kPodType, ns, DevPodName(spec_),
+  done = done && internal::WaitForObject(client_, kPods, ns, DevPodName(spec_),
                                          std::max(left, std::chrono::milliseconds(1)), gone);
   if (!done) {
     throw Timeout(ErrorKind::kTimeout,
@@ -663,14 +628,14 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
 DevInstanceStatus DevInstance::Status() {
   const std::string& ns = spec_.namespace_name;
   internal::DevObserved seen;
-  seen.statefulset = client_.Get(kStatefulSetType, ns, spec_.name);
+  seen.statefulset = client_.Get(kStatefulSets, ns, spec_.name);
   ListOptions sel;
   sel.label_selector = internal::DevSelector(spec_);
-  seen.pods = Items(client_.ListAll(kPodType, ns, sel));
+  seen.pods = Items(client_.ListAll(kPods, ns, sel));
   ListOptions events;
   events.field_selector = "involvedObject.name=" + spec_.name + ",reason=FailedCreate";
   seen.quota_rejections =
-      QuotaRejections(seen.statefulset, Items(client_.ListAll(kEventType, ns, events)));
+      QuotaRejections(seen.statefulset, Items(client_.ListAll(kEvents, ns, events)));
   return internal::ComputeDevStatus(spec_, seen, nullptr);
 }
 
@@ -687,9 +652,9 @@ DevInstanceStatus DevInstance::Wait(
   sts_sel.field_selector = "metadata.name=" + spec_.name;
   ListOptions event_sel;
   event_sel.field_selector = "involvedObject.name=" + spec_.name + ",reason=FailedCreate";
-  internal::WatchTracker pods(client_, kPodType, ns, pod_sel, &mu, &cv, &changes);
-  internal::WatchTracker sets(client_, kStatefulSetType, ns, sts_sel, &mu, &cv, &changes);
-  internal::WatchTracker events(client_, kEventType, ns, event_sel, &mu, &cv, &changes);
+  internal::WatchTracker pods(client_, kPods, ns, pod_sel, &mu, &cv, &changes);
+  internal::WatchTracker sets(client_, kStatefulSets, ns, sts_sel, &mu, &cv, &changes);
+  internal::WatchTracker events(client_, kEvents, ns, event_sel, &mu, &cv, &changes);
 
   // Unschedulable fails fast only when no node could ever take the pod (else capacity may free
   // up); that judgement is the placement check's, made once.
@@ -752,7 +717,7 @@ DevAccess DevInstance::Access() {
   const DevExposeSpec& x = spec_.expose;
   DevAccess a = BaseAccess(spec_);
   if (x.backend == DevExposure::kIngressTcp) {
-    if (auto cm = GetOptional(client_, kConfigMapType, x.configmap_namespace, x.configmap_name)) {
+    if (auto cm = GetOptional(client_, kConfigMaps, x.configmap_namespace, x.configmap_name)) {
       auto assigned = internal::TcpAssignments(cm->value("data", Json::object()), ns, spec_.name);
       for (auto& e : a.endpoints) {
         auto it = assigned.find(e.port);
@@ -764,11 +729,11 @@ DevAccess DevInstance::Access() {
       }
     }
   } else if (x.backend == DevExposure::kNodePort) {
-    if (auto svc = GetOptional(client_, kServiceType, ns, internal::DevNodePortName(spec_))) {
+    if (auto svc = GetOptional(client_, kServices, ns, internal::DevNodePortName(spec_))) {
       std::string host = x.external_host;
       if (host.empty()) {
         // Any node forwards a node port; the pod's own node is the natural choice.
-        if (auto pod = GetOptional(client_, kPodType, ns, DevPodName(spec_))) {
+        if (auto pod = GetOptional(client_, kPods, ns, DevPodName(spec_))) {
           host = pod->value("status", Json::object()).value("hostIP", "");
         }
       }

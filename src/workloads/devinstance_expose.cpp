@@ -18,6 +18,8 @@
 
 namespace tfk8s {
 
+using namespace internal::kinds;
+
 namespace internal {
 
 std::string TcpServiceTarget(const std::string& ns, const std::string& service, int port) {
@@ -134,7 +136,7 @@ void UpdateTcpServices(Client& client, const DevExposeSpec& x,
     Json cm;
     bool exists = true;
     try {
-      cm = client.Get(internal::kConfigMapType, x.configmap_namespace, x.configmap_name);
+      cm = client.Get(kConfigMaps, x.configmap_namespace, x.configmap_name);
     } catch (const NotFound&) {
       if (!may_create) return;  // nothing to release
       if (!x.create_configmap) {
@@ -154,9 +156,9 @@ void UpdateTcpServices(Client& client, const DevExposeSpec& x,
     cm["data"] = data;
     try {
       if (exists) {
-        client.Replace(internal::kConfigMapType, x.configmap_namespace, cm);
+        client.Replace(kConfigMaps, x.configmap_namespace, cm);
       } else {
-        client.Create(internal::kConfigMapType, x.configmap_namespace, cm);
+        client.Create(kConfigMaps, x.configmap_namespace, cm);
       }
       return;
     } catch (const Conflict&) {
@@ -238,7 +240,7 @@ Json CreateVolume(Client& client, const DevVolumeSpec& spec) {
                {{"accessModes", spec.access_modes},
                 {"resources", {{"requests", {{"storage", spec.size}}}}}}}};
   if (!spec.storage_class.empty()) pvc["spec"]["storageClassName"] = spec.storage_class;
-  return client.Create(internal::kPvcType, spec.namespace_name, pvc);
+  return client.Create(kPvcs, spec.namespace_name, pvc);
 }
 
 namespace {
@@ -250,7 +252,7 @@ void UpdateGrants(Client& client, const std::string& ns, const std::string& clai
   validation::RequireDns1123Label("owner", owner);
   constexpr int kAttempts = 10;
   for (int attempt = 0;; ++attempt) {
-    Json pvc = client.Get(internal::kPvcType, ns, claim);
+    Json pvc = client.Get(kPvcs, ns, claim);
     std::string actual = internal::LabelOf(pvc, kOwnerLabel);
     if (actual != owner) {
       throw ValidationError(
@@ -264,7 +266,7 @@ void UpdateGrants(Client& client, const std::string& ns, const std::string& clai
     for (const auto& [user, mode] : grants) annotation[user] = ToString(mode);
     pvc["metadata"]["annotations"][kSharedWithAnnotation] = annotation.dump();
     try {
-      client.Replace(internal::kPvcType, ns, pvc);  // carries metadata.resourceVersion
+      client.Replace(kPvcs, ns, pvc);  // carries metadata.resourceVersion
       return;
     } catch (const Conflict&) {
       if (attempt + 1 >= kAttempts) throw;

@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "tfk8s/devinstance.hpp"
+#include "workloads/kinds.hpp"
 
 namespace tfk8s::internal {
 
 inline constexpr const char* kInstanceLabel = "tfk8s.io/instance";
 inline constexpr const char* kDevComponentLabel = "tfk8s.io/component";
 inline constexpr const char* kDevSpecAnnotation = "tfk8s.io/spec";
-inline constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
-inline constexpr const char* kDevGpuResource = "nvidia.com/gpu";
+using kinds::kManagedBy;
 /// Where the Secret's hash files are mounted (never the plaintext).
 inline constexpr const char* kCredentialsDir = "/var/run/tfk8s/credentials";
 /// The container's name (GoblinLab's).

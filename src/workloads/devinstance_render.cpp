@@ -11,10 +11,13 @@
 #include "tfk8s/validation.hpp"
 #include "util/base64.hpp"
 #include "workloads/devinstance_internal.hpp"
+#include "workloads/pod.hpp"
+#include "workloads/spec_json.hpp"
 
 namespace tfk8s {
 
 using internal::kInstanceLabel;
+using internal::Field;
 using internal::kManagedBy;
 
 std::string ToString(DevExposure e) {
@@ -209,7 +212,8 @@ using internal::DevPorts;
 
 namespace {
 
-Quantity RequireQuantity(const std::string& field, const std::string& value, bool required) {
+Quantity RequirePositiveQuantity(const std::string& field, const std::string& value,
+                                 bool required) {
   if (value.empty()) {
     if (required) throw ValidationError(field, value, "is required");
     return {};
@@ -231,12 +235,6 @@ void CheckAbsolutePath(const std::string& field, const std::string& path) {
   }
 }
 
-void CheckPort(const std::string& field, int port) {
-  if (port < 1 || port > 65535) {
-    throw ValidationError(field, std::to_string(port), "must be a port number in 1..65535");
-  }
-}
-
 // Kubernetes' IsValidPortName: an IANA service name.
 void CheckPortName(const std::string& field, const std::string& name) {
   bool letter = false;
@@ -254,23 +252,6 @@ void CheckPortName(const std::string& field, const std::string& name) {
                           "must be an IANA service name: at most 15 lower-case letters, digits "
                           "and '-', with a letter, no leading, trailing or double '-'");
   }
-}
-
-// Kubernetes' IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*.
-void CheckEnvName(const std::string& field, const std::string& name) {
-  bool ok = !name.empty() && !(name.front() >= '0' && name.front() <= '9');
-  for (char c : name) {
-    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!alnum && c != '-' && c != '.' && c != '_') ok = false;
-  }
-  if (!ok) {
-    throw ValidationError(field, name,
-                          "not a valid environment variable name ([-._a-zA-Z][-._a-zA-Z0-9]*)");
-  }
-}
-
-void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
-  if (!value.empty()) validation::RequireLabelValue(field, value);
 }
 
 }  // namespace
@@ -305,45 +286,28 @@ void DevInstanceSpec::Validate() const {
     }
   }
 
-  // Resources: requests = limits unless both are given (then limit >= request).
-  Quantity cpu = RequireQuantity("resources.cpu", resources.cpu, true);
-  Quantity memory = RequireQuantity("resources.memory", resources.memory, true);
-  if (!resources.cpu_limit.empty() &&
-      RequireQuantity("resources.cpuLimit", resources.cpu_limit, true) < cpu) {
-    throw ValidationError("resources.cpuLimit", resources.cpu_limit,
-                          "must be at least the request (" + resources.cpu + ")");
-  }
-  if (!resources.memory_limit.empty() &&
-      RequireQuantity("resources.memoryLimit", resources.memory_limit, true) < memory) {
-    throw ValidationError("resources.memoryLimit", resources.memory_limit,
-                          "must be at least the request (" + resources.memory + ")");
-  }
-  if (resources.gpus < 0) {
-    throw ValidationError("resources.gpus", std::to_string(resources.gpus), "must be >= 0");
-  }
+  // Resources: requests are required (a dev container is a long-lived reservation) and
+  // positive; limits equal requests unless given (then at least the request).
+  validation::ValidateResources("resources", resources, /*require_requests=*/true);
+  RequirePositiveQuantity("resources.cpu", resources.cpu, true);
+  RequirePositiveQuantity("resources.memory", resources.memory, true);
 
   // Environment: tfk8s's own variables cannot be overridden (PASSWORD would defeat the Secret).
-  std::set<std::string> env_names;
-  for (std::size_t i = 0; i < env.size(); ++i) {
-    std::string f = fmt::format("env[{}].name", i);
-    CheckEnvName(f, env[i].name);
-    if (env[i].name == "PASSWORD" || env[i].name == "NOTEBOOK_TAG" ||
-        env[i].name == "HADOOP_USER" || env[i].name.rfind("TFK8S_", 0) == 0) {
-      throw ValidationError(f, env[i].name,
-                            "is set by tfk8s (use notebookTag / hadoopUser; the password comes "
-                            "from the instance's Secret)");
+  validation::ValidateEnv("env", env, [](std::string_view env_name) -> std::string {
+    if (env_name == "PASSWORD" || env_name == "NOTEBOOK_TAG" || env_name == "HADOOP_USER" ||
+        env_name.rfind("TFK8S_", 0) == 0) {
+      return "is set by tfk8s (use notebookTag / hadoopUser; the password comes from the "
+             "instance's Secret)";
     }
-    if (!env_names.insert(env[i].name).second) {
-      throw ValidationError(f, env[i].name, "is given twice");
-    }
-  }
+    return {};
+  });
   for (const auto& [k, v] : pod_annotations) validation::RequireLabelKey("podAnnotations", k);
 
   // Tools and ports: every port once, every name once.
-  CheckPort("tools.jupyterPort", tools.jupyter_port);
-  CheckPort("tools.sshPort", tools.ssh_port);
-  CheckPort("tools.codeServerPort", tools.code_server_port);
-  CheckPort("tools.tensorboardPort", tools.tensorboard_port);
+  validation::RequirePort("tools.jupyterPort", tools.jupyter_port);
+  validation::RequirePort("tools.sshPort", tools.ssh_port);
+  validation::RequirePort("tools.codeServerPort", tools.code_server_port);
+  validation::RequirePort("tools.tensorboardPort", tools.tensorboard_port);
   if (tools.tensorboard) CheckAbsolutePath("tools.tensorboardLogDir", tools.tensorboard_log_dir);
   std::map<int, std::string> port_owner;
   std::set<std::string> port_names;
@@ -370,7 +334,7 @@ void DevInstanceSpec::Validate() const {
         throw ValidationError(f + ".name", p.name, "is the name of a built-in tool");
       }
     }
-    CheckPort(f + ".port", p.port);
+    validation::RequirePort(f + ".port", p.port);
     if (port_names.count(p.name)) {
       throw ValidationError(f + ".name", p.name, "port name is used twice");
     }
@@ -387,7 +351,7 @@ void DevInstanceSpec::Validate() const {
   claim_path("credentials (reserved)", internal::kCredentialsDir);
   if (host_localtime) claim_path("hostLocaltime (reserved)", "/etc/localtime");
   if (home.enabled) {
-    RequireQuantity("home.size", home.size, true);
+    RequirePositiveQuantity("home.size", home.size, true);
     if (home.access_modes.empty()) {
       throw ValidationError("home.accessModes", "", "needs at least one access mode");
     }
@@ -403,7 +367,7 @@ void DevInstanceSpec::Validate() const {
     claim_path("home.mountPath", home.mount_path);
   }
   for (std::size_t i = 0; i < mounts.size(); ++i) {
-    const DevMount& m = mounts[i];
+    const VolumeMount& m = mounts[i];
     std::string f = fmt::format("mounts[{}]", i);
     validation::RequireDns1123Subdomain(f + ".claim", m.claim);
     if (home.enabled && m.claim == HomeClaimName(owner)) {
@@ -420,17 +384,7 @@ void DevInstanceSpec::Validate() const {
     }
   }
 
-  // Placement.
-  if (placement.pool != "shared" && placement.pool != "unshared") {
-    throw ValidationError("placement.pool", placement.pool, "must be shared or unshared");
-  }
-  if (placement.pool == "unshared" && placement.private_name.empty()) {
-    throw ValidationError("placement.privateName", "",
-                          "unshared nodes are reserved to an owner: name it");
-  }
-  CheckLabelValueIfSet("placement.cputype", placement.cputype);
-  CheckLabelValueIfSet("placement.gputype", placement.gputype);
-  CheckLabelValueIfSet("placement.privateName", placement.private_name);
+  validation::ValidatePlacement("placement", placement);
 
   // Security.
   if (!security.service_account.empty()) {
@@ -469,8 +423,8 @@ void DevInstanceSpec::Validate() const {
   if (expose.backend == DevExposure::kIngressTcp) {
     validation::RequireDns1123Label("expose.configmapNamespace", expose.configmap_namespace);
     validation::RequireDns1123Subdomain("expose.configmapName", expose.configmap_name);
-    CheckPort("expose.portMin", expose.port_min);
-    CheckPort("expose.portMax", expose.port_max);
+    validation::RequirePort("expose.portMin", expose.port_min);
+    validation::RequirePort("expose.portMax", expose.port_max);
     if (expose.port_max < expose.port_min) {
       throw ValidationError("expose.portMax", std::to_string(expose.port_max),
                             "must be at least portMin (" + std::to_string(expose.port_min) + ")");
@@ -487,17 +441,6 @@ void DevInstanceSpec::Validate() const {
 
 namespace {
 
-template <typename T>
-T Field(const Json& j, const char* key, const std::string& path, T fallback) {
-  if (!j.is_object()) return fallback;
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const Json::exception&) {
-    throw ValidationError(path + key, it->dump(), "has the wrong type");
-  }
-}
 
 const Json& Section(const Json& j, const char* key) {
   static const Json kEmpty = Json::object();
@@ -509,8 +452,6 @@ const Json& Section(const Json& j, const char* key) {
 }  // namespace
 
 Json DevInstanceSpec::ToJson() const {
-  Json env_json = Json::array();
-  for (const auto& e : env) env_json.push_back({{"name", e.name}, {"value", e.value}});
   Json custom = Json::array();
   for (const auto& p : tools.custom_ports) custom.push_back({{"name", p.name}, {"port", p.port}});
   Json mounts_json = Json::array();
@@ -528,15 +469,10 @@ Json DevInstanceSpec::ToJson() const {
           {"imagePullPolicy", image_pull_policy},
           {"imagePullSecret", image_pull_secret},
           {"command", command},
-          {"resources",
-           {{"cpu", resources.cpu},
-            {"memory", resources.memory},
-            {"cpuLimit", resources.cpu_limit},
-            {"memoryLimit", resources.memory_limit},
-            {"gpus", resources.gpus}}},
+          {"resources", internal::ToSpecJson(resources)},
           {"notebookTag", notebook_tag},
           {"hadoopUser", hadoop_user},
-          {"env", env_json},
+          {"env", internal::ToSpecJson(env)},
           {"podAnnotations", pod_annotations},
           {"tools",
            {{"jupyter", tools.jupyter},
@@ -557,12 +493,7 @@ Json DevInstanceSpec::ToJson() const {
             {"mountPath", home.mount_path}}},
           {"mounts", mounts_json},
           {"hostLocaltime", host_localtime},
-          {"placement",
-           {{"tensorflowNodesOnly", placement.tensorflow_nodes_only},
-            {"cputype", placement.cputype},
-            {"gputype", placement.gputype},
-            {"pool", placement.pool},
-            {"privateName", placement.private_name}}},
+          {"placement", internal::ToSpecJson(placement)},
           {"security",
            {{"automountServiceAccountToken", security.automount_service_account_token},
             {"serviceAccount", security.service_account},
@@ -590,20 +521,10 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   s.image_pull_policy = Field<std::string>(j, "imagePullPolicy", "", s.image_pull_policy);
   s.image_pull_secret = Field<std::string>(j, "imagePullSecret", "", "");
   s.command = Field<std::vector<std::string>>(j, "command", "", {});
-  const Json& r = Section(j, "resources");
-  s.resources.cpu = Field<std::string>(r, "cpu", "resources.", "");
-  s.resources.memory = Field<std::string>(r, "memory", "resources.", "");
-  s.resources.cpu_limit = Field<std::string>(r, "cpuLimit", "resources.", "");
-  s.resources.memory_limit = Field<std::string>(r, "memoryLimit", "resources.", "");
-  s.resources.gpus = Field<int>(r, "gpus", "resources.", 0);
+  s.resources = internal::ResourcesFromSpecJson(Section(j, "resources"), "resources.");
   s.notebook_tag = Field<std::string>(j, "notebookTag", "", "");
   s.hadoop_user = Field<std::string>(j, "hadoopUser", "", "");
-  if (auto e = j.find("env"); e != j.end() && e->is_array()) {
-    for (const auto& v : *e) {
-      s.env.push_back(
-          {Field<std::string>(v, "name", "env.", ""), Field<std::string>(v, "value", "env.", "")});
-    }
-  }
+  if (auto e = j.find("env"); e != j.end()) s.env = internal::EnvFromSpecJson(*e, "env");
   s.pod_annotations = Field<std::map<std::string, std::string>>(j, "podAnnotations", "", {});
   const Json& t = Section(j, "tools");
   s.tools.jupyter = Field<bool>(t, "jupyter", "tools.", s.tools.jupyter);
@@ -638,12 +559,7 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
     }
   }
   s.host_localtime = Field<bool>(j, "hostLocaltime", "", s.host_localtime);
-  const Json& p = Section(j, "placement");
-  s.placement.tensorflow_nodes_only = Field<bool>(p, "tensorflowNodesOnly", "placement.", true);
-  s.placement.cputype = Field<std::string>(p, "cputype", "placement.", "");
-  s.placement.gputype = Field<std::string>(p, "gputype", "placement.", "");
-  s.placement.pool = Field<std::string>(p, "pool", "placement.", s.placement.pool);
-  s.placement.private_name = Field<std::string>(p, "privateName", "placement.", "");
+  s.placement = internal::PlacementFromSpecJson(Section(j, "placement"), "placement.");
   const Json& sec = Section(j, "security");
   s.security.automount_service_account_token =
       Field<bool>(sec, "automountServiceAccountToken", "security.", false);
@@ -704,37 +620,6 @@ Json Metadata(const DevInstanceSpec& spec, const DevRenderOptions& o, const std:
   return m;
 }
 
-Json Resources(const DevResources& r) {
-  Json requests = {{"cpu", r.cpu}, {"memory", r.memory}};
-  Json limits = {{"cpu", r.cpu_limit.empty() ? r.cpu : r.cpu_limit},
-                 {"memory", r.memory_limit.empty() ? r.memory : r.memory_limit}};
-  if (r.gpus > 0) {
-    // Extended resources cannot be over-committed: requests must equal limits.
-    requests[internal::kDevGpuResource] = std::to_string(r.gpus);
-    limits[internal::kDevGpuResource] = std::to_string(r.gpus);
-  }
-  return {{"requests", requests}, {"limits", limits}};
-}
-
-Json Affinity(const DevInstanceSpec& spec) {
-  Json exprs = Json::array();
-  auto in = [&](const char* key, const std::string& value) {
-    exprs.push_back({{"key", key}, {"operator", "In"}, {"values", Json::array({value})}});
-  };
-  const DevPlacement& p = spec.placement;
-  if (p.tensorflow_nodes_only) in("nodetype", "tensorflow");
-  if (spec.resources.gpus > 0 && !p.gputype.empty()) {
-    in("gputype", p.gputype);
-  } else if (spec.resources.gpus == 0 && !p.cputype.empty()) {
-    in("cputype", p.cputype);
-  }
-  in("pooltype", p.pool);
-  if (p.pool == "unshared") in("privatename", p.private_name);
-  return {{"nodeAffinity",
-           {{"requiredDuringSchedulingIgnoredDuringExecution",
-             {{"nodeSelectorTerms", Json::array({{{"matchExpressions", exprs}}})}}}}}};
-}
-
 Json Env(const DevInstanceSpec& spec) {
   Json env = Json::array();
   auto add = [&](const std::string& name, const std::string& value) {
@@ -792,7 +677,7 @@ Json Container(const DevInstanceSpec& spec) {
     ports.push_back({{"name", p.name}, {"containerPort", p.port}, {"protocol", "TCP"}});
   }
   if (!ports.empty()) c["ports"] = ports;
-  c["resources"] = Resources(spec.resources);
+  c["resources"] = internal::ResourcesJson(spec.resources);
   Json mounts = Json::array();
   if (spec.home.enabled) mounts.push_back({{"name", "home"}, {"mountPath", spec.home.mount_path}});
   auto claims = MountClaims(spec);
@@ -858,14 +743,10 @@ Json Volumes(const DevInstanceSpec& spec) {
 Json PodSpec(const DevInstanceSpec& spec) {
   Json pod = {{"automountServiceAccountToken", spec.security.automount_service_account_token},
               {"enableServiceLinks", false},
-              {"securityContext", {{"seccompProfile", {{"type", "RuntimeDefault"}}}}},
-              {"affinity", Affinity(spec)}};
+              {"securityContext", {{"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
+  internal::AddPlacement(&pod, spec.placement, spec.resources.gpus > 0);
   if (!spec.security.service_account.empty()) {
     pod["serviceAccountName"] = spec.security.service_account;
-  }
-  if (spec.resources.gpus > 0) {
-    pod["tolerations"] = Json::array(
-        {{{"key", internal::kDevGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
   }
   if (!spec.image_pull_secret.empty()) {
     pod["imagePullSecrets"] = Json::array({{{"name", spec.image_pull_secret}}});

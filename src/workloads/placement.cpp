@@ -14,33 +14,19 @@
 
 #include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/common.hpp"
 #include "workloads/quota_pods.hpp"
 
 namespace tfk8s {
+
+using namespace internal::kinds;
+using internal::At;
+using internal::Items;
+using internal::StringAt;
+
 namespace {
 
-const ResourceType kNodes{"", "v1", "Node", "nodes", false};
-const ResourceType kPods{"", "v1", "Pod", "pods", true};
 constexpr std::string_view kActivePods = "status.phase!=Succeeded,status.phase!=Failed";
-
-const Json kNull;
-
-const Json& At(const Json& object, std::string_view key) {
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-std::string StringAt(const Json& object, std::string_view key) {
-  const Json& v = At(object, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-std::vector<Json> Items(const Json& list) {
-  const Json& items = At(list, "items");
-  if (!items.is_array()) return {};
-  return items.get<std::vector<Json>>();
-}
 
 std::map<std::string, std::string> LabelsOf(const Json& object) {
   std::map<std::string, std::string> out;

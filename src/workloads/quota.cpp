@@ -17,39 +17,22 @@
 
 #include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/common.hpp"
 #include "workloads/quota_pods.hpp"
 
 namespace tfk8s {
+
+using namespace internal::kinds;
+using internal::At;
+using internal::HtmlEscape;
+using internal::Items;
+using internal::StringAt;
+
 namespace {
 
 using internal::UsageItem;
 
-const ResourceType kNamespaces{"", "v1", "Namespace", "namespaces", false};
-const ResourceType kResourceQuotas{"", "v1", "ResourceQuota", "resourcequotas", true};
-const ResourceType kLimitRanges{"", "v1", "LimitRange", "limitranges", true};
-const ResourceType kStorageClasses{"storage.k8s.io", "v1", "StorageClass", "storageclasses", false};
-
-constexpr std::string_view kManagedByValue = "tfk8s";
 constexpr std::string_view kStorageClassInfix = ".storageclass.storage.k8s.io/";
-
-const Json kNull;
-
-const Json& At(const Json& object, std::string_view key) {
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-std::string StringAt(const Json& object, std::string_view key) {
-  const Json& v = At(object, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-std::vector<Json> Items(const Json& list) {
-  const Json& items = At(list, "items");
-  if (!items.is_array()) return {};
-  return items.get<std::vector<Json>>();
-}
 
 // ---- quota scopes --------------------------------------------------------------------------
 
@@ -394,32 +377,6 @@ std::string Percent(const ResourceUsage& r) {
   return fmt::format("{}%", static_cast<long long>(std::lround(r.Fraction() * 100.0)));
 }
 
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // Ready = the quota controller has caught up with spec.hard (see WaitForQuotaReady).
 bool QuotaReady(const Json& quota) {

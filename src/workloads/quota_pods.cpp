@@ -15,6 +15,7 @@
 
 #include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/common.hpp"
 
 namespace tfk8s {
 
@@ -74,20 +75,6 @@ ResourceList ParseResourceList(const Json& object, std::string_view field) {
 
 namespace internal {
 namespace {
-
-const Json kNullJson;
-
-// object[key] without inserting, null when absent or when `object` is not an object.
-const Json& At(const Json& object, std::string_view key) {
-  if (!object.is_object()) return kNullJson;
-  auto it = object.find(key);
-  return it == object.end() ? kNullJson : *it;
-}
-
-std::string StringField(const Json& object, std::string_view key) {
-  const Json& v = At(object, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
 
 bool BoolField(const Json& object, std::string_view key) {
   const Json& v = At(object, key);
@@ -195,8 +182,8 @@ std::int64_t IntField(const Json& object, std::string_view key, std::int64_t fal
 }
 
 std::string SourceOf(const Json& object) {
-  return fmt::format("{}/{}", StringField(object, "kind"),
-                     StringField(At(object, "metadata"), "name"));
+  return fmt::format("{}/{}", StringAt(object, "kind"),
+                     StringAt(At(object, "metadata"), "name"));
 }
 
 bool IsExtendedResourceName(std::string_view name) {
@@ -245,7 +232,7 @@ void DefaultPodResources(Json& pod_spec, const std::vector<Json>& limit_ranges) 
     if (!items.is_array()) continue;
     for (std::size_t i = 0; i < items.size(); ++i) {
       const Json& item = items[i];
-      if (StringField(item, "type") != "Container") continue;
+      if (StringAt(item, "type") != "Container") continue;
       const std::string f = fmt::format("limitRanges[{}].spec.limits[{}]", r, i);
       ResourceList d = ParseResourceList(At(item, "default"), f + ".default");
       ResourceList dr = ParseResourceList(At(item, "defaultRequest"), f + ".defaultRequest");
@@ -358,7 +345,7 @@ std::vector<PodGroup> PodGroupsOf(const std::vector<Json>& objects) {
   std::vector<PodGroup> groups;
   for (std::size_t i = 0; i < objects.size(); ++i) {
     const Json& object = objects[i];
-    const std::string kind = StringField(object, "kind");
+    const std::string kind = StringAt(object, "kind");
     const std::string source = SourceOf(object);
     const Json& spec = At(object, "spec");
     const std::string f = fmt::format("objects[{}]({})", i, source);
@@ -369,7 +356,7 @@ std::vector<PodGroup> PodGroupsOf(const std::vector<Json>& objects) {
     if (kind == "Pod") {
       group.pod = NormalizePodTemplate(object, f);
       group.count = 1;
-      const std::string phase = StringField(At(object, "status"), "phase");
+      const std::string phase = StringAt(At(object, "status"), "phase");
       group.terminated = phase == "Succeeded" || phase == "Failed";
     } else if (kind == "Deployment" || kind == "ReplicaSet" || kind == "StatefulSet" ||
                kind == "ReplicationController") {
@@ -448,7 +435,7 @@ ResourceList ClaimUsage(const Json& claim, const DemandContext& context, const s
 ResourceList ServiceUsage(const Json& service) {
   ResourceList out{{"services", Quantity::FromInt(1)}, {"count/services", Quantity::FromInt(1)}};
   const Json& spec = At(service, "spec");
-  const std::string type = StringField(spec, "type");
+  const std::string type = StringAt(spec, "type");
   const Json& ports = At(spec, "ports");
   const std::int64_t n = ports.is_array() ? static_cast<std::int64_t>(ports.size()) : 0;
   if (type == "NodePort" || type == "LoadBalancer")
@@ -467,8 +454,8 @@ std::vector<UsageItem> UsageItemsOf(const std::vector<Json>& objects,
     if (!object.is_object()) {
       throw ValidationError(fmt::format("objects[{}]", i), object.dump(), "must be an object");
     }
-    const std::string kind = StringField(object, "kind");
-    const std::string api_version = StringField(object, "apiVersion");
+    const std::string kind = StringAt(object, "kind");
+    const std::string api_version = StringAt(object, "apiVersion");
     const std::string source = SourceOf(object);
     const std::string f = fmt::format("objects[{}]({})", i, source);
 
@@ -528,7 +515,7 @@ UsageItem PodTemplateItem(const Json& pod_template, std::int64_t replicas,
   item.pods.source = item.source;
   item.pods.pod = NormalizePodTemplate(pod_template, "pod_template");
   item.pods.count = replicas;
-  const std::string phase = StringField(At(item.pods.pod, "status"), "phase");
+  const std::string phase = StringAt(At(item.pods.pod, "status"), "phase");
   item.pods.terminated = phase == "Succeeded" || phase == "Failed";
   DefaultPodResources(item.pods.pod["spec"], context.limit_ranges);
   if (replicas > 0) {

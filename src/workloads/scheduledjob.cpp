@@ -16,21 +16,11 @@
 namespace tfk8s {
 
 using internal::SysSeconds;
+using internal::Items;
+using namespace internal::kinds;
 
 namespace {
 
-const ResourceType kJobs{"batch", "v1", "Job", "jobs", true};
-const ResourceType kPods{"", "v1", "Pod", "pods", true};
-
-// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
-// destroyed temporary.
-std::vector<Json> Items(Json list) {
-  std::vector<Json> out;
-  if (auto it = list.find("items"); it != list.end() && it->is_array()) {
-    for (auto& item : *it) out.push_back(std::move(item));
-  }
-  return out;
-}
 
 std::string Name(const Json& o) { return o.value("metadata", Json::object()).value("name", ""); }
 

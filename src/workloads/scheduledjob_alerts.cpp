@@ -13,11 +13,13 @@
 
 #include "tfk8s/scheduledjob.hpp"
 #include "workloads/cron.hpp"
+#include "workloads/kinds.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 
 namespace tfk8s {
 
 using internal::SysSeconds;
+using namespace internal::kinds;
 
 namespace internal {
 
@@ -247,8 +249,6 @@ WebhookDelivery SendWebhookAlert(const AlertWebhook& webhook, const ScheduledJob
 // ---- the watcher ----------------------------------------------------------------------------
 
 namespace {
-
-const ResourceType kJobs{"batch", "v1", "Job", "jobs", true};
 
 std::string Key(const Json& o) {
   const Json& m = o.value("metadata", Json::object());

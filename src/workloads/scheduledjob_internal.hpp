@@ -11,12 +11,13 @@
 #include "http/transport.hpp"
 #include "tfk8s/scheduledjob.hpp"
 #include "workloads/cron.hpp"
+#include "workloads/kinds.hpp"
 
 namespace tfk8s::internal {
 
 /// On every object of a task: the task's name.
 inline constexpr const char* kScheduledJobLabel = "tfk8s.io/scheduledjob";
-inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
+using kinds::kManagedBy;
 /// The spec as JSON, on the CronJob and on on-demand runs (ScheduledJob::Load reads it).
 inline constexpr const char* kSpecAnnotation = "tfk8s.io/spec";
 /// kubectl's marker of a Job created from a CronJob by hand.

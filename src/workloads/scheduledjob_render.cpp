@@ -11,11 +11,15 @@
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/validation.hpp"
 #include "workloads/cron.hpp"
+#include "workloads/pod.hpp"
+#include "workloads/spec_json.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 
 namespace tfk8s {
 
 using internal::CronSchedule;
+using internal::Field;
+using internal::OptionalField;
 using internal::SysSeconds;
 using internal::TimeZone;
 
@@ -106,7 +110,7 @@ namespace internal {
 Json CommonLabels(const ScheduledJobSpec& spec) {
   Json labels = Json::object();
   for (const auto& [k, v] : spec.labels) labels[k] = v;
-  labels[kManagedByLabel] = "tfk8s";
+  labels[kManagedBy] = kManagedByValue;
   labels[kScheduledJobLabel] = spec.name;
   return labels;
 }
@@ -145,14 +149,6 @@ namespace {
 
 bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
-void CheckQuantity(const std::string& field, const std::string& value) {
-  if (value.empty()) return;
-  Quantity q;
-  std::string why;
-  if (!Quantity::TryParse(value, &q, &why)) throw ValidationError(field, value, why);
-  if (q.Sign() < 0) throw ValidationError(field, value, "must not be negative");
-}
-
 // A path made of plain components: no "..", no empty or "." components, no NUL.
 void CheckCleanPath(const std::string& field, const std::string& path, bool absolute) {
   if (path.empty()) throw ValidationError(field, path, "must not be empty");
@@ -174,19 +170,6 @@ void CheckCleanPath(const std::string& field, const std::string& path, bool abso
       throw ValidationError(field, path, "must not contain empty or \".\" components");
     }
     start = end + 1;
-  }
-}
-
-void CheckEnvName(const std::string& field, const std::string& name) {
-  // Kubernetes 1.20's rule for environment variable names (C identifiers plus '-' and '.').
-  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name.front()));
-  for (char c : name) {
-    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
-  }
-  if (!ok) {
-    throw ValidationError(field, name,
-                          "must consist of letters, digits, '_', '-' or '.', and not start with a "
-                          "digit");
   }
 }
 
@@ -219,7 +202,7 @@ void ScheduledJobSpec::Validate() const {
   for (const auto& [k, v] : labels) {
     validation::RequireLabelKey("labels", k);
     validation::RequireLabelValue("labels[" + k + "]", v);
-    if (k == internal::kScheduledJobLabel || k == internal::kManagedByLabel || k == "job-name" ||
+    if (k == internal::kScheduledJobLabel || k == internal::kManagedBy || k == "job-name" ||
         k == "controller-uid") {
       throw ValidationError("labels", k, "is set by tfk8s or the job controller");
     }
@@ -245,9 +228,9 @@ void ScheduledJobSpec::Validate() const {
     mount_paths.insert(home_path);
   }
   for (std::size_t i = 0; i < volumes.size(); ++i) {
-    const JobVolume& v = volumes[i];
+    const VolumeMount& v = volumes[i];
     std::string f = fmt::format("volumes[{}]", i);
-    validation::RequireDns1123Subdomain(f + ".claimName", v.claim_name);
+    validation::RequireDns1123Subdomain(f + ".claimName", v.claim);
     CheckCleanPath(f + ".mountPath", v.mount_path, /*absolute=*/true);
     if (!v.sub_path.empty()) CheckCleanPath(f + ".subPath", v.sub_path, /*absolute=*/false);
     if (!mount_paths.insert(v.mount_path).second) {
@@ -291,52 +274,13 @@ void ScheduledJobSpec::Validate() const {
       throw ValidationError(fmt::format("args[{}]", i), "…", "must not contain NUL characters");
     }
   }
-  std::set<std::string> env_names;
-  for (std::size_t i = 0; i < env.size(); ++i) {
-    std::string f = fmt::format("env[{}].name", i);
-    CheckEnvName(f, env[i].name);
-    if (!env_names.insert(env[i].name).second) {
-      throw ValidationError(f, env[i].name, "is set twice");
-    }
-  }
+  validation::ValidateEnv("env", env);
 
-  // Resources.
-  const JobResources& r = resources;
-  CheckQuantity("resources.cpu", r.cpu);
-  CheckQuantity("resources.memory", r.memory);
-  CheckQuantity("resources.cpuLimit", r.cpu_limit);
-  CheckQuantity("resources.memoryLimit", r.memory_limit);
-  if (r.gpus < 0) throw ValidationError("resources.gpus", std::to_string(r.gpus), "must be >= 0");
-  if (!r.cpu.empty() && !r.cpu_limit.empty() &&
-      Quantity::Parse(r.cpu_limit) < Quantity::Parse(r.cpu)) {
-    throw ValidationError("resources.cpuLimit", r.cpu_limit,
-                          "must be at least the request (" + r.cpu + ")");
-  }
-  if (!r.memory.empty() && !r.memory_limit.empty() &&
-      Quantity::Parse(r.memory_limit) < Quantity::Parse(r.memory)) {
-    throw ValidationError("resources.memoryLimit", r.memory_limit,
-                          "must be at least the request (" + r.memory + ")");
-  }
-
-  // Placement.
-  const JobPlacement& p = placement;
-  for (const auto& [field, value] :
-       {std::pair{"placement.nodetype", &p.nodetype}, std::pair{"placement.cputype", &p.cputype},
-        std::pair{"placement.gputype", &p.gputype},
-        std::pair{"placement.privateName", &p.private_name}}) {
-    if (!value->empty()) validation::RequireLabelValue(field, *value);
-  }
-  if (!p.pool.empty() && p.pool != "shared" && p.pool != "unshared") {
-    throw ValidationError("placement.pool", p.pool, "must be shared, unshared or empty (any)");
-  }
-  if (p.pool == "unshared" && p.private_name.empty()) {
-    throw ValidationError("placement.privateName", "",
-                          "unshared nodes are reserved to an owner: name it");
-  }
-  if (p.pool != "unshared" && !p.private_name.empty()) {
-    throw ValidationError("placement.privateName", p.private_name,
-                          "only applies to placement.pool \"unshared\"");
-  }
+  validation::ValidateResources("resources", resources);
+  validation::ValidatePlacement("placement", placement);
+  // One pod: a GPU node type without GPUs can never match (GPU nodes take only GPU pods).
+  const Placement& p = placement;
+  const Resources& r = resources;
   if (!p.gputype.empty() && r.gpus == 0) {
     throw ValidationError("placement.gputype", p.gputype,
                           "selects GPU nodes, which only take pods requesting GPUs: set "
@@ -431,34 +375,10 @@ std::string ScheduledJobSpec::CommandLine() const {
 
 // ---- JSON round trip ------------------------------------------------------------------------
 
-namespace {
-
-template <typename T>
-T Field(const Json& j, const char* key, const std::string& path, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const Json::exception&) {
-    throw ValidationError(path + key, it->dump(), "has the wrong type");
-  }
-}
-
-template <typename T>
-std::optional<T> OptionalField(const Json& j, const char* key, const std::string& path) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return Field<T>(j, key, path, T{});
-}
-
-}  // namespace
-
 Json ScheduledJobSpec::ToJson() const {
-  Json env_json = Json::array();
-  for (const auto& e : env) env_json.push_back({{"name", e.name}, {"value", e.value}});
   Json volumes_json = Json::array();
   for (const auto& v : volumes) {
-    volumes_json.push_back({{"claimName", v.claim_name},
+    volumes_json.push_back({{"claimName", v.claim},
                             {"mountPath", v.mount_path},
                             {"readOnly", v.read_only},
                             {"subPath", v.sub_path}});
@@ -478,19 +398,9 @@ Json ScheduledJobSpec::ToJson() const {
             {"execArgs", exec_args},
             {"entryPath", entry_path},
             {"args", args},
-            {"env", env_json},
-            {"resources",
-             {{"cpu", resources.cpu},
-              {"memory", resources.memory},
-              {"cpuLimit", resources.cpu_limit},
-              {"memoryLimit", resources.memory_limit},
-              {"gpus", resources.gpus}}},
-            {"placement",
-             {{"nodetype", placement.nodetype},
-              {"cputype", placement.cputype},
-              {"gputype", placement.gputype},
-              {"pool", placement.pool},
-              {"privateName", placement.private_name}}},
+            {"env", internal::ToSpecJson(env)},
+            {"resources", internal::ToSpecJson(resources)},
+            {"placement", internal::ToSpecJson(placement)},
             {"podAnnotations", pod_annotations},
             {"backoffLimit", backoff_limit},
             {"activeDeadlineSeconds", nullptr},
@@ -537,26 +447,12 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
   s.exec_args = Field<std::vector<std::string>>(j, "execArgs", root, {});
   s.entry_path = Field<std::string>(j, "entryPath", root, "");
   s.args = Field<std::vector<std::string>>(j, "args", root, {});
-  if (auto e = j.find("env"); e != j.end() && e->is_array()) {
-    for (std::size_t i = 0; i < e->size(); ++i) {
-      std::string path = fmt::format("env[{}].", i);
-      s.env.push_back({Field<std::string>((*e)[i], "name", path, ""),
-                       Field<std::string>((*e)[i], "value", path, "")});
-    }
-  }
+  if (auto e = j.find("env"); e != j.end()) s.env = internal::EnvFromSpecJson(*e, "env");
   if (auto r = j.find("resources"); r != j.end() && r->is_object()) {
-    s.resources.cpu = Field<std::string>(*r, "cpu", "resources.", "");
-    s.resources.memory = Field<std::string>(*r, "memory", "resources.", "");
-    s.resources.cpu_limit = Field<std::string>(*r, "cpuLimit", "resources.", "");
-    s.resources.memory_limit = Field<std::string>(*r, "memoryLimit", "resources.", "");
-    s.resources.gpus = Field<int>(*r, "gpus", "resources.", 0);
+    s.resources = internal::ResourcesFromSpecJson(*r, "resources.");
   }
   if (auto p = j.find("placement"); p != j.end() && p->is_object()) {
-    s.placement.nodetype = Field<std::string>(*p, "nodetype", "placement.", "tensorflow");
-    s.placement.cputype = Field<std::string>(*p, "cputype", "placement.", "");
-    s.placement.gputype = Field<std::string>(*p, "gputype", "placement.", "");
-    s.placement.pool = Field<std::string>(*p, "pool", "placement.", "shared");
-    s.placement.private_name = Field<std::string>(*p, "privateName", "placement.", "");
+    s.placement = internal::PlacementFromSpecJson(*p, "placement.");
   }
   s.pod_annotations = Field<std::map<std::string, std::string>>(j, "podAnnotations", root, {});
   s.backoff_limit = Field<int>(j, "backoffLimit", root, 0);
@@ -577,61 +473,13 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
 
 namespace {
 
-constexpr const char* kGpuResource = "nvidia.com/gpu";
-
-Json ResourcesJson(const JobResources& r) {
-  Json requests = Json::object();
-  Json limits = Json::object();
-  if (!r.cpu.empty()) requests["cpu"] = r.cpu;
-  if (!r.memory.empty()) requests["memory"] = r.memory;
-  if (!r.cpu_limit.empty() || !r.cpu.empty()) {
-    limits["cpu"] = r.cpu_limit.empty() ? r.cpu : r.cpu_limit;
-  }
-  if (!r.memory_limit.empty() || !r.memory.empty()) {
-    limits["memory"] = r.memory_limit.empty() ? r.memory : r.memory_limit;
-  }
-  if (r.gpus > 0) {
-    // Extended resources cannot be over-committed: requests must equal limits.
-    requests[kGpuResource] = std::to_string(r.gpus);
-    limits[kGpuResource] = std::to_string(r.gpus);
-  }
-  Json out = Json::object();
-  if (!requests.empty()) out["requests"] = requests;
-  if (!limits.empty()) out["limits"] = limits;
-  return out;
-}
-
-// Required node affinity in the seeds' label vocabulary (null when unconstrained).
-Json Affinity(const ScheduledJobSpec& spec) {
-  Json exprs = Json::array();
-  auto in = [&](const char* key, const std::string& value) {
-    if (!value.empty()) {
-      exprs.push_back({{"key", key}, {"operator", "In"}, {"values", Json::array({value})}});
-    }
-  };
-  const JobPlacement& p = spec.placement;
-  in("nodetype", p.nodetype);
-  in("cputype", p.cputype);
-  in("gputype", p.gputype);
-  in("pooltype", p.pool);
-  if (p.pool == "unshared") in("privatename", p.private_name);
-  if (exprs.empty()) return nullptr;
-  return {{"nodeAffinity",
-           {{"requiredDuringSchedulingIgnoredDuringExecution",
-             {{"nodeSelectorTerms", Json::array({{{"matchExpressions", exprs}}})}}}}}};
-}
-
 Json PodTemplate(const ScheduledJobSpec& spec) {
   Json container = {{"name", "task"},
                     {"image", spec.image},
                     {"command", spec.Command()},
                     {"workingDir", spec.WorkingDirectory()}};
-  if (!spec.env.empty()) {
-    Json env = Json::array();
-    for (const auto& e : spec.env) env.push_back({{"name", e.name}, {"value", e.value}});
-    container["env"] = env;
-  }
-  Json res = ResourcesJson(spec.resources);
+  if (!spec.env.empty()) container["env"] = internal::EnvJson(spec.env);
+  Json res = internal::ResourcesJson(spec.resources);
   if (!res.empty()) container["resources"] = res;
   Json mounts = Json::array();
   Json volumes = Json::array();
@@ -644,13 +492,13 @@ Json PodTemplate(const ScheduledJobSpec& spec) {
     volumes.push_back({{"name", "home"}, {"persistentVolumeClaim", claim}});
   }
   for (std::size_t i = 0; i < spec.volumes.size(); ++i) {
-    const JobVolume& v = spec.volumes[i];
+    const VolumeMount& v = spec.volumes[i];
     std::string name = fmt::format("volume-{}", i);
     Json m = {{"name", name}, {"mountPath", v.mount_path}};
     if (v.read_only) m["readOnly"] = true;
     if (!v.sub_path.empty()) m["subPath"] = v.sub_path;
     mounts.push_back(m);
-    Json claim = {{"claimName", v.claim_name}};
+    Json claim = {{"claimName", v.claim}};
     if (v.read_only) claim["readOnly"] = true;
     volumes.push_back({{"name", name}, {"persistentVolumeClaim", claim}});
   }
@@ -660,12 +508,7 @@ Json PodTemplate(const ScheduledJobSpec& spec) {
   // backoffLimit counts them (OnFailure would restart in place and hide the failed attempts).
   Json pod = {{"restartPolicy", "Never"}};
   if (!spec.service_account.empty()) pod["serviceAccountName"] = spec.service_account;
-  Json affinity = Affinity(spec);
-  if (!affinity.is_null()) pod["affinity"] = affinity;
-  if (spec.resources.gpus > 0) {
-    pod["tolerations"] =
-        Json::array({{{"key", kGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
-  }
+  internal::AddPlacement(&pod, spec.placement, spec.resources.gpus > 0);
   if (!spec.image_pull_secrets.empty()) {
     Json secrets = Json::array();
     for (const auto& s : spec.image_pull_secrets) secrets.push_back({{"name", s}});

@@ -22,6 +22,7 @@ namespace tfk8s {
 
 using internal::Items;
 using internal::LabelOf;
+using namespace internal::kinds;
 using internal::PodProblem;
 using internal::ReplicaName;
 using internal::RoleOf;
@@ -29,15 +30,6 @@ using internal::RoleName;
 
 namespace {
 
-const ResourceType kConfigMaps{"", "v1", "ConfigMap", "configmaps", true};
-const ResourceType kPods{"", "v1", "Pod", "pods", true};
-const ResourceType kServices{"", "v1", "Service", "services", true};
-const ResourceType kPvcs{"", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true};
-const ResourceType kEvents{"", "v1", "Event", "events", true};
-const ResourceType kJobs{"batch", "v1", "Job", "jobs", true};
-const ResourceType kStatefulSets{"apps", "v1", "StatefulSet", "statefulsets", true};
-const ResourceType kDeployments{"apps", "v1", "Deployment", "deployments", true};
-const ResourceType kReplicaSets{"apps", "v1", "ReplicaSet", "replicasets", true};
 
 // Every kind a cluster may own besides the root (for pruning and status).
 const ResourceType* const kOwnedKinds[] = {&kServices, &kJobs,        &kStatefulSets,
@@ -257,7 +249,7 @@ TFCluster TFCluster::Load(Client client, const std::string& ns, const std::strin
 
 std::vector<std::string> TFCluster::List(Client client, const std::string& ns) {
   ListOptions o;
-  o.label_selector = std::string(kComponentLabel) + "=root,app.kubernetes.io/managed-by=tfk8s";
+  o.label_selector = std::string(kComponentLabel) + "=root," + internal::kinds::kManagedBySelector;
   std::vector<std::string> names;
   for (const auto& cm : Items(client.ListAll(kConfigMaps, ns, o))) {
     std::string n = LabelOf(cm, kClusterLabel);

@@ -12,7 +12,6 @@ inline constexpr const char* kRoleLabel = "tfk8s.io/role";
 inline constexpr const char* kIndexLabel = "tfk8s.io/index";
 inline constexpr const char* kComponentLabel = "tfk8s.io/component";
 inline constexpr const char* kSpecKey = "spec.json";
-inline constexpr const char* kGpuResource = "nvidia.com/gpu";
 
 namespace internal {
 

@@ -7,6 +7,9 @@
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/kinds.hpp"
+#include "workloads/pod.hpp"
+#include "workloads/spec_json.hpp"
 #include "workloads/tfcluster_internal.hpp"
 
 namespace tfk8s {
@@ -52,7 +55,7 @@ std::string ClaimName(const TFClusterSpec& spec) {
 Json CommonLabels(const TFClusterSpec& spec) {
   Json labels = Json::object();
   for (const auto& [k, v] : spec.labels) labels[k] = v;
-  labels["app.kubernetes.io/managed-by"] = "tfk8s";
+  labels[internal::kinds::kManagedBy] = kManagedByValue;
   labels["taskname"] = spec.name;
   labels[kClusterLabel] = spec.name;
   return labels;
@@ -61,6 +64,7 @@ Json CommonLabels(const TFClusterSpec& spec) {
 }  // namespace internal
 
 using internal::ClaimName;
+using internal::Field;
 using internal::CommonLabels;
 using internal::ReplicaName;
 using internal::RoleName;
@@ -69,38 +73,6 @@ using internal::RoleOf;
 // ---- validation -----------------------------------------------------------------------------
 
 namespace {
-
-void CheckQuantity(const std::string& field, const std::string& value) {
-  if (value.empty()) return;
-  Quantity q;
-  std::string why;
-  if (!Quantity::TryParse(value, &q, &why)) throw ValidationError(field, value, why);
-  if (q.Sign() < 0) throw ValidationError(field, value, "must not be negative");
-}
-
-void CheckResources(const std::string& field, const TFResources& r) {
-  CheckQuantity(field + ".cpu", r.cpu);
-  CheckQuantity(field + ".memory", r.memory);
-  CheckQuantity(field + ".cpuLimit", r.cpu_limit);
-  CheckQuantity(field + ".memoryLimit", r.memory_limit);
-  if (r.gpus < 0) throw ValidationError(field + ".gpus", std::to_string(r.gpus), "must be >= 0");
-  if (!r.cpu.empty() && !r.cpu_limit.empty() &&
-      Quantity::Parse(r.cpu_limit) < Quantity::Parse(r.cpu)) {
-    throw ValidationError(field + ".cpuLimit", r.cpu_limit,
-                          "must be at least the request (" + r.cpu + ")");
-  }
-  if (!r.memory.empty() && !r.memory_limit.empty() &&
-      Quantity::Parse(r.memory_limit) < Quantity::Parse(r.memory)) {
-    throw ValidationError(field + ".memoryLimit", r.memory_limit,
-                          "must be at least the request (" + r.memory + ")");
-  }
-}
-
-void CheckPort(const std::string& field, int port) {
-  if (port < 1 || port > 65535) {
-    throw ValidationError(field, std::to_string(port), "must be a port number in 1..65535");
-  }
-}
 
 void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
   if (!value.empty()) validation::RequireLabelValue(field, value);
@@ -130,8 +102,8 @@ void TFClusterSpec::Validate() const {
                             "TensorFlow allows at most one " + f);
     }
     if (r.replicas == 0) continue;
-    CheckResources(f + ".resources", r.resources);
-    CheckPort(f + ".port", r.port);
+    validation::ValidateResources(f + ".resources", r.resources);
+    validation::RequirePort(f + ".port", r.port);
     if (r.restart_policy != "OnFailure" && r.restart_policy != "Never") {
       throw ValidationError(f + ".restartPolicy", r.restart_policy, "must be OnFailure or Never");
     }
@@ -141,17 +113,13 @@ void TFClusterSpec::Validate() const {
     if (!r.script.empty() && !r.command.empty()) {
       throw ValidationError(f + ".script", "…", "give either a script or a command, not both");
     }
-    for (const auto& e : r.env) {
-      if (e.name.empty() || e.name.find('=') != std::string::npos) {
-        throw ValidationError(f + ".env", e.name, "not a valid environment variable name");
+    validation::ValidateEnv(f + ".env", r.env, [](std::string_view env_name) -> std::string {
+      for (const char* reserved : {"TF_CONFIG", "TF_CLUSTER", "CLUSTER_SPEC", "TASK_NAME",
+                                   "TASK_INDEX", "RESOURCE_TYPE", "RESOURCE_NAME"}) {
+        if (env_name == reserved) return "is set by tfk8s for every replica";
       }
-      for (const char* reserved : {"TF_CONFIG", "CLUSTER_SPEC", "TASK_NAME", "TASK_INDEX",
-                                   "RESOURCE_TYPE", "RESOURCE_NAME"}) {
-        if (e.name == reserved) {
-          throw ValidationError(f + ".env", e.name, "is set by tfk8s for every replica");
-        }
-      }
-    }
+      return {};
+    });
     for (const auto& [k, v] : r.pod_annotations) validation::RequireLabelKey(f + ".podAnnotations", k);
     CheckLabelValueIfSet(f + ".cputype", r.cputype);
     CheckLabelValueIfSet(f + ".gputype", r.gputype);
@@ -189,9 +157,9 @@ void TFClusterSpec::Validate() const {
     }
   }
   if (session) {
-    CheckResources("session.resources", session->resources);
-    CheckPort("session.jupyterPort", session->jupyter_port);
-    CheckPort("session.sshPort", session->ssh_port);
+    validation::ValidateResources("session.resources", session->resources);
+    validation::RequirePort("session.jupyterPort", session->jupyter_port);
+    validation::RequirePort("session.sshPort", session->ssh_port);
     if (session->jupyter_port == session->ssh_port) {
       throw ValidationError("session.sshPort", std::to_string(session->ssh_port),
                             "clashes with the Jupyter port");
@@ -206,8 +174,8 @@ void TFClusterSpec::Validate() const {
     }
   }
   if (tensorboard) {
-    CheckResources("tensorboard.resources", tensorboard->resources);
-    CheckPort("tensorboard.port", tensorboard->port);
+    validation::ValidateResources("tensorboard.resources", tensorboard->resources);
+    validation::RequirePort("tensorboard.port", tensorboard->port);
     if (tensorboard->service_type != "ClusterIP" && tensorboard->service_type != "NodePort") {
       throw ValidationError("tensorboard.serviceType", tensorboard->service_type,
                             "must be ClusterIP or NodePort");
@@ -220,7 +188,7 @@ void TFClusterSpec::Validate() const {
     if (!storage->existing_claim.empty()) {
       validation::RequireDns1123Subdomain("storage.existingClaim", storage->existing_claim);
     } else {
-      CheckQuantity("storage.size", storage->size);
+      validation::RequireQuantity("storage.size", storage->size);
       if (storage->size.empty() || Quantity::Parse(storage->size).IsZero()) {
         throw ValidationError("storage.size", storage->size, "must be a positive quantity");
       }
@@ -238,60 +206,19 @@ void TFClusterSpec::Validate() const {
       throw ValidationError("storage.mountPath", storage->mount_path, "must be an absolute path");
     }
   }
-  if (placement.pool != "shared" && placement.pool != "unshared") {
-    throw ValidationError("placement.pool", placement.pool, "must be shared or unshared");
-  }
-  if (placement.pool == "unshared" && placement.private_name.empty()) {
-    throw ValidationError("placement.privateName", "",
-                          "unshared nodes are reserved to an owner: name it");
-  }
-  CheckLabelValueIfSet("placement.cputype", placement.cputype);
-  CheckLabelValueIfSet("placement.gputype", placement.gputype);
-  CheckLabelValueIfSet("placement.privateName", placement.private_name);
+  validation::ValidatePlacement("placement", placement);
 }
 
 // ---- JSON round trip ------------------------------------------------------------------------
 
 namespace {
 
-Json ResourcesToJson(const TFResources& r) {
-  return {{"cpu", r.cpu},
-          {"memory", r.memory},
-          {"cpuLimit", r.cpu_limit},
-          {"memoryLimit", r.memory_limit},
-          {"gpus", r.gpus}};
-}
-
-template <typename T>
-T Field(const Json& j, const char* key, const std::string& path, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const Json::exception&) {
-    throw ValidationError(path + key, it->dump(), "has the wrong type");
-  }
-}
-
-TFResources ResourcesFromJson(const Json& j, const std::string& path) {
-  TFResources r;
-  if (!j.is_object()) return r;
-  r.cpu = Field<std::string>(j, "cpu", path, "");
-  r.memory = Field<std::string>(j, "memory", path, "");
-  r.cpu_limit = Field<std::string>(j, "cpuLimit", path, "");
-  r.memory_limit = Field<std::string>(j, "memoryLimit", path, "");
-  r.gpus = Field<int>(j, "gpus", path, 0);
-  return r;
-}
-
 Json RoleToJson(const TFRoleSpec& r) {
-  Json env = Json::array();
-  for (const auto& e : r.env) env.push_back({{"name", e.name}, {"value", e.value}});
   return {{"replicas", r.replicas},       {"image", r.image},
           {"command", r.command},         {"args", r.args},
-          {"script", r.script},           {"env", env},
+          {"script", r.script},           {"env", internal::ToSpecJson(r.env)},
           {"podAnnotations", r.pod_annotations},
-          {"resources", ResourcesToJson(r.resources)},
+          {"resources", internal::ToSpecJson(r.resources)},
           {"port", r.port},               {"restartPolicy", r.restart_policy},
           {"backoffLimit", r.backoff_limit}, {"cputype", r.cputype},
           {"gputype", r.gputype}};
@@ -305,16 +232,11 @@ TFRoleSpec RoleFromJson(const Json& j, const std::string& path) {
   r.command = Field<std::vector<std::string>>(j, "command", path, {});
   r.args = Field<std::vector<std::string>>(j, "args", path, {});
   r.script = Field<std::string>(j, "script", path, "");
-  if (auto e = j.find("env"); e != j.end() && e->is_array()) {
-    for (const auto& v : *e) {
-      r.env.push_back({Field<std::string>(v, "name", path + "env.", ""),
-                       Field<std::string>(v, "value", path + "env.", "")});
-    }
-  }
+  if (auto e = j.find("env"); e != j.end()) r.env = internal::EnvFromSpecJson(*e, path + "env");
   r.pod_annotations =
       Field<std::map<std::string, std::string>>(j, "podAnnotations", path, {});
   if (auto res = j.find("resources"); res != j.end()) {
-    r.resources = ResourcesFromJson(*res, path + "resources.");
+    r.resources = internal::ResourcesFromSpecJson(*res, path + "resources.");
   }
   r.port = Field<int>(j, "port", path, 2222);
   r.restart_policy = Field<std::string>(j, "restartPolicy", path, "OnFailure");
@@ -338,17 +260,12 @@ Json TFClusterSpec::ToJson() const {
             {"worker", RoleToJson(worker)},
             {"chief", RoleToJson(chief)},
             {"evaluator", RoleToJson(evaluator)},
-            {"placement",
-             {{"tensorflowNodesOnly", placement.tensorflow_nodes_only},
-              {"cputype", placement.cputype},
-              {"gputype", placement.gputype},
-              {"pool", placement.pool},
-              {"privateName", placement.private_name}}}};
+            {"placement", internal::ToSpecJson(placement)}};
   if (session) {
     j["session"] = {{"image", session->image},
                     {"command", session->command},
                     {"args", session->args},
-                    {"resources", ResourcesToJson(session->resources)},
+                    {"resources", internal::ToSpecJson(session->resources)},
                     {"jupyterPort", session->jupyter_port},
                     {"sshPort", session->ssh_port},
                     {"serviceType", session->service_type}};
@@ -359,7 +276,7 @@ Json TFClusterSpec::ToJson() const {
                         {"port", tensorboard->port},
                         {"serviceType", tensorboard->service_type},
                         {"useReplicaSet", tensorboard->use_replicaset},
-                        {"resources", ResourcesToJson(tensorboard->resources)}};
+                        {"resources", internal::ToSpecJson(tensorboard->resources)}};
   }
   if (storage) {
     j["storage"] = {{"existingClaim", storage->existing_claim},
@@ -402,12 +319,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     }
   }
   if (auto p = j.find("placement"); p != j.end() && p->is_object()) {
-    s.placement.tensorflow_nodes_only =
-        Field<bool>(*p, "tensorflowNodesOnly", "placement.", true);
-    s.placement.cputype = Field<std::string>(*p, "cputype", "placement.", "");
-    s.placement.gputype = Field<std::string>(*p, "gputype", "placement.", "");
-    s.placement.pool = Field<std::string>(*p, "pool", "placement.", "shared");
-    s.placement.private_name = Field<std::string>(*p, "privateName", "placement.", "");
+    s.placement = internal::PlacementFromSpecJson(*p, "placement.");
   }
   if (auto x = j.find("session"); x != j.end() && x->is_object()) {
     TFSessionSpec t;
@@ -415,7 +327,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     t.command = Field<std::vector<std::string>>(*x, "command", "session.", {});
     t.args = Field<std::vector<std::string>>(*x, "args", "session.", {});
     if (auto r = x->find("resources"); r != x->end()) {
-      t.resources = ResourcesFromJson(*r, "session.resources.");
+      t.resources = internal::ResourcesFromSpecJson(*r, "session.resources.");
     }
     t.jupyter_port = Field<int>(*x, "jupyterPort", "session.", 8888);
     t.ssh_port = Field<int>(*x, "sshPort", "session.", 22);
@@ -430,7 +342,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     t.service_type = Field<std::string>(*x, "serviceType", "tensorboard.", "ClusterIP");
     t.use_replicaset = Field<bool>(*x, "useReplicaSet", "tensorboard.", false);
     if (auto r = x->find("resources"); r != x->end()) {
-      t.resources = ResourcesFromJson(*r, "tensorboard.resources.");
+      t.resources = internal::ResourcesFromSpecJson(*r, "tensorboard.resources.");
     }
     s.tensorboard = t;
   }
@@ -516,44 +428,13 @@ Json Metadata(const TFClusterSpec& spec, const TFRenderOptions& o, const std::st
   return m;
 }
 
-Json ResourcesJson(const TFResources& r) {
-  Json requests = Json::object();
-  Json limits = Json::object();
-  if (!r.cpu.empty()) requests["cpu"] = r.cpu;
-  if (!r.memory.empty()) requests["memory"] = r.memory;
-  if (!r.cpu_limit.empty() || !r.cpu.empty()) limits["cpu"] = r.cpu_limit.empty() ? r.cpu : r.cpu_limit;
-  if (!r.memory_limit.empty() || !r.memory.empty()) {
-    limits["memory"] = r.memory_limit.empty() ? r.memory : r.memory_limit;
-  }
-  if (r.gpus > 0) {
-    // Extended resources cannot be over-committed: requests must equal limits.
-    requests[kGpuResource] = std::to_string(r.gpus);
-    limits[kGpuResource] = std::to_string(r.gpus);
-  }
-  Json out = Json::object();
-  if (!requests.empty()) out["requests"] = requests;
-  if (!limits.empty()) out["limits"] = limits;
-  return out;
-}
-
-// Required node affinity in the seeds' label vocabulary.
-Json Affinity(const TFClusterSpec& spec, bool gpu, const std::string& cputype,
-              const std::string& gputype) {
-  Json exprs = Json::array();
-  auto in = [&](const char* key, const std::string& value) {
-    exprs.push_back({{"key", key}, {"operator", "In"}, {"values", Json::array({value})}});
-  };
-  if (spec.placement.tensorflow_nodes_only) in("nodetype", "tensorflow");
-  if (gpu && !gputype.empty()) {
-    in("gputype", gputype);
-  } else if (!cputype.empty()) {
-    in("cputype", cputype);
-  }
-  in("pooltype", spec.placement.pool);
-  if (spec.placement.pool == "unshared") in("privatename", spec.placement.private_name);
-  return {{"nodeAffinity",
-           {{"requiredDuringSchedulingIgnoredDuringExecution",
-             {{"nodeSelectorTerms", Json::array({{{"matchExpressions", exprs}}})}}}}}};
+// The cluster's placement with a role's own cputype / gputype, when it has them.
+Placement PlacementFor(const TFClusterSpec& spec, const std::string& cputype,
+                       const std::string& gputype) {
+  Placement p = spec.placement;
+  if (!cputype.empty()) p.cputype = cputype;
+  if (!gputype.empty()) p.gputype = gputype;
+  return p;
 }
 
 Json Volumes(const TFClusterSpec& spec) {
@@ -568,11 +449,11 @@ Json VolumeMounts(const TFClusterSpec& spec) {
 }
 
 Json Env(std::initializer_list<std::pair<const char*, std::string>> vars,
-         const std::vector<TFEnvVar>& extra) {
-  Json env = Json::array();
-  for (const auto& [k, v] : vars) env.push_back({{"name", k}, {"value", v}});
-  for (const auto& e : extra) env.push_back({{"name", e.name}, {"value", e.value}});
-  return env;
+         const std::vector<EnvVar>& extra) {
+  std::vector<EnvVar> env;
+  for (const auto& [k, v] : vars) env.push_back({k, v});
+  env.insert(env.end(), extra.begin(), extra.end());
+  return internal::EnvJson(env);
 }
 
 // In the StatefulSet topology the task index is only known at start-up (the pod's ordinal),
@@ -622,7 +503,7 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
   if (!command.empty()) c["command"] = command;
   if (!args.empty()) c["args"] = args;
   c["ports"] = Json::array({{{"name", "grpc"}, {"containerPort", r.port}, {"protocol", "TCP"}}});
-  Json res = ResourcesJson(r.resources);
+  Json res = internal::ResourcesJson(r.resources);
   if (!res.empty()) c["resources"] = res;
   Json mounts = VolumeMounts(spec);
   if (!mounts.empty()) c["volumeMounts"] = mounts;
@@ -632,12 +513,8 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
 Json PodSpec(const TFClusterSpec& spec, Json container, bool gpu, const std::string& cputype,
              const std::string& gputype, const std::string& restart_policy) {
   Json pod = {{"restartPolicy", restart_policy},
-              {"affinity", Affinity(spec, gpu, cputype, gputype)},
               {"containers", Json::array({std::move(container)})}};
-  if (gpu) {
-    pod["tolerations"] = Json::array(
-        {{{"key", kGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
-  }
+  internal::AddPlacement(&pod, PlacementFor(spec, cputype, gputype), gpu);
   Json volumes = Volumes(spec);
   if (!volumes.empty()) pod["volumes"] = volumes;
   return pod;
@@ -781,7 +658,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     c["ports"] = Json::array(
         {{{"name", "jupyter"}, {"containerPort", s.jupyter_port}, {"protocol", "TCP"}},
          {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
-    Json res = ResourcesJson(s.resources);
+    Json res = internal::ResourcesJson(s.resources);
     if (!res.empty()) c["resources"] = res;
     Json mounts = VolumeMounts(spec);
     if (!mounts.empty()) c["volumeMounts"] = mounts;
@@ -820,7 +697,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
               {"ports", Json::array({{{"name", "tensorboard"},
                                       {"containerPort", t.port},
                                       {"protocol", "TCP"}}})}};
-    Json res = ResourcesJson(t.resources);
+    Json res = internal::ResourcesJson(t.resources);
     if (!res.empty()) c["resources"] = res;
     Json mounts = VolumeMounts(spec);
     if (!mounts.empty()) c["volumeMounts"] = mounts;

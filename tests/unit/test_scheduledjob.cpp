@@ -324,7 +324,7 @@ TEST_SUITE("scheduledjob") {
         {"volumes[0].mountPath", [](auto& s) { s.volumes[0].mount_path = "data"; }},
         {"volumes[0].mountPath", [](auto& s) { s.volumes[0].mount_path = "/root"; }},
         {"volumes[0].subPath", [](auto& s) { s.volumes[0].sub_path = "../other"; }},
-        {"volumes[0].claimName", [](auto& s) { s.volumes[0].claim_name = ""; }},
+        {"volumes[0].claimName", [](auto& s) { s.volumes[0].claim = ""; }},
         {"workingDir", [](auto& s) { s.working_dir = "../../etc"; }},
         {"execCommand", [](auto& s) { s.exec_command = "python3 -u"; }},
         {"execArgs",

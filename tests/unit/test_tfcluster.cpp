@@ -298,7 +298,7 @@ TEST_SUITE("tfcluster") {
     {
       auto s = ok;
       s.worker.env = {{"TF_CONFIG", "x"}};
-      CheckInvalid(s, "worker.env");
+      CheckInvalid(s, "worker.env[0].name");  // the same field naming as every workload's env
     }
     {
       auto s = ok;

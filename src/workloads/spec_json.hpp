@@ -1,0 +1,36 @@
+#pragma once
+// Reading workload specs from JSON (the spec's own camelCase keys): one place where nlohmann's
+// exceptions become ValidationErrors naming the field (design rule 4).
+
+#include <optional>
+#include <string>
+
+#include "tfk8s/client.hpp"
+#include "tfk8s/error.hpp"
+
+namespace tfk8s::internal {
+
+/// `j[key]` as T; `fallback` when j is not an object, the key is absent or null. A value of the
+/// wrong type throws ValidationError(path + key, the value, "has the wrong type").
+template <typename T>
+T Field(const Json& j, const char* key, const std::string& path, T fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const Json::exception&) {
+    throw ValidationError(path + key, it->dump(), "has the wrong type");
+  }
+}
+
+/// Field() for optional values: nullopt when absent or null.
+template <typename T>
+std::optional<T> OptionalField(const Json& j, const char* key, const std::string& path) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return Field<T>(j, key, path, T{});
+}
+
+}  // namespace tfk8s::internal
