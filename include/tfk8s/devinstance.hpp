@@ -290,7 +290,10 @@ class DevInstance {
                          const std::function<void(const DevInstanceStatus&)>& on_progress = {});
   /// The address of every tool (reads the Service and the tcp-services ConfigMap).
   DevAccess Access();
-  /// The objects (without the Secret) as YAML for `kubectl apply -f`.
+  /// The instance's objects (StatefulSet, Services, the home PVC when it is created; never the
+  /// Secret, which holds the credentials of a start). Pure: sends nothing.
+  [[nodiscard]] std::vector<Json> Render() const;
+  /// Render() as YAML for `kubectl apply -f`.
   [[nodiscard]] std::string ToYaml() const;
 
  private:

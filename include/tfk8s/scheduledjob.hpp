@@ -312,11 +312,18 @@ class ScheduledJob {
   void FollowLogs(const std::string& job_name,
                   const std::function<bool(const RunLogLine&)>& on_line,
                   std::chrono::milliseconds pending_wait = std::chrono::minutes(2));
-  /// The rendered objects as YAML (batch/v1 CronJob, or the Job of an on-demand task).
-  [[nodiscard]] std::string ToYaml() const;
+  /// What Apply() (a schedule: the CronJob) or RunNow() (an on-demand task: its Job) sends,
+  /// in the API versions the client's server serves: CronJob batch/v1, or batch/v1beta1 where
+  /// the server has no batch/v1 CronJob (Kubernetes < 1.21). Sends at most discovery requests
+  /// (cached); use RenderScheduledJob() to render for another server without one.
+  [[nodiscard]] std::vector<Json> Render();
+  /// Render() as YAML for `kubectl apply -f`.
+  [[nodiscard]] std::string ToYaml();
 
  private:
   ResourceType CronJobType();
+  /// Render options for this client's server (CronJob version, time zone support).
+  ScheduledJobRenderOptions ServerRenderOptions();
   Client client_;
   ScheduledJobSpec spec_;
   std::optional<ResourceType> cronjob_type_;

@@ -249,7 +249,10 @@ class TFCluster {
   void Delete(const TFDeleteOptions& options = {});
   /// After success: deletes the ps/worker/evaluator replicas (TFJob's cleanPodPolicy Running).
   void CleanUpAfterSuccess();
-  /// Every rendered object as a multi-document YAML stream for `kubectl apply -f`.
+  /// Every object of the cluster, root ConfigMap first, as Apply() sends them (pure: sends
+  /// nothing).
+  [[nodiscard]] std::vector<Json> Render() const;
+  /// Render() as a multi-document YAML stream for `kubectl apply -f`.
   [[nodiscard]] std::string ToYaml() const;
 
  private:

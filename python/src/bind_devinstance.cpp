@@ -185,6 +185,7 @@ void BindDevInstance(py::module_& m) {
           "access",
           [](DevInstance& d) { return AccessToJson(CallNoGil([&] { return d.Access(); })); },
           "{user, endpoints, table, html}: where each tool is reached (no password).")
+      .def("render", &DevInstance::Render, "The instance's objects (never the Secret).")
       .def("to_yaml", &DevInstance::ToYaml);
 
   m.def(

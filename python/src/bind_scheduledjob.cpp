@@ -293,7 +293,9 @@ void BindScheduledJob(py::module_& m) {
           },
           py::arg("run"), py::arg("tail_lines") = py::none(), py::arg("timestamps") = false,
           "Logs of every attempt: dicts {attempt, pod, phase, exit_code, text}.")
-      .def("to_yaml", &ScheduledJob::ToYaml);
+      .def("render", &ScheduledJob::Render, NoGil(),
+           "The objects Apply() or run_now() sends, in the server's API versions.")
+      .def("to_yaml", &ScheduledJob::ToYaml, NoGil());
 
   py::class_<PyWatcher>(m, "ScheduledJobWatcher",
                         "The C++ ScheduledJobWatcher. Use tfk8s.ScheduledJobWatcher.")

@@ -268,6 +268,11 @@ class DevInstance:
         """The objects (without the Secret) as YAML."""
         return self._core.to_yaml()
 
+    def render(self) -> List[Object]:
+        """The instance's objects as dicts: StatefulSet, Services, the home volume when it is
+        created (never the Secret). Sends nothing."""
+        return self._core.render()
+
     # ---- lifecycle ----------------------------------------------------------------------
     def preflight(self) -> FitResult:
         return FitResult(self._core.preflight())

@@ -137,7 +137,14 @@ class ScheduledJob:
         return self._core.spec
 
     def to_yaml(self) -> str:
+        """render() as YAML for ``kubectl apply -f``."""
         return self._core.to_yaml()
+
+    def render(self) -> List[Object]:
+        """What apply() (a schedule: the CronJob) or run_now() (an on-demand task: its Job)
+        sends, as dicts, in the API versions the client's server serves (CronJob batch/v1beta1
+        on servers older than 1.21). Sends at most discovery requests."""
+        return self._core.render()
 
     # ---- lifecycle ----------------------------------------------------------------------
     def preflight(self) -> FitResult:

@@ -155,6 +155,7 @@ Json ParseBody(const internal::HttpResponse& r, std::string_view context) {
 
 std::string Describe(std::string_view verb, const ResourceType& type, std::string_view ns,
                      std::string_view name = {}) {
+  if (!type.namespaced) ns = {};  // a cluster-scoped call ignores the namespace it was given
   std::string what = fmt::format("{} {}", verb, type.plural);
   if (!type.group.empty()) what += "." + type.group;
   if (!ns.empty() || !name.empty()) what += " ";

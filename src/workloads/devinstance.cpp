@@ -752,6 +752,8 @@ DevAccess DevInstance::Access() {
   return a;
 }
 
-std::string DevInstance::ToYaml() const { return ToYamlDocuments(RenderDevInstance(spec_)); }
+std::vector<Json> DevInstance::Render() const { return RenderDevInstance(spec_); }
+
+std::string DevInstance::ToYaml() const { return ToYamlDocuments(Render()); }
 
 }  // namespace tfk8s

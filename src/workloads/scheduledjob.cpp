@@ -178,12 +178,8 @@ Json ScheduledJob::Apply(const ApplyScheduleOptions& options) {
     throw ValidationError("schedule", "",
                           "no schedule to apply: set one, or start on-demand runs with RunNow()");
   }
-  ScheduledJobRenderOptions ro;
-  ResourceType type = CronJobType();
-  ro.cronjob_api_version = type.ApiVersion();
-  bool utc = spec_.time_zone.empty() || spec_.time_zone == "UTC" || spec_.time_zone == "Etc/UTC";
-  ro.time_zone_supported = utc || ServerHasCronJobTimeZone(client_);
-  Json cronjob = RenderCronJob(spec_, ro);  // throws for a time zone the server cannot honour
+  // Throws for a time zone the server cannot honour.
+  Json cronjob = RenderCronJob(spec_, ServerRenderOptions());
   if (options.preflight) {
     FitResult fit = Preflight();
     if (!fit.fits) {
@@ -504,6 +500,20 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
   }
 }
 
-std::string ScheduledJob::ToYaml() const { return ToYamlDocuments(RenderScheduledJob(spec_)); }
+ScheduledJobRenderOptions ScheduledJob::ServerRenderOptions() {
+  ScheduledJobRenderOptions ro;
+  if (!spec_.scheduled()) return ro;  // a Job: batch/v1 on every server
+  ro.cronjob_api_version = CronJobType().ApiVersion();
+  bool utc = spec_.time_zone.empty() || spec_.time_zone == "UTC" || spec_.time_zone == "Etc/UTC";
+  ro.time_zone_supported = utc || ServerHasCronJobTimeZone(client_);
+  return ro;
+}
+
+std::vector<Json> ScheduledJob::Render() {
+  spec_.Validate();
+  return RenderScheduledJob(spec_, ServerRenderOptions());
+}
+
+std::string ScheduledJob::ToYaml() { return ToYamlDocuments(Render()); }
 
 }  // namespace tfk8s

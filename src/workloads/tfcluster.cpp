@@ -722,6 +722,8 @@ void TFCluster::CleanUpAfterSuccess() {
   }
 }
 
-std::string TFCluster::ToYaml() const { return ToYamlDocuments(RenderTFCluster(spec_)); }
+std::vector<Json> TFCluster::Render() const { return RenderTFCluster(spec_); }
+
+std::string TFCluster::ToYaml() const { return ToYamlDocuments(Render()); }
 
 }  // namespace tfk8s

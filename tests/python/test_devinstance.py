@@ -33,6 +33,9 @@ def test_spec_round_trip(client: tfk8s.Client) -> None:
     assert d["tools"]["jupyter"] and d["tools"]["ssh"]
     assert not d["tools"]["codeServer"] and not d["tools"]["tensorboard"]
     assert "StatefulSet" in inst.to_yaml()
+    kinds = [o["kind"] for o in inst.render()]
+    assert kinds[0] == "StatefulSet" and "Service" in kinds
+    assert "Secret" not in kinds  # the credentials of a start are never rendered
 
 
 def test_lifecycle_without_password_leaks(client: tfk8s.Client, namespace: str) -> None:

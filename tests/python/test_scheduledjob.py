@@ -30,6 +30,20 @@ def test_bad_cron_is_a_validation_error(client: tfk8s.Client) -> None:
     assert "CronJob" in job.to_yaml()
 
 
+def test_render_and_yaml_use_the_servers_cronjob_version(client: tfk8s.Client) -> None:
+    # The local cluster is v1.20: it serves CronJob only in batch/v1beta1, so YAML for
+    # `kubectl apply -f` must say so (batch/v1 would be refused by this server).
+    job = task(client, "nowhere", "nightly", "0", schedule="0 3 * * *")
+    objects = job.render()
+    assert [(o["apiVersion"], o["kind"]) for o in objects] == [("batch/v1beta1", "CronJob")]
+    assert objects[0]["spec"]["schedule"] == "0 3 * * *"
+    assert "apiVersion: batch/v1beta1" in job.to_yaml()
+    assert "batch/v1\n" not in job.to_yaml()
+    # An on-demand task renders its run's Job, batch/v1 on every server.
+    once = task(client, "nowhere", "once", "0")
+    assert [(o["apiVersion"], o["kind"]) for o in once.render()] == [("batch/v1", "Job")]
+
+
 def test_run_now_succeeds(client: tfk8s.Client, namespace: str) -> None:
     job = task(client, namespace, "ok", "0")
     run = job.run_now()

@@ -332,6 +332,23 @@ TEST_SUITE("client_layer") {
     CHECK(calls == 5);
   }
 
+  TEST_CASE("errors about cluster-scoped calls name no namespace") {
+    auto fake = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
+      return Respond(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden",
+        "message":"nodes is forbidden","code":403})");
+    });
+    Client client(TestConfig(), fake);  // default namespace team-a
+    try {
+      client.List(kNodes, "team-a");
+      FAIL("not refused");
+    } catch (const Forbidden& e) {
+      const std::string what = e.what();
+      CHECK(what.find("list nodes") != std::string::npos);
+      CHECK(what.find("team-a") == std::string::npos);
+    }
+    CHECK(Path(fake->requests().back()) == "/api/v1/nodes");
+  }
+
   TEST_CASE("TLS errors are not retried") {
     std::atomic<int> calls{0};
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) -> internal::HttpResponse {
