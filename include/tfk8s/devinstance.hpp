@@ -23,6 +23,7 @@
 #include "tfk8s/client.hpp"
 #include "tfk8s/pod.hpp"
 #include "tfk8s/quota.hpp"
+#include "tfk8s/workload.hpp"
 
 namespace tfk8s {
 
@@ -288,6 +289,9 @@ class DevInstance {
   /// configuration error, pods refused by quota). Throws Timeout when the time is up.
   DevInstanceStatus Wait(std::chrono::milliseconds timeout,
                          const std::function<void(const DevInstanceStatus&)>& on_progress = {});
+  /// Wait() with the options every workload shares (until kReady; `cancelled` ends it with
+  /// CancelledError).
+  DevInstanceStatus Wait(const WaitOptions<DevInstanceStatus>& options);
   /// The address of every tool (reads the Service and the tcp-services ConfigMap).
   DevAccess Access();
   /// The instance's objects (StatefulSet, Services, the home PVC when it is created; never the

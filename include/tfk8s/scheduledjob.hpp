@@ -22,6 +22,7 @@
 #include "tfk8s/client.hpp"
 #include "tfk8s/pod.hpp"
 #include "tfk8s/quota.hpp"
+#include "tfk8s/workload.hpp"
 
 namespace tfk8s {
 
@@ -305,6 +306,9 @@ class ScheduledJob {
   /// `result`). `on_progress` sees every change. Throws Timeout, or NotFound if it is deleted.
   JobRun WaitForRun(const std::string& job_name, std::chrono::milliseconds timeout,
                     const std::function<void(const JobRun&)>& on_progress = {});
+  /// WaitForRun() with the options every workload shares (a run is always waited for until it
+  /// finished; `cancelled` ends the wait with CancelledError).
+  JobRun WaitForRun(const std::string& job_name, const WaitOptions<JobRun>& options);
   /// Logs of every attempt of a run, oldest first.
   std::vector<AttemptLog> Logs(const std::string& job_name, const RunLogOptions& options = {});
   /// Follows a run's output across attempts (a retry's pod is followed when it starts) until the

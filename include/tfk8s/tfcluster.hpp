@@ -15,6 +15,7 @@
 #include "tfk8s/client.hpp"
 #include "tfk8s/pod.hpp"
 #include "tfk8s/quota.hpp"
+#include "tfk8s/workload.hpp"
 
 namespace tfk8s {
 
@@ -242,6 +243,8 @@ class TFCluster {
   TFClusterStatus Wait(TFWaitFor what, std::chrono::milliseconds timeout,
                        const std::function<void(const TFClusterStatus&)>& on_progress = {},
                        const std::function<bool()>& cancelled = {});
+  /// Wait() with the options every workload shares (until kReady or kFinished).
+  TFClusterStatus Wait(const WaitOptions<TFClusterStatus>& options);
   /// Logs of one replica or all of them merged, delivered line by line to `on_line` until it
   /// returns false, the logs end, or (with follow) every replica has finished.
   void Logs(const TFLogOptions& options, const std::function<bool(const TFLogLine&)>& on_line);

@@ -28,9 +28,6 @@ namespace {
 using NoGil = py::call_guard<py::gil_scoped_release>;
 using Ms = std::chrono::milliseconds;
 
-/// How long one DevInstance::Wait call of the worker lasts before it checks for cancellation.
-constexpr Ms kWorkerSlice{1000};
-
 Json StatusToJson(const DevInstanceStatus& s) {
   return {{"phase", ToString(s.phase)}, {"pod", s.pod},
           {"node", s.node},             {"restarts", s.restarts},
@@ -73,9 +70,11 @@ py::object Wait(DevInstance& instance, std::optional<double> timeout,
                        : Ms(std::chrono::hours(24 * 365));
   return WaitWithProgress<DevInstanceStatus>(
       [&](const auto& report, const auto& cancelled) {
-        return WaitInWorkerSlices(
-            total, kWorkerSlice, [&](Ms slice) { return instance.Wait(slice, report); },
-            cancelled, "DevInstance wait");
+        WaitOptions<DevInstanceStatus> options;
+        options.timeout = total;
+        options.on_progress = report;
+        options.cancelled = cancelled;
+        return instance.Wait(options);
       },
       StatusToJson, on_progress, RaiseStored);
 }

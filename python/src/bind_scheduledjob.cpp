@@ -33,8 +33,6 @@ using NoGil = py::call_guard<py::gil_scoped_release>;
 using Ms = std::chrono::milliseconds;
 using TimePoint = std::chrono::system_clock::time_point;
 
-constexpr Ms kWorkerSlice{1000};
-
 Json Seconds(const std::optional<TimePoint>& t) {
   if (!t) return nullptr;
   return std::chrono::duration<double>(t->time_since_epoch()).count();
@@ -93,9 +91,12 @@ py::object WaitForRun(ScheduledJob& task, const std::string& run, std::optional<
                        : Ms(std::chrono::hours(24 * 365));
   return WaitWithProgress<JobRun>(
       [&](const auto& report, const auto& cancelled) {
-        return WaitInWorkerSlices(
-            total, kWorkerSlice, [&](Ms slice) { return task.WaitForRun(run, slice, report); },
-            cancelled, "ScheduledJob wait");
+        WaitOptions<JobRun> options;
+        options.until = WaitUntil::kFinished;
+        options.timeout = total;
+        options.on_progress = report;
+        options.cancelled = cancelled;
+        return task.WaitForRun(run, options);
       },
       RunToJson, on_progress, RaiseStored);
 }

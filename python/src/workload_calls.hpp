@@ -4,7 +4,6 @@
 // and a blocking wait that runs on a worker thread while the Python thread reports progress and
 // stays responsive to Ctrl-C.
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -57,26 +56,6 @@ auto CallWithoutGil(F&& f, Raise&& raise) -> decltype(f()) {
   }
   raise(error);
   std::terminate();  // raise() always throws
-}
-
-/// For C++ waits without a cancellation hook: calls wait(slice) in slices of at most
-/// `max_slice` until it returns, `total` passes (its Timeout is rethrown) or cancelled() is
-/// true between slices (CancelledError naming `what`).
-template <typename Wait, typename Cancelled>
-auto WaitInWorkerSlices(std::chrono::milliseconds total, std::chrono::milliseconds max_slice,
-                        Wait&& wait, Cancelled&& cancelled, const std::string& what)
-    -> decltype(wait(max_slice)) {
-  using Clock = std::chrono::steady_clock;
-  auto deadline = Clock::now() + total;
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    try {
-      return wait(std::clamp(left, std::chrono::milliseconds(1), max_slice));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kTimeout || Clock::now() >= deadline) throw;
-    }
-    if (cancelled()) throw CancelledError(what + " cancelled");
-  }
 }
 
 /// Runs run(report, cancelled) -- a blocking C++ wait that calls report(status) with updates

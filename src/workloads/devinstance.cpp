@@ -642,6 +642,15 @@ DevInstanceStatus DevInstance::Status() {
 DevInstanceStatus DevInstance::Wait(
     std::chrono::milliseconds timeout,
     const std::function<void(const DevInstanceStatus&)>& on_progress) {
+  WaitOptions<DevInstanceStatus> options;
+  options.timeout = timeout;
+  options.on_progress = on_progress;
+  return Wait(options);
+}
+
+DevInstanceStatus DevInstance::Wait(const WaitOptions<DevInstanceStatus>& options) {
+  const auto timeout = options.timeout;
+  const auto& on_progress = options.on_progress;
   const std::string& ns = spec_.namespace_name;
   std::mutex mu;
   std::condition_variable cv;
@@ -697,6 +706,10 @@ DevInstanceStatus DevInstance::Wait(
           fmt::format("DevInstance {}/{} is stopped; Start() it first", ns, spec_.name), st);
     }
 
+    if (options.cancelled && options.cancelled()) {
+      throw CancelledError(
+          fmt::format("waiting for DevInstance {}/{} was cancelled", ns, spec_.name));
+    }
     std::unique_lock lock(mu);
     for (const internal::WatchTracker* t : {&pods, &sets, &events}) {
       if (auto e = t->error()) std::rethrow_exception(e);

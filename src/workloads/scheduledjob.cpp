@@ -374,6 +374,16 @@ JobRun ScheduledJob::GetRun(const std::string& job_name) {
 
 JobRun ScheduledJob::WaitForRun(const std::string& job_name, std::chrono::milliseconds timeout,
                                 const std::function<void(const JobRun&)>& on_progress) {
+  WaitOptions<JobRun> options;
+  options.until = WaitUntil::kFinished;
+  options.timeout = timeout;
+  options.on_progress = on_progress;
+  return WaitForRun(job_name, options);
+}
+
+JobRun ScheduledJob::WaitForRun(const std::string& job_name, const WaitOptions<JobRun>& options) {
+  const auto timeout = options.timeout;
+  const auto& on_progress = options.on_progress;
   JobRun run = GetRun(job_name);  // NotFound for a wrong name, before any watch
   if (on_progress) on_progress(run);
   if (run.finished()) return run;
@@ -390,7 +400,12 @@ JobRun ScheduledJob::WaitForRun(const std::string& job_name, std::chrono::millis
           fmt::format("run {}/{} not finished after {} ms ({}, {} attempts)", spec_.namespace_name,
                       job_name, timeout.count(), ToString(run.result), run.attempts));
     }
-    auto ev = informer.Next(left);
+    if (options.cancelled && options.cancelled()) {
+      throw CancelledError(fmt::format("waiting for run {}/{} was cancelled",
+                                       spec_.namespace_name, job_name));
+    }
+    // At most a second per Next(), so that `cancelled` is asked at least once a second.
+    auto ev = informer.Next(std::min(left, std::chrono::milliseconds(1000)));
     if (!ev) continue;
     if (ev->type == WatchEventType::kDeleted) {
       throw NotFound(

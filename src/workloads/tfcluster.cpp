@@ -461,6 +461,11 @@ TFClusterStatus TFCluster::Status() {
 }
 
 
+TFClusterStatus TFCluster::Wait(const WaitOptions<TFClusterStatus>& options) {
+  return Wait(options.until == WaitUntil::kFinished ? TFWaitFor::kFinished : TFWaitFor::kReady,
+              options.timeout, options.on_progress, options.cancelled);
+}
+
 TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeout,
                                 const std::function<void(const TFClusterStatus&)>& on_progress,
                                 const std::function<bool()>& cancelled) {

@@ -148,6 +148,34 @@ TEST_SUITE("scheduledjob") {
     CHECK(task.History().empty());
   }
 
+  TEST_CASE("WaitOptions: a wait is cancelled promptly; a timeout names the whole wait") {
+    Client c = AdminClient();
+    TestNamespace ns(c, "sj");
+    ScheduledJobSpec spec = Task(ns.name(), "slow");
+    spec.pod_annotations["sim.tfk8s.io/exit-after"] = "120";
+    ScheduledJob task(c, spec);
+    JobRun run = task.RunNow();
+
+    WaitOptions<JobRun> options;
+    options.timeout = std::chrono::minutes(5);
+    const auto start = std::chrono::steady_clock::now();
+    options.cancelled = [&] {
+      return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(500);
+    };
+    CHECK_THROWS_AS(task.WaitForRun(run.name, options), CancelledError);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+
+    options.cancelled = {};
+    options.timeout = std::chrono::milliseconds(1500);
+    try {
+      task.WaitForRun(run.name, options);
+      FAIL("the run finished early");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kTimeout);
+      CHECK(std::string(e.what()).find("after 1500 ms") != std::string::npos);
+    }
+  }
+
   TEST_CASE("exit 1 with backoffLimit 2: three attempts, then exactly one failure alert") {
     Client c = AdminClient();
     TestNamespace ns(c, "sj");

@@ -58,6 +58,24 @@ def test_run_now_succeeds(client: tfk8s.Client, namespace: str) -> None:
     job.delete(wait=60)
 
 
+def test_wait_timeout_reports_the_whole_wait(client: tfk8s.Client, namespace: str) -> None:
+    # One C++ wait with its watch open for the whole time (no 1-second slices that each made
+    # their own LIST and WATCH and reported only the last slice's duration).
+    slow = tfk8s.ScheduledJob(
+        client, name="slow", namespace=namespace, image="python:3.11-slim",
+        exec_command="python3", entry="tasks/train.py", cpu="100m", memory="128Mi",
+        pod_annotations={"sim.tfk8s.io/exit-code": "0", "sim.tfk8s.io/exit-after": "60"},
+    )
+    run = slow.run_now()
+    started = time.monotonic()
+    with pytest.raises(tfk8s.Timeout) as info:
+        slow.wait_for_run(run, timeout=2.5)
+    elapsed = time.monotonic() - started
+    assert 2.4 <= elapsed < 10, elapsed
+    assert "after 2500 ms" in str(info.value), str(info.value)
+    slow.delete(wait=60)
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_failure_alerts_python_callback_once(client: tfk8s.Client, namespace: str) -> None:
     alerts: List[Dict[str, Any]] = []
