@@ -111,6 +111,10 @@ struct DevInstanceSpec {
   /// this command runs instead, e.g. the image's own start script of a GoblinLab-style image,
   /// which reads PASSWORD (from the Secret) itself.
   std::vector<std::string> command;
+  /// Pass `$(VAR)` references in `command` to Kubernetes, which expands them from the
+  /// container's environment (and turns `$$` into `$`). Off by default: the command reaches
+  /// the process exactly as written.
+  bool expand_variable_references = false;
   Resources resources;  ///< cpu and memory (required, positive) and GPUs.
   std::string notebook_tag;                            ///< NOTEBOOK_TAG; empty = the instance name.
   std::string hadoop_user;                             ///< HADOOP_USER; empty = the owner.

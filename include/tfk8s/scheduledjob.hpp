@@ -69,6 +69,10 @@ struct ScheduledJobSpec {
   std::vector<std::string> exec_args;  ///< Interpreter options before the entry, e.g. {"-u"}.
   std::string entry_path;              ///< The program, relative to home_path (required).
   std::vector<std::string> args;       ///< Program arguments, each passed literally.
+  /// Pass `$(VAR)` references in the command and args to Kubernetes, which expands them from
+  /// the container's environment (and turns `$$` into `$`). Off by default: every word reaches
+  /// execve() exactly as written.
+  bool expand_variable_references = false;
   std::vector<EnvVar> env;             ///< Environment variables.
   Resources resources;                 ///< cpu, memory, nvidia.com/gpu.
   Placement placement;                 ///< Node labels (gputype needs resources.gpus > 0).
@@ -106,7 +110,9 @@ struct ScheduledJobSpec {
   /// The container's working directory (absolute).
   [[nodiscard]] std::string WorkingDirectory() const;
   /// The seed's shell form, `cd '<dir>' && '<exec>' '<entry>' '<arg>'…`, every word quoted with
-  /// ShellQuote(): for display and logs (the container does not use a shell).
+  /// ShellQuote(): for display and logs (the container does not use a shell). It is exactly
+  /// what the process receives, unless expand_variable_references lets Kubernetes expand
+  /// `$(VAR)` references in it first.
   [[nodiscard]] std::string CommandLine() const;
   /// Whether a schedule is set.
   [[nodiscard]] bool scheduled() const { return !schedule.empty(); }

@@ -111,6 +111,10 @@ struct TFClusterSpec {
   std::optional<TFSessionSpec> session;
   std::optional<TFTensorBoardSpec> tensorboard;
   std::optional<TFStorageSpec> storage;
+  /// Pass `$(VAR)` references in commands, args and scripts to Kubernetes, which expands them
+  /// from the container's environment (and turns `$$` into `$`). Off by default: every
+  /// command, arg and script reaches the process exactly as written.
+  bool expand_variable_references = false;
   /// Node labels every pod requires (cputype applies to pods without GPUs, gputype to pods with
   /// them; a role's own cputype / gputype replaces the cluster's).
   Placement placement;

@@ -461,7 +461,7 @@ Json DevInstanceSpec::ToJson() const {
                            {"readOnly", m.read_only},
                            {"subPath", m.sub_path}});
   }
-  return {{"owner", owner},
+  Json j = {{"owner", owner},
           {"name", name},
           {"namespace", namespace_name},
           {"labels", labels},
@@ -508,6 +508,9 @@ Json DevInstanceSpec::ToJson() const {
             {"portMax", expose.port_max},
             {"createConfigmap", expose.create_configmap},
             {"externalHost", expose.external_host}}}};
+  // Written only when set, so specs stored before the option existed read back unchanged.
+  if (expand_variable_references) j["expandVariableReferences"] = true;
+  return j;
 }
 
 DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
@@ -521,6 +524,7 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   s.image_pull_policy = Field<std::string>(j, "imagePullPolicy", "", s.image_pull_policy);
   s.image_pull_secret = Field<std::string>(j, "imagePullSecret", "", "");
   s.command = Field<std::vector<std::string>>(j, "command", "", {});
+  s.expand_variable_references = Field<bool>(j, "expandVariableReferences", "", false);
   s.resources = internal::ResourcesFromSpecJson(Section(j, "resources"), "resources.");
   s.notebook_tag = Field<std::string>(j, "notebookTag", "", "");
   s.hadoop_user = Field<std::string>(j, "hadoopUser", "", "");
@@ -667,9 +671,10 @@ Json Container(const DevInstanceSpec& spec) {
             {"image", spec.image},
             {"imagePullPolicy", spec.image_pull_policy}};
   if (spec.command.empty()) {
-    c["command"] = Json::array({"/bin/sh", "-c", internal::DevStartScript()});
+    // tfk8s's own script is always passed verbatim (it uses $((…)) and ${…}).
+    c["command"] = internal::KubeletArgv({"/bin/sh", "-c", internal::DevStartScript()});
   } else {
-    c["command"] = spec.command;
+    c["command"] = internal::KubeletArgv(spec.command, spec.expand_variable_references);
   }
   c["env"] = Env(spec);
   Json ports = Json::array();

@@ -61,6 +61,21 @@ Json EnvJson(const std::vector<EnvVar>& env) {
   return out;
 }
 
+std::vector<std::string> KubeletArgv(std::vector<std::string> argv,
+                                     bool expand_variable_references) {
+  if (expand_variable_references) return argv;
+  for (auto& word : argv) {
+    std::string escaped;
+    escaped.reserve(word.size());
+    for (char c : word) {
+      escaped += c;
+      if (c == '$') escaped += '$';
+    }
+    word = std::move(escaped);
+  }
+  return argv;
+}
+
 void AddPlacement(Json* pod_spec, const Placement& placement, bool gpu) {
   Json affinity = AffinityJson(placement, gpu);
   if (!affinity.is_null()) (*pod_spec)["affinity"] = std::move(affinity);

@@ -22,6 +22,12 @@ Json AffinityJson(const Placement& placement, bool gpu);
 Json GpuToleration();
 /// `env` entries with plain values, in order.
 Json EnvJson(const std::vector<EnvVar>& env);
+/// `argv` as the process must receive it, whatever the kubelet does to a container's command
+/// and args: it expands `$(VAR)` references and turns `$$` into `$`, so every `$` is written
+/// `$$`. With `expand_variable_references` (the user asked for Kubernetes' expansion) `argv`
+/// is returned unchanged.
+std::vector<std::string> KubeletArgv(std::vector<std::string> argv,
+                                     bool expand_variable_references = false);
 /// Sets `affinity` (when constrained) and, for GPU pods, the GPU toleration on a pod spec.
 void AddPlacement(Json* pod_spec, const Placement& placement, bool gpu);
 

@@ -415,6 +415,8 @@ Json ScheduledJobSpec::ToJson() const {
   if (active_deadline_seconds) j["activeDeadlineSeconds"] = *active_deadline_seconds;
   if (ttl_seconds_after_finished) j["ttlSecondsAfterFinished"] = *ttl_seconds_after_finished;
   if (starting_deadline_seconds) j["startingDeadlineSeconds"] = *starting_deadline_seconds;
+  // Written only when set, so specs stored before the option existed read back unchanged.
+  if (expand_variable_references) j["expandVariableReferences"] = true;
   return j;
 }
 
@@ -447,6 +449,7 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
   s.exec_args = Field<std::vector<std::string>>(j, "execArgs", root, {});
   s.entry_path = Field<std::string>(j, "entryPath", root, "");
   s.args = Field<std::vector<std::string>>(j, "args", root, {});
+  s.expand_variable_references = Field<bool>(j, "expandVariableReferences", root, false);
   if (auto e = j.find("env"); e != j.end()) s.env = internal::EnvFromSpecJson(*e, "env");
   if (auto r = j.find("resources"); r != j.end() && r->is_object()) {
     s.resources = internal::ResourcesFromSpecJson(*r, "resources.");
@@ -476,7 +479,8 @@ namespace {
 Json PodTemplate(const ScheduledJobSpec& spec) {
   Json container = {{"name", "task"},
                     {"image", spec.image},
-                    {"command", spec.Command()},
+                    {"command",
+                     internal::KubeletArgv(spec.Command(), spec.expand_variable_references)},
                     {"workingDir", spec.WorkingDirectory()}};
   if (!spec.env.empty()) container["env"] = internal::EnvJson(spec.env);
   Json res = internal::ResourcesJson(spec.resources);

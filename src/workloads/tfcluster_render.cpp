@@ -285,6 +285,8 @@ Json TFClusterSpec::ToJson() const {
                     {"accessModes", storage->access_modes},
                     {"mountPath", storage->mount_path}};
   }
+  // Written only when set, so specs stored before the option existed read back unchanged.
+  if (expand_variable_references) j["expandVariableReferences"] = true;
   return j;
 }
 
@@ -311,6 +313,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   } else {
     throw ValidationError("topology", topology, "must be per-replica or statefulset");
   }
+  s.expand_variable_references = Field<bool>(j, "expandVariableReferences", "", false);
   s.cpu_image = Field<std::string>(j, "cpuImage", "", s.cpu_image);
   s.gpu_image = Field<std::string>(j, "gpuImage", "", s.gpu_image);
   for (const char* role : kTFRoles) {
@@ -476,6 +479,9 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
     command = {"/bin/sh", "-c", r.script};
     args.clear();
   }
+  // The kubelet would expand $(VAR) and $$ in what the user wrote.
+  command = internal::KubeletArgv(std::move(command), spec.expand_variable_references);
+  args = internal::KubeletArgv(std::move(args), spec.expand_variable_references);
   std::string cluster_json = TFClusterAddresses(spec).dump();
   if (spec.topology == TFTopology::kPerReplica) {
     c["env"] = Env({{"TF_CONFIG", TFConfigFor(spec, role, index).dump()},
@@ -493,7 +499,9 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
                     {"RESOURCE_NAME", role}},
                    r.env);
     if (!command.empty()) {
-      std::vector<std::string> wrapped = {"/bin/sh", "-c", kOrdinalWrapper, "tfk8s-start"};
+      // tfk8s's own script is always passed verbatim.
+      std::vector<std::string> wrapped =
+          internal::KubeletArgv({"/bin/sh", "-c", kOrdinalWrapper, "tfk8s-start"});
       wrapped.insert(wrapped.end(), command.begin(), command.end());
       wrapped.insert(wrapped.end(), args.begin(), args.end());
       command = wrapped;
@@ -653,8 +661,10 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                     {"RESOURCE_TYPE", "session"},
                     {"RESOURCE_NAME", "session"}},
                    {});
-    if (!s.command.empty()) c["command"] = s.command;
-    if (!s.args.empty()) c["args"] = s.args;
+    if (!s.command.empty()) {
+      c["command"] = internal::KubeletArgv(s.command, spec.expand_variable_references);
+    }
+    if (!s.args.empty()) c["args"] = internal::KubeletArgv(s.args, spec.expand_variable_references);
     c["ports"] = Json::array(
         {{{"name", "jupyter"}, {"containerPort", s.jupyter_port}, {"protocol", "TCP"}},
          {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
@@ -691,8 +701,8 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     if (log_dir.front() != '/' && spec.storage) log_dir = spec.storage->mount_path + "/" + log_dir;
     Json c = {{"name", "tensorboard"},
               {"image", t.image.empty() ? spec.cpu_image : t.image},
-              {"command", Json::array({"tensorboard", "--logdir", log_dir, "--host", "0.0.0.0",
-                                       "--port", std::to_string(t.port)})},
+              {"command", internal::KubeletArgv({"tensorboard", "--logdir", log_dir, "--host",
+                                                 "0.0.0.0", "--port", std::to_string(t.port)})},
               {"env", Env({{"TASK_NAME", spec.name}, {"RESOURCE_TYPE", "tensorboard"}}, {})},
               {"ports", Json::array({{{"name", "tensorboard"},
                                       {"containerPort", t.port},

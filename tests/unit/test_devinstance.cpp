@@ -3,11 +3,13 @@
 // mount check over a fake transport. No server.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <mutex>
 #include <set>
 
 #include "fake_transport.hpp"
 #include "golden.hpp"
+#include "kubelet_expansion.hpp"
 #include "http/crypto.hpp"
 #include "tfk8s/devinstance.hpp"
 #include "workloads/devinstance_internal.hpp"
@@ -107,6 +109,24 @@ ClientConfig TestConfig() {
 }  // namespace
 
 TEST_SUITE("devinstance") {
+  TEST_CASE("the start script and a user's command reach the container verbatim") {
+    const std::map<std::string, std::string> env = {{"PASSWORD", "secret"}, {"HOME", "/root"}};
+    DevInstanceSpec s = CpuSpec();
+    auto command = [&](const DevInstanceSpec& spec) {
+      return RenderDevInstance(spec).front()["spec"]["template"]["spec"]["containers"][0]["command"]
+          .get<std::vector<std::string>>();
+    };
+    // The script uses $((…)) and ${…}: escaped, the kubelet hands it over unchanged.
+    CHECK(testing::KubeletExpand(command(s), env) ==
+          std::vector<std::string>{"/bin/sh", "-c", internal::DevStartScript()});
+    s.command = {"/start.sh", "$(PASSWORD)", "$$"};
+    CHECK(testing::KubeletExpand(command(s), env) == s.command);
+    s.expand_variable_references = true;  // asked for: the kubelet expands it
+    CHECK(testing::KubeletExpand(command(s), env) ==
+          std::vector<std::string>{"/start.sh", "secret", "$"});
+    CHECK(DevInstanceSpec::FromJson(s.ToJson()).expand_variable_references);
+  }
+
   TEST_CASE("golden: CPU instance with shared mounts and ingress exposure") {
     CheckGolden("devinstance_cpu", Rendered(CpuSpec()));
   }

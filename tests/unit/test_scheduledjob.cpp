@@ -4,11 +4,14 @@
 // missed schedule, claims) and webhook delivery against a loopback receiver.
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include <cstdio>
 #include <fstream>
 #include <thread>
 
 #include "golden.hpp"
+#include "kubelet_expansion.hpp"
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/yaml.hpp"
 #include "webhook_receiver.hpp"
@@ -237,19 +240,46 @@ TEST_SUITE("scheduledjob") {
     CHECK(s.Command() == expected);
     Json job = RenderRunJob(s);
     const Json& c = Container(job);
-    CHECK(c["command"].get<std::vector<std::string>>() == expected);
+    // What the process receives is the rendered argv after the kubelet's $(VAR) / $$ expansion.
+    const std::map<std::string, std::string> env = {{"HOME", "/root"}, {"ENV_REF", "expanded"}};
+    auto received = [&](const Json& container) {
+      return testing::KubeletExpand(container["command"].get<std::vector<std::string>>(), env);
+    };
+    CHECK(received(c) == expected);
     CHECK_FALSE(c.contains("args"));
     CHECK(c["workingDir"] == "/root/projects/resnet");
     // Through the CronJob and a manual run as well.
     s.schedule = "@daily";
     Json cj = RenderCronJob(s);
-    CHECK(cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"] ==
-          Json(expected));
+    CHECK(received(cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]) ==
+          expected);
     cj["metadata"]["uid"] = "u";
-    CHECK(Container(RenderManualRun(cj))["command"] == Json(expected));
+    CHECK(received(Container(RenderManualRun(cj))) == expected);
     // The YAML a user would `kubectl apply` keeps each argument whole too.
     Json back = FromYaml(ToYaml(job));
-    CHECK(Container(back)["command"] == Json(expected));
+    CHECK(received(Container(back)) == expected);
+  }
+
+  TEST_CASE("$(VAR), $$ and $ reach the process verbatim unless expansion is asked for") {
+    ScheduledJobSpec s = SeedTask();
+    const std::vector<std::string> tricky = {"$(ENV_REF)", "$$(id)", "$$", "$", "a$b", "$(",
+                                             "$(HOME)/x", "pid=[$$]", "`id`; echo PWNED"};
+    s.args = tricky;
+    const std::map<std::string, std::string> env = {{"ENV_REF", "expanded"}, {"HOME", "/root"}};
+    std::vector<std::string> rendered = Container(RenderRunJob(s))["command"];
+    std::vector<std::string> received = testing::KubeletExpand(rendered, env);
+    CHECK(std::vector<std::string>(received.end() - tricky.size(), received.end()) == tricky);
+    CHECK(rendered.back() == "`id`; echo PWNED");  // no '$': nothing to escape
+    CHECK(rendered[rendered.size() - tricky.size()] == "$$(ENV_REF)");
+    // Asked for: Kubernetes' expansion applies, as documented for container commands.
+    s.expand_variable_references = true;
+    rendered = Container(RenderRunJob(s))["command"].get<std::vector<std::string>>();
+    received = testing::KubeletExpand(rendered, env);
+    CHECK(received[received.size() - tricky.size()] == "expanded");
+    CHECK(received[received.size() - tricky.size() + 1] == "$(id)");
+    CHECK(ScheduledJobSpec::FromJson(s.ToJson()).expand_variable_references);
+    CHECK_FALSE(ScheduledJobSpec::FromJson(SeedTask().ToJson()).expand_variable_references);
+    CHECK_FALSE(SeedTask().ToJson().contains("expandVariableReferences"));
   }
 
   TEST_CASE("entry path, working directory and interpreter variants") {

@@ -2,9 +2,11 @@
 // replica, validation errors. Pure: no server.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <set>
 
 #include "golden.hpp"
+#include "kubelet_expansion.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/yaml.hpp"
 
@@ -92,6 +94,50 @@ void CheckInvalid(TFClusterSpec s, const std::string& field) {
 }  // namespace
 
 TEST_SUITE("tfcluster") {
+  TEST_CASE("scripts, commands and args reach every replica verbatim ($ escaped for the kubelet)") {
+    const std::map<std::string, std::string> env = {{"TF_CONFIG", "{}"}, {"HOME", "/root"}};
+    for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
+      CAPTURE(ToString(topology));
+      TFClusterSpec s = GpuExample();
+      s.topology = topology;
+      s.worker.script = "echo \"pid=[$$] $(TF_CONFIG) ${HOME}\"";
+      s.ps.command = {"python3", "-c", "print('$(TF_CONFIG)')"};
+      s.ps.args = {"$$", "$"};
+      bool saw_worker = false;
+      bool saw_ps = false;
+      for (const Json& o : RenderTFCluster(s)) {
+        const Json* pod = nullptr;
+        if (o["kind"] == "Job") pod = &o["spec"]["template"]["spec"];
+        if (o["kind"] == "StatefulSet") pod = &o["spec"]["template"]["spec"];
+        if (!pod || !o["metadata"]["labels"].contains("tfk8s.io/role")) continue;
+        const std::string role = o["metadata"]["labels"]["tfk8s.io/role"];
+        const Json& c = (*pod)["containers"][0];
+        std::vector<std::string> argv = c.value("command", std::vector<std::string>{});
+        for (const auto& a : c.value("args", std::vector<std::string>{})) argv.push_back(a);
+        const std::vector<std::string> received = testing::KubeletExpand(argv, env);
+        auto has = [&](const std::string& word) {
+          return std::find(received.begin(), received.end(), word) != received.end();
+        };
+        if (role == "worker") {
+          saw_worker = true;
+          CHECK(has("echo \"pid=[$$] $(TF_CONFIG) ${HOME}\""));
+        } else if (role == "ps") {
+          saw_ps = true;
+          CHECK(has("print('$(TF_CONFIG)')"));
+          CHECK(has("$$"));
+          CHECK(has("$"));
+        }
+        if (topology == TFTopology::kStatefulSet && (role == "worker" || role == "ps")) {
+          // The ordinal wrapper (tfk8s's own script) also arrives intact.
+          REQUIRE(received.size() > 2);
+          CHECK(received[2].find("TASK_INDEX=\"${HOSTNAME##*-}\"") == 0);
+        }
+      }
+      CHECK(saw_worker);
+      CHECK(saw_ps);
+    }
+  }
+
   TEST_CASE("golden: the seed's example (statefulset topology)") {
     TFRenderOptions o;
     o.root_uid = "00000000-1111-2222-3333-444444444444";
