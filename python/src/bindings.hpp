@@ -51,6 +51,7 @@ void BindQuota(py::module_& m);
 void BindDevInstance(py::module_& m);
 /// ScheduledJob and ScheduledJobWatcher (bind_scheduledjob.cpp).
 void BindScheduledJob(py::module_& m);
+void BindTesting(py::module_& m);  ///< FakeCluster, the test seam (bind_testing.cpp).
 /// json_roundtrip(): the JSON conversion on its own, for tests and benchmarks.
 void BindJson(py::module_& m);
 

@@ -23,4 +23,5 @@ PYBIND11_MODULE(_core, m) {
   tp::BindQuota(m);
   tp::BindDevInstance(m);
   tp::BindScheduledJob(m);
+  tp::BindTesting(m);
 }

@@ -281,6 +281,13 @@ class Client:
             path = "" if kubeconfig is None else os.path.expanduser(os.fspath(kubeconfig))
             self._core = _core.Client.from_default(path, _opt(context), _opt(namespace))
 
+    @classmethod
+    def _from_core(cls, core: _core.Client) -> "Client":
+        """A Client around a C++ client made elsewhere (tfk8s.testing.FakeCluster.client())."""
+        client = cls.__new__(cls)
+        client._core = core
+        return client
+
     # ---- properties ---------------------------------------------------------------------------
     @property
     def namespace(self) -> str:
