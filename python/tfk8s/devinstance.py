@@ -14,6 +14,7 @@ import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from tfk8s import _core
+from tfk8s._keywords import renamed_keywords
 from tfk8s.tfcluster import FitResult, _in_jupyter
 
 Object = Dict[str, Any]
@@ -29,7 +30,15 @@ __all__ = [
     "volume_grants",
 ]
 
-_TOOLS = ("jupyter", "ssh", "code-server", "tensorboard")
+# The tools, named as the spec's tool keys in snake_case (tool -> its key in spec["tools"]).
+_TOOLS = {
+    "jupyter": "jupyter",
+    "ssh": "ssh",
+    "code_server": "codeServer",
+    "tensorboard": "tensorboard",
+}
+# Tool names renamed to the spec's keys (old -> new); the old ones warn for one release.
+_RENAMED_TOOLS = {"code-server": "code_server"}
 
 
 class DevAccess:
@@ -141,14 +150,17 @@ def _status_attached(e: BaseException) -> BaseException:
 
 class DevInstance:
     """A development instance. ``spec`` is a dict in the C++ ``DevInstanceSpec::ToJson()``
-    format (camelCase, see docs/devinstance.md); keywords override it:
+    format (camelCase, see docs/devinstance.md); keywords override it. Each keyword is the
+    snake_case of the spec key it sets:
 
     - ``owner``, ``name`` (required), ``namespace`` (default: the client's)
-    - ``image``, ``cpu``, ``memory``, ``gpus``
-    - ``tools``: the enabled tools among "jupyter", "ssh", "code-server", "tensorboard"
-    - ``home_size``: size of the owner's home volume on first creation; ``home=False`` to
-      mount none
-    - ``expose``: "none", "ingress-tcp" or "node-port"; ``external_host``
+    - ``image``; ``cpu``, ``memory``, ``gpus`` (in ``resources``)
+    - ``tools``: the enabled tools among "jupyter", "ssh", "code_server", "tensorboard" (the
+      spec's tool keys; "code-server" is deprecated)
+    - ``home_size`` (``home.size``): size of the owner's home volume on first creation;
+      ``home=False`` (``home.enabled``) to mount none
+    - ``expose`` (``expose.backend``): "none", "ingress-tcp" or "node-port";
+      ``external_host`` (``expose.externalHost``)
     - ``pod_annotations``, ``env`` (a mapping)
 
     Validated at once (ValidationError); nothing is sent until :meth:`create`.
@@ -156,6 +168,7 @@ class DevInstance:
 
     __slots__ = ("_client", "_core")
 
+    @renamed_keywords({}, values={"tools": _RENAMED_TOOLS})
     def __init__(
         self,
         client: Any,
@@ -209,10 +222,8 @@ class DevInstance:
                     f"tools: unknown tool(s) {sorted(unknown)}; expected some of {list(_TOOLS)}"
                 )
             t = s.setdefault("tools", {})
-            t["jupyter"] = "jupyter" in enabled
-            t["ssh"] = "ssh" in enabled
-            t["codeServer"] = "code-server" in enabled
-            t["tensorboard"] = "tensorboard" in enabled
+            for tool, key in _TOOLS.items():
+                t[key] = tool in enabled
         if home is not None:
             s.setdefault("home", {})["enabled"] = bool(home)
         if home_size is not None:

@@ -14,11 +14,15 @@ import datetime as _dt
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from tfk8s import _core
+from tfk8s._keywords import renamed_keywords
 from tfk8s.tfcluster import FitResult
 
 Object = Dict[str, Any]
 
 __all__ = ["ScheduledJob", "ScheduledJobWatcher"]
+
+# Keywords renamed to the spec keys they set (old -> new); the old names warn for one release.
+_RENAMED_KEYWORDS = {"entry": "entry_path", "timeout": "active_deadline_seconds"}
 
 _TIME_KEYS = (
     "scheduled_time", "start_time", "end_time",
@@ -39,11 +43,15 @@ def _run_name(run: Any) -> str:
 
 class ScheduledJob:
     """A task. ``spec`` is a dict in the C++ ``ScheduledJobSpec::ToJson()`` format; keywords
-    override it: ``name``, ``namespace`` (default: the client's), ``image``, ``exec_command``
-    (e.g. "python3"), ``entry`` (the program, relative to ``home_path``), ``args``,
-    ``schedule`` (cron; None = on demand), ``time_zone``, ``home_claim``, ``working_dir``,
-    ``cpu``, ``memory``, ``gpus``, ``backoff_limit``, ``timeout`` (activeDeadlineSeconds),
-    ``pod_annotations``, ``env`` (a mapping), ``concurrency_policy``, ``suspend``.
+    override it, each the snake_case of the spec key it sets: ``name``, ``namespace``
+    (default: the client's), ``image``, ``exec_command`` (e.g. "python3"), ``entry_path`` (the
+    program, relative to the spec's ``homePath``), ``args``, ``schedule`` (cron; None = on
+    demand), ``time_zone``, ``home_claim``, ``working_dir``, ``cpu``, ``memory``, ``gpus`` (in
+    ``resources``), ``backoff_limit``, ``active_deadline_seconds``, ``pod_annotations``,
+    ``env`` (a mapping), ``concurrency_policy``, ``suspend``.
+
+    Deprecated (for one release, with a DeprecationWarning): ``entry`` (now ``entry_path``)
+    and ``timeout`` (now ``active_deadline_seconds``).
 
     Validated at once (ValidationError, e.g. for a bad cron expression); nothing is sent
     until :meth:`apply` or :meth:`run_now`.
@@ -51,6 +59,7 @@ class ScheduledJob:
 
     __slots__ = ("_client", "_core")
 
+    @renamed_keywords(_RENAMED_KEYWORDS)
     def __init__(
         self,
         client: Any,
@@ -60,7 +69,7 @@ class ScheduledJob:
         namespace: Optional[str] = None,
         image: Optional[str] = None,
         exec_command: Optional[str] = None,
-        entry: Optional[str] = None,
+        entry_path: Optional[str] = None,
         args: Optional[Sequence[str]] = None,
         schedule: Optional[str] = None,
         time_zone: Optional[str] = None,
@@ -70,7 +79,7 @@ class ScheduledJob:
         memory: Optional[str] = None,
         gpus: Optional[int] = None,
         backoff_limit: Optional[int] = None,
-        timeout: Optional[int] = None,
+        active_deadline_seconds: Optional[int] = None,
         pod_annotations: Optional[Mapping[str, str]] = None,
         env: Optional[Mapping[str, str]] = None,
         concurrency_policy: Optional[str] = None,
@@ -84,9 +93,9 @@ class ScheduledJob:
         s: Dict[str, Any] = copy.deepcopy(dict(spec)) if spec is not None else {}
         for key, value in (
             ("name", name), ("image", image), ("execCommand", exec_command),
-            ("entryPath", entry), ("schedule", schedule), ("timeZone", time_zone),
+            ("entryPath", entry_path), ("schedule", schedule), ("timeZone", time_zone),
             ("homeClaim", home_claim), ("workingDir", working_dir),
-            ("backoffLimit", backoff_limit), ("activeDeadlineSeconds", timeout),
+            ("backoffLimit", backoff_limit), ("activeDeadlineSeconds", active_deadline_seconds),
             ("concurrencyPolicy", concurrency_policy), ("suspend", suspend),
         ):
             if value is not None:

@@ -13,10 +13,14 @@ import sys
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from tfk8s import _core
+from tfk8s._keywords import renamed_keywords
 
 Object = Dict[str, Any]
 
 __all__ = ["FitResult", "TFCluster", "TFClusterStatus", "TFClusterLogs"]
+
+# Keywords renamed to the spec keys they set (old -> new); the old names warn for one release.
+_RENAMED_KEYWORDS = {"workers": "worker", "image": "cpu_image"}
 
 
 class FitResult:
@@ -155,22 +159,28 @@ class TFCluster:
     """A distributed TensorFlow cluster.
 
     ``spec`` is a dict in the C++ ``TFClusterSpec::ToJson()`` format (camelCase, see
-    docs/tfcluster.md); keyword arguments build or override it:
+    docs/tfcluster.md); keyword arguments build or override it. Each keyword is the snake_case
+    of the spec key it sets:
 
     - ``name``, ``namespace`` (default: the client's namespace)
-    - ``ps``, ``workers``, ``chief``, ``evaluator``: replica counts
-    - ``image`` (the CPU image), ``gpu_image``, ``worker_gpus`` (GPUs per worker)
+    - ``ps``, ``worker``, ``chief``, ``evaluator``: replica counts of those roles
+    - ``cpu_image``, ``gpu_image``, ``worker_gpus`` (``worker.resources.gpus``)
     - ``command``: the command of every role (list of strings), or ``script`` (``/bin/sh -c``)
     - ``topology``: ``"per-replica"`` (default) or ``"statefulset"``
     - ``strategy``: ``"parameter-server"`` or ``"multi-worker-mirrored"``; by default the
       former when there are ps replicas, else the latter
-    - ``storage``: a size such as ``"10Gi"`` to create shared storage (``None``: keep the spec's)
+    - ``storage``: a size such as ``"10Gi"`` to create shared storage (``storage.size``;
+      ``None``: keep the spec's)
+
+    Deprecated (for one release, with a DeprecationWarning): ``workers`` (now ``worker``) and
+    ``image`` (now ``cpu_image``).
 
     Nothing is sent until :meth:`apply`; the spec is validated at once (ValidationError).
     """
 
     __slots__ = ("_client", "_core")
 
+    @renamed_keywords(_RENAMED_KEYWORDS)
     def __init__(
         self,
         client: Any,
@@ -179,10 +189,10 @@ class TFCluster:
         name: Optional[str] = None,
         namespace: Optional[str] = None,
         ps: Optional[int] = None,
-        workers: Optional[int] = None,
+        worker: Optional[int] = None,
         chief: Optional[int] = None,
         evaluator: Optional[int] = None,
-        image: Optional[str] = None,
+        cpu_image: Optional[str] = None,
         gpu_image: Optional[str] = None,
         worker_gpus: Optional[int] = None,
         command: Optional[List[str]] = None,
@@ -205,7 +215,7 @@ class TFCluster:
             s["namespace"] = namespace
         elif not s.get("namespace"):
             s["namespace"] = client.namespace or "default"
-        for role, count in (("ps", ps), ("worker", workers), ("chief", chief),
+        for role, count in (("ps", ps), ("worker", worker), ("chief", chief),
                             ("evaluator", evaluator)):
             if count is not None:
                 s.setdefault(role, {})["replicas"] = int(count)
@@ -216,8 +226,8 @@ class TFCluster:
                 s[role]["script"] = script
         if worker_gpus is not None:
             s.setdefault("worker", {}).setdefault("resources", {})["gpus"] = int(worker_gpus)
-        if image is not None:
-            s["cpuImage"] = image
+        if cpu_image is not None:
+            s["cpuImage"] = cpu_image
         if gpu_image is not None:
             s["gpuImage"] = gpu_image
         if topology is not None:

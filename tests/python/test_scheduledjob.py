@@ -15,7 +15,7 @@ import tfk8s
 def task(client: tfk8s.Client, namespace: str, name: str, exit_code: str, **kw: Any) -> tfk8s.ScheduledJob:
     return tfk8s.ScheduledJob(
         client, name=name, namespace=namespace, image="python:3.11-slim",
-        exec_command="python3", entry="tasks/train.py", args=["--lr", "0.1; rm -rf /"],
+        exec_command="python3", entry_path="tasks/train.py", args=["--lr", "0.1; rm -rf /"],
         cpu="100m", memory="128Mi",
         pod_annotations={"sim.tfk8s.io/exit-code": exit_code, "sim.tfk8s.io/exit-after": "1"},
         **kw,
@@ -63,7 +63,7 @@ def test_wait_timeout_reports_the_whole_wait(client: tfk8s.Client, namespace: st
     # their own LIST and WATCH and reported only the last slice's duration).
     slow = tfk8s.ScheduledJob(
         client, name="slow", namespace=namespace, image="python:3.11-slim",
-        exec_command="python3", entry="tasks/train.py", cpu="100m", memory="128Mi",
+        exec_command="python3", entry_path="tasks/train.py", cpu="100m", memory="128Mi",
         pod_annotations={"sim.tfk8s.io/exit-code": "0", "sim.tfk8s.io/exit-after": "60"},
     )
     run = slow.run_now()

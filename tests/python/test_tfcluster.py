@@ -49,13 +49,13 @@ def objects_of(client: tfk8s.Client, namespace: str, name: str) -> int:
 
 def test_validation_error_before_any_request(client: tfk8s.Client) -> None:
     with pytest.raises(tfk8s.ValidationError) as info:
-        tfk8s.TFCluster(client, name="bad", namespace="does-not-exist", workers=0)
+        tfk8s.TFCluster(client, name="bad", namespace="does-not-exist", worker=0)
     assert "worker" in info.value.field
 
 
 def test_spec_round_trip_render_and_yaml(client: tfk8s.Client) -> None:
     cluster = tfk8s.TFCluster(
-        client, name="mnist", namespace="team-a", ps=2, workers=3, chief=1, storage="1Gi",
+        client, name="mnist", namespace="team-a", ps=2, worker=3, chief=1, storage="1Gi",
         script="python /data/train.py",
     )
     spec = cluster.to_dict()
@@ -70,10 +70,10 @@ def test_spec_round_trip_render_and_yaml(client: tfk8s.Client) -> None:
     assert "mnist-ps-1" in cluster.to_yaml()
     assert repr(cluster) == "TFCluster(team-a/mnist, chief=1, ps=2, worker=3)"
     # Without ps replicas the default strategy is multi-worker-mirrored.
-    mirrored = tfk8s.TFCluster(client, name="mw", namespace="team-a", workers=2)
+    mirrored = tfk8s.TFCluster(client, name="mw", namespace="team-a", worker=2)
     assert mirrored.to_dict()["strategy"] == "multi-worker-mirrored"
     # Keyword arguments override the spec.
-    assert tfk8s.TFCluster(client, spec, workers=5).to_dict()["worker"]["replicas"] == 5
+    assert tfk8s.TFCluster(client, spec, worker=5).to_dict()["worker"]["replicas"] == 5
 
 
 def test_lifecycle(client: tfk8s.Client, namespace: str) -> None:
@@ -175,6 +175,6 @@ def test_quota_refusal_creates_nothing(client: tfk8s.Client) -> None:
 
 
 def test_wait_rejects_unknown_condition(client: tfk8s.Client) -> None:
-    cluster = tfk8s.TFCluster(client, name="x", namespace="default", workers=1)
+    cluster = tfk8s.TFCluster(client, name="x", namespace="default", worker=1)
     with pytest.raises(tfk8s.ValidationError):
         cluster.wait("done", timeout=1, progress=False)

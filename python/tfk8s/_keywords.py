@@ -1,0 +1,101 @@
+"""Renamed keyword arguments (and renamed keyword values) of the workload constructors.
+
+The keywords of ``TFCluster``, ``DevInstance`` and ``ScheduledJob`` are the snake_case of the
+spec keys they set (``entry_path`` sets ``entryPath``, ``worker`` the ``worker`` role, …). The
+names they had before keep working for one release: :func:`renamed_keywords` wraps a function so
+that an old keyword is moved to its new name with a ``DeprecationWarning``, passing both the old
+and the new name is a ``TypeError``, and old values of a keyword (e.g. the tool
+``"code-server"``, now ``"code_server"``) are replaced with a ``DeprecationWarning`` too.
+
+The warnings are raised from the wrapper itself with ``stacklevel=2``, so they point at the
+caller's line.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+
+__all__ = ["renamed_keywords", "spec_key"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def spec_key(keyword: str) -> str:
+    """The camelCase spec key of a snake_case keyword (``entry_path`` -> ``entryPath``)."""
+    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), keyword)
+
+
+def _display_name(fn: Callable[..., Any]) -> str:
+    """``tfk8s.TFCluster`` for a class's ``__init__``, ``tfk8s.f`` for a function."""
+    qualname = fn.__qualname__
+    if qualname.endswith(".__init__"):
+        qualname = qualname[: -len(".__init__")]
+    return f"tfk8s.{qualname}"
+
+
+def _renamed_value(value: Any, renames: Mapping[str, str]) -> Tuple[Any, List[str]]:
+    """``value`` (a string, or an iterable of strings) with old values replaced, and the old
+    values found. A list, tuple or set keeps its type (and is the same object when nothing is
+    replaced); another iterable becomes a list. Other values are returned unchanged."""
+    if isinstance(value, str):
+        return (renames[value], [value]) if value in renames else (value, [])
+    if isinstance(value, Iterable) and not isinstance(value, (bytes, Mapping)):
+        if not isinstance(value, (list, tuple, set, frozenset)):
+            value = list(value)  # e.g. a generator: read it once, here
+        found = [v for v in value if isinstance(v, str) and v in renames]
+        if not found:
+            return value, []  # nothing to rename: keep the caller's object as it is
+        return type(value)(renames.get(v, v) if isinstance(v, str) else v for v in value), found
+    return value, []
+
+
+def renamed_keywords(
+    renames: Mapping[str, str],
+    values: Optional[Mapping[str, Mapping[str, str]]] = None,
+) -> Callable[[F], F]:
+    """Decorator: accepts each old keyword of ``renames`` (old -> new) as its new name, with a
+    ``DeprecationWarning`` naming the new keyword; both at once is a ``TypeError``. ``values``
+    maps a (new) keyword to its renamed values (old value -> new value), for a string or an
+    iterable of strings. The wrapped function's signature (``help()``,
+    ``inspect.signature``) is the new one."""
+    renames = dict(renames)
+    value_renames: Dict[str, Dict[str, str]] = {k: dict(v) for k, v in (values or {}).items()}
+
+    def decorate(fn: F) -> F:
+        where = _display_name(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renames.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise TypeError(
+                        f"{where}() got both {old!r} and {new!r}; {old!r} is the deprecated "
+                        f"name of {new!r}: pass only {new!r}"
+                    )
+                warnings.warn(
+                    f"{where}(): keyword {old!r} is deprecated; use {new!r} "
+                    f"(it sets the spec key {spec_key(new)!r})",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
+            for keyword, table in value_renames.items():
+                if kwargs.get(keyword) is None:
+                    continue
+                kwargs[keyword], found = _renamed_value(kwargs[keyword], table)
+                for v in dict.fromkeys(found):
+                    warnings.warn(
+                        f"{where}(): the {keyword} value {v!r} is deprecated; use {table[v]!r}",
+                        DeprecationWarning,
+                        stacklevel=2,
+                    )
+            return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
