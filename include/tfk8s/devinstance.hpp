@@ -296,6 +296,9 @@ class DevInstance {
   /// Wait() with the options every workload shares (until kReady; `cancelled` ends it with
   /// CancelledError).
   DevInstanceStatus Wait(const WaitOptions<DevInstanceStatus>& options);
+  /// The instance's container log as a pull stream of lines whose source is the pod's name
+  /// (`options.container` is set to the instance's container; `follow` follows it).
+  [[nodiscard]] WorkloadLogStream StreamLogs(LogOptions options = {}) const;
   /// The address of every tool (reads the Service and the tcp-services ConfigMap).
   DevAccess Access();
   /// The instance's objects (StatefulSet, Services, the home PVC when it is created; never the

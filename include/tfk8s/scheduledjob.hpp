@@ -321,7 +321,13 @@ class ScheduledJob {
   /// run finishes or `on_line` returns false. Waits up to `pending_wait` for a pod to start.
   void FollowLogs(const std::string& job_name,
                   const std::function<bool(const RunLogLine&)>& on_line,
-                  std::chrono::milliseconds pending_wait = std::chrono::minutes(2));
+                  std::chrono::milliseconds pending_wait = std::chrono::minutes(2),
+                  const std::function<bool()>& cancelled = {});
+  /// A run's logs as a pull stream of lines whose source is the attempt ("attempt-2"): with
+  /// `follow`, FollowLogs() (until the run finished); without, what Logs() returns, in order.
+  [[nodiscard]] WorkloadLogStream StreamLogs(const std::string& job_name, bool follow = true,
+                                             std::chrono::milliseconds pending_wait =
+                                                 std::chrono::minutes(2));
   /// What Apply() (a schedule: the CronJob) or RunNow() (an on-demand task: its Job) sends,
   /// in the API versions the client's server serves: CronJob batch/v1, or batch/v1beta1 where
   /// the server has no batch/v1 CronJob (Kubernetes < 1.21). Sends at most discovery requests

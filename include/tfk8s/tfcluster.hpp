@@ -252,6 +252,9 @@ class TFCluster {
   /// Logs of one replica or all of them merged, delivered line by line to `on_line` until it
   /// returns false, the logs end, or (with follow) every replica has finished.
   void Logs(const TFLogOptions& options, const std::function<bool(const TFLogLine&)>& on_line);
+  /// Logs() as a pull stream of lines whose source is the replica ("worker-1"); the reading
+  /// runs on the stream's thread until the logs end or the stream is cancelled.
+  [[nodiscard]] WorkloadLogStream StreamLogs(TFLogOptions options = {}) const;
   /// Deletes the cluster through the root object (cascading).
   void Delete(const TFDeleteOptions& options = {});
   /// After success: deletes the ps/worker/evaluator replicas (TFJob's cleanPodPolicy Running).

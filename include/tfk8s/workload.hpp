@@ -4,7 +4,11 @@
 /// (no polling), reports progress, and can be cancelled from another thread.
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
+#include <memory>
+#include <optional>
+#include <string>
 
 namespace tfk8s {
 
@@ -27,6 +31,47 @@ struct WaitOptions {
   /// Asked at least once a second; returning true ends the wait with CancelledError. The
   /// watches stay open for the whole wait.
   std::function<bool()> cancelled;
+};
+
+/// One line of a workload's logs.
+struct WorkloadLogLine {
+  std::string source;  ///< Who wrote it: a replica ("worker-1"), a run's attempt ("attempt-2")…
+  std::string line;    ///< The text, without '\n'.
+  /// "[source] line".
+  [[nodiscard]] std::string Prefixed() const { return "[" + source + "] " + line; }
+};
+
+/// A workload's logs as a pull stream (TFCluster::StreamLogs, DevInstance::StreamLogs,
+/// ScheduledJob::StreamLogs): lines are read on a background thread into a bounded queue, which
+/// pauses the reading when the consumer falls `capacity` lines behind. Move-only. Cancel() (from
+/// any thread) or destruction stops the reading and joins the thread.
+class WorkloadLogStream {
+ public:
+  /// Hands one line to the stream; false when the stream was cancelled (stop producing).
+  using Emit = std::function<bool(WorkloadLogLine line)>;
+  /// Produces the lines: calls emit() for each, returns at the end of the logs, and returns
+  /// promptly (within about a second) once cancelled() is true. Its exception is the stream's.
+  using Producer = std::function<void(const Emit& emit, const std::function<bool()>& cancelled)>;
+
+  /// Starts `producer` on its own thread.
+  explicit WorkloadLogStream(Producer producer, std::size_t capacity = 1024);
+  WorkloadLogStream(WorkloadLogStream&&) noexcept;
+  WorkloadLogStream& operator=(WorkloadLogStream&&) noexcept;
+  WorkloadLogStream(const WorkloadLogStream&) = delete;
+  WorkloadLogStream& operator=(const WorkloadLogStream&) = delete;
+  ~WorkloadLogStream();
+
+  /// The next line; nullopt when none came within `timeout`, or at the end (then ended() is
+  /// true and the producer's error, if any, is thrown once).
+  std::optional<WorkloadLogLine> Next(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  /// True once every line was read and the producer finished, or after Cancel().
+  [[nodiscard]] bool ended() const;
+  /// Stops the reading; Next() then returns nullopt. Thread-safe, idempotent.
+  void Cancel();
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace tfk8s

@@ -184,6 +184,20 @@ void BindDevInstance(py::module_& m) {
           "access",
           [](DevInstance& d) { return AccessToJson(CallNoGil([&] { return d.Access(); })); },
           "{user, endpoints, table, html}: where each tool is reached (no password).")
+      .def(
+          "logs",
+          [](const DevInstance& d, bool follow, std::optional<std::int64_t> tail_lines,
+             std::optional<std::int64_t> since_seconds, bool timestamps) {
+            LogOptions options;
+            options.follow = follow;
+            options.tail_lines = tail_lines;
+            options.since_seconds = since_seconds;
+            options.timestamps = timestamps;
+            return WrapWorkloadLogs(d.StreamLogs(options));
+          },
+          py::arg("follow") = false, py::arg("tail_lines") = py::none(),
+          py::arg("since_seconds") = py::none(), py::arg("timestamps") = false,
+          "The container's log; returns a WorkloadLogs iterator of (pod, line).")
       .def("render", &DevInstance::Render, "The instance's objects (never the Secret).")
       .def("to_yaml", &DevInstance::ToYaml);
 

@@ -294,6 +294,17 @@ void BindScheduledJob(py::module_& m) {
           },
           py::arg("run"), py::arg("tail_lines") = py::none(), py::arg("timestamps") = false,
           "Logs of every attempt: dicts {attempt, pod, phase, exit_code, text}.")
+      .def(
+          "stream_logs",
+          [](ScheduledJob& t, const std::string& run, bool follow, double pending_wait) {
+            return WrapWorkloadLogs(t.StreamLogs(
+                run, follow,
+                std::chrono::milliseconds(
+                    static_cast<std::int64_t>(std::max(0.0, pending_wait) * 1000.0))));
+          },
+          py::arg("run"), py::arg("follow") = true, py::arg("pending_wait") = 120.0,
+          "A run's logs as a WorkloadLogs iterator of (attempt, line); with `follow`, until the "
+          "run finished (waiting up to `pending_wait` seconds for an attempt to start).")
       .def("render", &ScheduledJob::Render, NoGil(),
            "The objects Apply() or run_now() sends, in the server's API versions.")
       .def("to_yaml", &ScheduledJob::ToYaml, NoGil());

@@ -16,6 +16,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/client.hpp"
+#include "tfk8s/workload.hpp"
 
 namespace tfk8s::python {
 
@@ -71,6 +72,7 @@ class Guarded {
 using PyWatchStream = Guarded<WatchStream>;
 using PyLogStream = Guarded<LogStream>;
 using PyInformer = Guarded<Informer>;
+using PyWorkloadLogs = Guarded<WorkloadLogStream>;
 
 py::object EventToPython(std::optional<WatchEvent> event) {
   if (!event) return py::none();
@@ -80,6 +82,11 @@ py::object EventToPython(std::optional<WatchEvent> event) {
 py::object LineToPython(const std::optional<std::string>& line) {
   if (!line) return py::none();
   return DecodeLenient(*line);
+}
+
+py::object SourceLineToPython(const std::optional<WorkloadLogLine>& line) {
+  if (!line) return py::none();
+  return py::make_tuple(DecodeLenient(line->source), DecodeLenient(line->line));
 }
 
 auto ReadEvent = [](auto& stream, std::chrono::milliseconds slice) { return stream.Next(slice); };
@@ -145,6 +152,15 @@ void BindStreams(py::module_& m) {
 
   py::class_<PyLogStream> logs(m, "LogStream", "Pod log lines (str, without the newline).");
   AddIteration(logs, ReadLine, LineToPython, "line");
+
+  py::class_<PyWorkloadLogs> workload_logs(
+      m, "WorkloadLogs",
+      "A workload's logs as (source, line) tuples (source: a replica such as 'worker-1', a "
+      "run's attempt such as 'attempt-2', or a pod), read on a worker thread into a bounded "
+      "queue. Returned by the logs / stream_logs calls of TFCluster, DevInstance and "
+      "ScheduledJob.");
+  AddIteration(workload_logs, ReadEvent, SourceLineToPython, "(source, line)");
+  workload_logs.def("close", &PyWorkloadLogs::Cancel, "Stops reading (the same as cancel()).");
 
   py::class_<PyInformer> informer(
       m, "Informer",
@@ -235,6 +251,10 @@ void BindStreams(py::module_& m) {
           },
           py::arg("namespace"), py::arg("pod"), py::arg_v("options", LogOptions{}, "LogOptions()"),
           "A pod's log as a stream of lines (follow or not).");
+}
+
+py::object WrapWorkloadLogs(WorkloadLogStream stream) {
+  return py::cast(std::make_unique<PyWorkloadLogs>(std::move(stream)));
 }
 
 }  // namespace tfk8s::python

@@ -6,15 +6,11 @@
 // worker through its cancellation hook.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -82,117 +78,10 @@ py::object Wait(TFCluster& cluster, const std::string& until, std::optional<doub
       StatusToJson, on_progress, RaiseStored);
 }
 
-/// Merged logs delivered through a bounded queue by a worker thread.
-class LogIterator {
- public:
-  LogIterator(TFCluster cluster, TFLogOptions options, std::size_t capacity)
-      : shared_(std::make_shared<Shared>()) {
-    shared_->capacity = capacity;
-    auto shared = shared_;
-    // Detached: it touches no Python object, and close() ends it within ~200 ms through the
-    // cancellation hook of TFCluster::Logs.
-    options.cancelled = [weak = std::weak_ptr<Shared>(shared_)] {
-      auto s = weak.lock();
-      if (!s) return true;
-      std::lock_guard lock(s->mutex);
-      return s->closed;
-    };
-    std::thread([shared, cluster = std::move(cluster), options = std::move(options)]() mutable {
-      try {
-        cluster.Logs(options, [&shared](const TFLogLine& line) {
-          std::unique_lock lock(shared->mutex);
-          shared->changed.wait(
-              lock, [&] { return shared->closed || shared->lines.size() < shared->capacity; });
-          if (shared->closed) return false;
-          shared->lines.push_back(line);
-          shared->changed.notify_all();
-          return true;
-        });
-      } catch (...) {
-        std::lock_guard lock(shared->mutex);
-        shared->error = std::current_exception();
-      }
-      std::lock_guard lock(shared->mutex);
-      shared->ended = true;
-      shared->changed.notify_all();
-    }).detach();
-  }
-  LogIterator(const LogIterator&) = delete;
-  LogIterator& operator=(const LogIterator&) = delete;
-  LogIterator(LogIterator&&) = delete;
-  LogIterator& operator=(LogIterator&&) = delete;
-  ~LogIterator() { Close(); }
-
-  /// The next (replica, line), None when none came within `timeout` (None = wait forever);
-  /// raises StopIteration at the end (or the worker's error).
-  py::object Next(std::optional<double> timeout) {
-    auto line = WaitInSlices(
-        timeout,
-        [&](std::chrono::milliseconds slice) -> std::optional<TFLogLine> {
-          std::unique_lock lock(shared_->mutex);
-          shared_->changed.wait_for(lock, slice, [&] {
-            return shared_->closed || shared_->ended || !shared_->lines.empty();
-          });
-          if (shared_->lines.empty()) return std::nullopt;
-          auto l = std::move(shared_->lines.front());
-          shared_->lines.pop_front();
-          shared_->changed.notify_all();
-          return l;
-        },
-        [&] {
-          std::lock_guard lock(shared_->mutex);
-          return shared_->closed || (shared_->ended && shared_->lines.empty());
-        });
-    if (line) return py::make_tuple(DecodeLenient(line->replica), DecodeLenient(line->line));
-    std::exception_ptr error;
-    {
-      std::lock_guard lock(shared_->mutex);
-      if (!shared_->closed && !shared_->ended) return py::none();
-      error = std::exchange(shared_->error, nullptr);
-    }
-    if (error) RaiseStored(error);
-    throw py::stop_iteration();
-  }
-
-  void Close() {
-    std::lock_guard lock(shared_->mutex);
-    shared_->closed = true;
-    shared_->lines.clear();
-    shared_->changed.notify_all();
-  }
-
-  bool Ended() const {
-    std::lock_guard lock(shared_->mutex);
-    return shared_->closed || (shared_->ended && shared_->lines.empty());
-  }
-
- private:
-  struct Shared {
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::deque<TFLogLine> lines;
-    std::size_t capacity = 1024;
-    bool closed = false;
-    bool ended = false;
-    std::exception_ptr error;
-  };
-  std::shared_ptr<Shared> shared_;
-};
 
 }  // namespace
 
 void BindTFCluster(py::module_& m) {
-  py::class_<LogIterator>(m, "TFClusterLogs",
-                          "Merged logs of a TFCluster as (replica, line) tuples, read by a worker "
-                          "thread into a bounded queue. Use tfk8s.TFCluster.logs().")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", [](LogIterator& it) { return it.Next(std::nullopt); })
-      .def("next", &LogIterator::Next, py::arg("timeout") = py::none(),
-           "The next (replica, line); None after `timeout` seconds without one; StopIteration "
-           "at the end.")
-      .def("close", &LogIterator::Close, "Stops reading; later calls raise StopIteration.")
-      .def_property_readonly("ended", &LogIterator::Ended);
-
   py::class_<TFCluster>(m, "TFCluster",
                         "The C++ TFCluster with dicts in and out. Use tfk8s.TFCluster.")
       .def(py::init([](Client client, const Json& spec) {
@@ -265,7 +154,7 @@ void BindTFCluster(py::module_& m) {
           "logs",
           [](TFCluster& c, const std::string& role, int index, bool follow,
              std::optional<std::int64_t> tail_lines, std::optional<std::int64_t> since_seconds,
-             bool timestamps, std::size_t capacity) {
+             bool timestamps) {
             TFLogOptions options;
             options.role = role;
             options.index = index;
@@ -273,13 +162,12 @@ void BindTFCluster(py::module_& m) {
             options.tail_lines = tail_lines;
             options.since_seconds = since_seconds;
             options.timestamps = timestamps;
-            return std::make_unique<LogIterator>(c, std::move(options),
-                                                 std::max<std::size_t>(1, capacity));
+            return WrapWorkloadLogs(c.StreamLogs(std::move(options)));
           },
           py::arg("role") = "", py::arg("index") = -1, py::arg("follow") = false,
           py::arg("tail_lines") = py::none(), py::arg("since_seconds") = py::none(),
-          py::arg("timestamps") = false, py::arg("capacity") = 1024,
-          "Starts reading logs; returns a TFClusterLogs iterator.")
+          py::arg("timestamps") = false,
+          "Starts reading logs; returns a WorkloadLogs iterator of (replica, line).")
       .def(
           "delete",
           [](TFCluster& c, bool foreground, bool keep_storage, std::optional<double> wait) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tfk8s/error.hpp"
+#include "tfk8s/workload.hpp"
 
 namespace tfk8s {
 struct FitResult;
@@ -71,6 +72,11 @@ nlohmann::json PythonToJson(py::handle object);
 py::object ErrorToPython(const Error& e);
 /// Converts a stored exception (a tfk8s::Error or anything else) to a Python exception instance.
 py::object ExceptionToPython(const std::exception_ptr& error);
+
+// ---- workload logs ----------------------------------------------------------------------------
+/// A WorkloadLogStream as a Python _core.WorkloadLogs iterator of (source, line) tuples
+/// (bind_streams.cpp, which binds the type before the workloads use it).
+py::object WrapWorkloadLogs(WorkloadLogStream stream);
 
 // ---- text -----------------------------------------------------------------------------------
 /// Decodes UTF-8 that did not come from a JSON parser (logs): invalid bytes become U+FFFD.

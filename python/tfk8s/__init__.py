@@ -79,6 +79,7 @@ from tfk8s.quota import (
     update_node_labels,
     where_fits,
 )
+from tfk8s._logs import WorkloadLogs
 from tfk8s.tfcluster import FitResult, TFCluster, TFClusterLogs, TFClusterStatus
 from tfk8s.devinstance import (
     DevAccess,
@@ -120,6 +121,7 @@ __all__ = [
     "TFCluster",
     "TFClusterStatus",
     "TFClusterLogs",
+    "WorkloadLogs",
     "FitResult",
     "DevInstance",
     "DevInstanceStatus",

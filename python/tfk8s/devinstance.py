@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from tfk8s import _core
 from tfk8s._keywords import renamed_keywords
+from tfk8s._logs import WorkloadLogs
 from tfk8s.tfcluster import FitResult, _in_jupyter
 
 Object = Dict[str, Any]
@@ -321,6 +322,17 @@ class DevInstance:
 
     def status(self) -> DevInstanceStatus:
         return DevInstanceStatus(self._core.status())
+
+    def logs(
+        self,
+        follow: bool = False,
+        tail_lines: Optional[int] = None,
+        since_seconds: Optional[int] = None,
+        timestamps: bool = False,
+    ) -> WorkloadLogs:
+        """The container's log (the start script's and the tools' output) as ``(pod, line)``
+        tuples; ``follow`` keeps reading as lines are written."""
+        return WorkloadLogs(self._core.logs(follow, tail_lines, since_seconds, timestamps))
 
     def access(self) -> DevAccess:
         return DevAccess(self._core.access())

@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from tfk8s import _core
 from tfk8s._keywords import renamed_keywords
+from tfk8s._logs import WorkloadLogs
 from tfk8s.tfcluster import FitResult
 
 Object = Dict[str, Any]
@@ -217,6 +218,15 @@ class ScheduledJob:
     ) -> List[Object]:
         """Logs of every attempt: dicts (attempt, pod, phase, exit_code, text)."""
         return self._core.logs(_run_name(run), tail_lines, timestamps)
+
+    def stream_logs(
+        self, run: Any, follow: bool = True, pending_wait: float = 120.0
+    ) -> WorkloadLogs:
+        """A run's lines as ``(attempt, line)`` tuples (``("attempt-1", "step 3")``): with
+        ``follow``, as they are written until the run finished (a retry's pod is followed when
+        it starts; up to ``pending_wait`` seconds for an attempt to start); without, what
+        :meth:`logs` returns, in order."""
+        return WorkloadLogs(self._core.stream_logs(_run_name(run), follow, pending_wait))
 
     def __repr__(self) -> str:
         s = self._core.spec

@@ -10,10 +10,11 @@ from __future__ import annotations
 import copy
 import html
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
 from tfk8s import _core
 from tfk8s._keywords import renamed_keywords
+from tfk8s._logs import WorkloadLogs
 
 Object = Dict[str, Any]
 
@@ -99,40 +100,8 @@ class TFClusterStatus:
         return f"TFClusterStatus(phase={self.phase!r}, ready={self.ready}/{len(self.replicas)})"
 
 
-class TFClusterLogs:
-    """Iterator of ``(replica, line)`` tuples (e.g. ``("worker-1", "step 10")``). Closing it
-    (``close()``, ``with``, or leaving a ``for`` loop early and dropping it) stops reading."""
-
-    __slots__ = ("_core",)
-
-    def __init__(self, core: Any) -> None:
-        self._core = core
-
-    def __iter__(self) -> "TFClusterLogs":
-        return self
-
-    def __next__(self) -> Tuple[str, str]:
-        return self._core.__next__()
-
-    def next(self, timeout: Optional[float] = None) -> Optional[Tuple[str, str]]:
-        """The next line, or None after ``timeout`` seconds without one."""
-        return self._core.next(timeout)
-
-    def close(self) -> None:
-        """Stops reading."""
-        self._core.close()
-
-    def __enter__(self) -> "TFClusterLogs":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self._core.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
+# The log iterator every workload shares; the old name stays for existing code.
+TFClusterLogs = WorkloadLogs
 
 
 def _status_attached(e: BaseException) -> BaseException:
@@ -360,11 +329,11 @@ class TFCluster:
         tail_lines: Optional[int] = None,
         since_seconds: Optional[int] = None,
         timestamps: bool = False,
-    ) -> TFClusterLogs:
+    ) -> WorkloadLogs:
         """Logs of every replica (or one role, or one replica) as ``(replica, line)`` tuples."""
         if index is not None and role is None:
             raise TypeError("index needs role")
-        return TFClusterLogs(
+        return WorkloadLogs(
             self._core.logs(
                 role=role or "",
                 index=-1 if index is None else int(index),

@@ -765,6 +765,25 @@ DevAccess DevInstance::Access() {
   return a;
 }
 
+WorkloadLogStream DevInstance::StreamLogs(LogOptions options) const {
+  options.container = internal::kDevContainer;
+  return WorkloadLogStream([client = client_, ns = spec_.namespace_name,
+                            pod = internal::DevPodName(spec_), options](
+                               const WorkloadLogStream::Emit& emit,
+                               const std::function<bool()>& cancelled) mutable {
+    LogStream stream = client.StreamLogs(ns, pod, options);
+    while (!cancelled()) {
+      auto line = stream.NextLine(std::chrono::milliseconds(500));
+      if (line) {
+        if (!emit({pod, std::move(*line)})) break;
+      } else if (stream.ended()) {
+        return;
+      }
+    }
+    stream.Cancel();
+  });
+}
+
 std::vector<Json> DevInstance::Render() const { return RenderDevInstance(spec_); }
 
 std::string DevInstance::ToYaml() const { return ToYamlDocuments(Render()); }

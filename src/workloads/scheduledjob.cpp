@@ -453,7 +453,8 @@ std::vector<AttemptLog> ScheduledJob::Logs(const std::string& job_name,
 
 void ScheduledJob::FollowLogs(const std::string& job_name,
                               const std::function<bool(const RunLogLine&)>& on_line,
-                              std::chrono::milliseconds pending_wait) {
+                              std::chrono::milliseconds pending_wait,
+                              const std::function<bool()>& cancelled) {
   JobRun run = GetRun(job_name);
   ListOptions pod_sel;
   pod_sel.label_selector = "controller-uid=" + run.uid;
@@ -464,6 +465,7 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
   std::set<std::string> followed;
   auto idle_since = std::chrono::steady_clock::now();
   while (true) {
+    if (cancelled && cancelled()) return;
     // Drain what the watches have (each Next() is short: both streams must be read).
     pods.Next(std::chrono::milliseconds(200));
     jobs.Next(std::chrono::milliseconds(200));
@@ -486,6 +488,10 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
       lo.follow = true;
       LogStream stream = client_.StreamLogs(spec_.namespace_name, pod, lo);
       while (true) {
+        if (cancelled && cancelled()) {
+          stream.Cancel();
+          return;
+        }
         auto line = stream.NextLine(std::chrono::milliseconds(500));
         if (!line) {
           if (stream.ended()) break;
@@ -513,6 +519,31 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
                                 job_name, pending_wait.count()));
     }
   }
+}
+
+WorkloadLogStream ScheduledJob::StreamLogs(const std::string& job_name, bool follow,
+                                           std::chrono::milliseconds pending_wait) {
+  return WorkloadLogStream([self = *this, job_name, follow, pending_wait](
+                               const WorkloadLogStream::Emit& emit,
+                               const std::function<bool()>& cancelled) mutable {
+    auto source = [](int attempt) { return fmt::format("attempt-{}", attempt); };
+    if (follow) {
+      self.FollowLogs(
+          job_name,
+          [&](const RunLogLine& l) { return emit({source(l.attempt), l.line}); },
+          pending_wait, cancelled);
+      return;
+    }
+    for (const AttemptLog& a : self.Logs(job_name)) {
+      std::size_t start = 0;
+      while (start < a.text.size()) {
+        std::size_t end = a.text.find('\n', start);
+        if (end == std::string::npos) end = a.text.size();
+        if (!emit({source(a.attempt), a.text.substr(start, end - start)})) return;
+        start = end + 1;
+      }
+    }
+  });
 }
 
 ScheduledJobRenderOptions ScheduledJob::ServerRenderOptions() {

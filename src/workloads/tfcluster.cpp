@@ -727,6 +727,16 @@ void TFCluster::CleanUpAfterSuccess() {
   }
 }
 
+WorkloadLogStream TFCluster::StreamLogs(TFLogOptions options) const {
+  return WorkloadLogStream([self = *this, options = std::move(options)](
+                               const WorkloadLogStream::Emit& emit,
+                               const std::function<bool()>& cancelled) mutable {
+    auto user_cancelled = std::move(options.cancelled);
+    options.cancelled = [&] { return cancelled() || (user_cancelled && user_cancelled()); };
+    self.Logs(options, [&](const TFLogLine& l) { return emit({l.replica, l.line}); });
+  });
+}
+
 std::vector<Json> TFCluster::Render() const { return RenderTFCluster(spec_); }
 
 std::string TFCluster::ToYaml() const { return ToYamlDocuments(Render()); }

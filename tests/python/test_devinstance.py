@@ -63,6 +63,13 @@ def test_lifecycle_without_password_leaks(client: tfk8s.Client, namespace: str) 
         loaded = tfk8s.DevInstance.load(client, namespace, "lab")
         assert loaded.owner == "alice"
 
+        # The container's log, through the one WorkloadLogs iterator (the node simulator
+        # writes a start line for each container).
+        with inst.logs() as lines:
+            got = list(lines)
+        assert got and all(source == "lab-0" for source, _ in got)
+        assert "started" in got[0][1]
+
         again = inst.restart()
         assert again.password != password
         assert again.password not in repr(again)

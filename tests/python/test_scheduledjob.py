@@ -58,6 +58,22 @@ def test_run_now_succeeds(client: tfk8s.Client, namespace: str) -> None:
     job.delete(wait=60)
 
 
+def test_stream_logs_follows_a_run(client: tfk8s.Client, namespace: str) -> None:
+    talky = tfk8s.ScheduledJob(
+        client, name="talky", namespace=namespace, image="python:3.11-slim",
+        exec_command="python3", entry_path="tasks/train.py", cpu="100m", memory="128Mi",
+        pod_annotations={"sim.tfk8s.io/exit-code": "0", "sim.tfk8s.io/exit-after": "1",
+                         "sim.tfk8s.io/log-lines": "epoch 1\nepoch 2\nloss 0.1"},
+    )
+    run = talky.run_now()
+    with talky.stream_logs(run, follow=True, pending_wait=60) as lines:
+        got = list(lines)
+    assert got == [("attempt-1", "epoch 1"), ("attempt-1", "epoch 2"), ("attempt-1", "loss 0.1")]
+    talky.wait_for_run(run, timeout=60)
+    assert list(talky.stream_logs(run, follow=False)) == got  # the same lines, read whole
+    talky.delete(wait=60)
+
+
 def test_wait_timeout_reports_the_whole_wait(client: tfk8s.Client, namespace: str) -> None:
     # One C++ wait with its watch open for the whole time (no 1-second slices that each made
     # their own LIST and WATCH and reported only the last slice's duration).
