@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "../unit/kubelet_expansion.hpp"
 #include "../unit/webhook_receiver.hpp"
 #include "cluster.hpp"
 #include "tfk8s/quota.hpp"
@@ -116,15 +117,21 @@ TEST_SUITE("scheduledjob") {
     CHECK_FALSE(seen.empty());
 
     // Every hostile argument is one literal argv element in the Job and in the pod the job
-    // controller made from it.
+    // controller made from it: what the kubelet hands to execve() after its $(VAR) / $$
+    // expansion (modelled by KubeletExpand; the Job writes each '$' as '$$') is the argv.
+    auto received = [](const Json& container) {
+      return testing::KubeletExpand(container["command"].get<std::vector<std::string>>(), {});
+    };
     Json job = c.Get(kJobs, ns.name(), run.name);
-    CHECK(job["spec"]["template"]["spec"]["containers"][0]["command"] == Json(spec.Command()));
+    CHECK(received(job["spec"]["template"]["spec"]["containers"][0]) == spec.Command());
     ListOptions by_job;
     by_job.label_selector = "job-name=" + run.name;
     Json pods = c.ListAll(kPods, ns.name(), by_job);
     REQUIRE(pods["items"].size() == 1);
     Json pod = pods["items"][0];
-    CHECK(pod["spec"]["containers"][0]["command"] == Json(spec.Command()));
+    CHECK(received(pod["spec"]["containers"][0]) == spec.Command());
+    CHECK(pod["spec"]["containers"][0]["command"] ==
+          job["spec"]["template"]["spec"]["containers"][0]["command"]);
     CHECK(pod["spec"]["containers"][0]["workingDir"] == "/root/tasks");
 
     auto logs = task.Logs(run.name);
