@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tfk8s/validation.hpp"
 
 namespace tfk8s::internal {
@@ -27,6 +29,25 @@ const Json& At(const Json& object, std::string_view key) {
 std::string StringAt(const Json& object, std::string_view key) {
   const Json& v = At(object, key);
   return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
 }
 
 std::string HtmlEscape(std::string_view text) {

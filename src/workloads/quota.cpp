@@ -736,21 +736,7 @@ std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& u
 }
 
 std::string FormatUsageTable(const std::vector<QuotaUsage>& usages) {
-  const auto rows = UsageRows(usages);
-  std::vector<std::size_t> widths(rows.front().size(), 0);
-  for (const auto& row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
+  return internal::FormatTextTable(UsageRows(usages));
 }
 
 std::string FormatUsageHtml(const std::vector<QuotaUsage>& usages) {

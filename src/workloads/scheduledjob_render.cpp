@@ -10,6 +10,7 @@
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/common.hpp"
 #include "workloads/cron.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/spec_json.hpp"
@@ -743,22 +744,7 @@ std::vector<std::vector<std::string>> RunRows(const std::vector<JobRun>& runs) {
 }
 
 std::string FormatRunTable(const std::vector<JobRun>& runs) {
-  auto rows = RunRows(runs);
-  std::vector<std::size_t> widths(rows.front().size(), 0);
-  for (const auto& row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
+  return internal::FormatTextTable(RunRows(runs));
 }
 
 // ---- alerts ---------------------------------------------------------------------------------
