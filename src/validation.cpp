@@ -5,6 +5,7 @@
 
 #include "tfk8s/validation.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <optional>
@@ -12,6 +13,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "tfk8s/error.hpp"
 #include "tfk8s/quantity.hpp"
@@ -362,6 +365,54 @@ void ValidatePlacement(std::string_view field, const Placement& p) {
   if (p.pool != "unshared" && !p.private_name.empty()) {
     throw ValidationError(Child(field, "privateName"), p.private_name,
                           "only applies to the pool \"unshared\"");
+  }
+}
+
+void ValidatePodOptions(std::string_view prefix, const PodOptions& o) {
+  const std::string at(prefix);
+  const std::string& policy = o.image_pull_policy;
+  if (!policy.empty() && policy != "Always" && policy != "IfNotPresent" && policy != "Never") {
+    throw ValidationError(at + "imagePullPolicy", policy,
+                          "must be Always, IfNotPresent, Never or empty (Kubernetes' default)");
+  }
+  for (std::size_t i = 0; i < o.image_pull_secrets.size(); ++i) {
+    RequireDns1123Subdomain(fmt::format("{}imagePullSecrets[{}]", at, i),
+                            o.image_pull_secrets[i]);
+  }
+  if (!o.service_account.empty()) RequireDns1123Subdomain(at + "serviceAccount", o.service_account);
+
+  const SecurityContext& c = o.security_context;
+  const std::string sc = at + "securityContext";
+  for (const auto& [leaf, id] : {std::pair{"runAsUser", &c.run_as_user},
+                                 std::pair{"runAsGroup", &c.run_as_group},
+                                 std::pair{"fsGroup", &c.fs_group}}) {
+    if (*id && **id < 0) {
+      throw ValidationError(Child(sc, leaf), std::to_string(**id), "must be a numeric id >= 0");
+    }
+  }
+  if (c.run_as_non_root.value_or(false) && c.run_as_user.value_or(-1) == 0) {
+    throw ValidationError(Child(sc, "runAsUser"), "0",
+                          "user 0 is root, and runAsNonRoot is set: the kubelet would refuse "
+                          "to start the container");
+  }
+  for (const auto& [leaf, caps] : {std::pair{"dropCapabilities", &c.drop_capabilities},
+                                   std::pair{"addCapabilities", &c.add_capabilities}}) {
+    for (std::size_t i = 0; i < caps->size(); ++i) {
+      const std::string& cap = (*caps)[i];
+      const bool upper = !cap.empty() && std::all_of(cap.begin(), cap.end(), [](char ch) {
+        return (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+      });
+      if (!upper) {
+        throw ValidationError(fmt::format("{}.{}[{}]", sc, leaf, i), cap,
+                              "must be a capability name in upper case without the CAP_ "
+                              "prefix, e.g. ALL or NET_BIND_SERVICE");
+      }
+    }
+  }
+  if (!c.seccomp_profile.empty() && c.seccomp_profile != "RuntimeDefault" &&
+      c.seccomp_profile != "Unconfined") {
+    throw ValidationError(Child(sc, "seccompProfile"), c.seccomp_profile,
+                          "must be RuntimeDefault, Unconfined or empty (the runtime's default)");
   }
 }
 

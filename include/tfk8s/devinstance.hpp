@@ -64,10 +64,8 @@ struct DevHomeVolume {
   std::string mount_path = "/root";                        ///< Where the container sees it.
 };
 
-/// Pod security knobs. The defaults follow JupyterHub's: no API token in the pod.
+/// SSH login modes.
 struct DevSecurity {
-  bool automount_service_account_token = false;  ///< Mount the SA token (off: no API access).
-  std::string service_account;                   ///< Empty: the namespace's default account.
   bool ssh_password_login = true;                ///< Allow SSH with the generated password.
   std::vector<std::string> ssh_authorized_keys;  ///< Public keys allowed to log in as root.
 };
@@ -105,8 +103,9 @@ struct DevInstanceSpec {
   std::string namespace_name = "default";     ///< The team's queue.
   std::map<std::string, std::string> labels;  ///< Added to every object.
   std::string image = "tensorflow/tensorflow:2.4.0-jupyter";  ///< Any image (CPU or GPU).
-  std::string image_pull_policy = "IfNotPresent";             ///< IfNotPresent, Always or Never.
-  std::string image_pull_secret;                              ///< Optional registry Secret.
+  /// Pull policy and secrets, service account, security context (tfk8s/pod.hpp). The defaults
+  /// follow JupyterHub's: no API token in the pod, the runtime's default seccomp profile.
+  PodOptions pod = DefaultPodOptions();
   /// Empty: the tfk8s start script (starts each enabled tool found in the image). Otherwise
   /// this command runs instead, e.g. the image's own start script of a GoblinLab-style image,
   /// which reads PASSWORD (from the Secret) itself.
@@ -128,8 +127,12 @@ struct DevInstanceSpec {
   std::vector<VolumeMount> mounts;
   bool host_localtime = true;    ///< Mount the node's /etc/localtime (GoblinLab).
   Placement placement;           ///< Node labels the pod requires.
-  DevSecurity security;          ///< Service account, SSH login modes.
+  DevSecurity security;          ///< SSH login modes.
   DevExposeSpec expose;          ///< Exposure outside the cluster.
+
+  /// A DevInstance's default pod options: image pull policy IfNotPresent, no service account
+  /// token, seccomp profile RuntimeDefault.
+  static PodOptions DefaultPodOptions();
 
   /// Throws ValidationError naming the field, the value and the rule.
   void Validate() const;

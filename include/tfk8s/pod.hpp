@@ -1,10 +1,13 @@
 #pragma once
 /// @file
 /// The pod vocabulary every workload spec shares: compute resources, node placement in the
-/// seeds' label vocabulary, environment variables and volume mounts. TFCluster, DevInstance and
+/// seeds' label vocabulary, environment variables, volume mounts, and the pod options (image
+/// pull policy and secrets, service account, security context). TFCluster, DevInstance and
 /// ScheduledJob embed these types, so a rule about pods is written (and checked) once; see
 /// docs/architecture.md ("The workload kit").
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +53,37 @@ struct VolumeMount {
   bool read_only = false;  ///< Mount read-only.
   std::string sub_path;    ///< Mount only this folder of the volume ("" = all of it).
   bool operator==(const VolumeMount&) const = default;
+};
+
+/// The security settings of a workload's pods, as Kubernetes' `securityContext` (the fields the
+/// Pod Security Standards check). Unset fields are left to the image and the cluster. User,
+/// group, non-root, fsGroup and seccomp are rendered on the pod; privilege escalation,
+/// capabilities and the read-only root file system on each container.
+struct SecurityContext {
+  std::optional<std::int64_t> run_as_user;      ///< Numeric user of the processes.
+  std::optional<std::int64_t> run_as_group;     ///< Numeric primary group.
+  std::optional<bool> run_as_non_root;          ///< The kubelet refuses to start root processes.
+  std::optional<std::int64_t> fs_group;         ///< Group owning mounted volumes.
+  std::optional<bool> allow_privilege_escalation;  ///< setuid binaries may gain privileges.
+  std::optional<bool> read_only_root_filesystem;   ///< The image's file system is read-only.
+  std::vector<std::string> drop_capabilities;   ///< e.g. {"ALL"}.
+  std::vector<std::string> add_capabilities;    ///< e.g. {"NET_BIND_SERVICE"}.
+  /// "" (unset), "RuntimeDefault" or "Unconfined".
+  std::string seccomp_profile;
+  bool operator==(const SecurityContext&) const = default;
+};
+
+/// Settings of every pod a workload creates that are not about one container's program.
+struct PodOptions {
+  /// "" (Kubernetes' default: Always for `:latest`, else IfNotPresent), "Always",
+  /// "IfNotPresent" or "Never" (only images already on the node).
+  std::string image_pull_policy;
+  std::vector<std::string> image_pull_secrets;  ///< Secrets of private registries.
+  std::string service_account;                  ///< "" = the namespace's default account.
+  /// Mount the service account's API token; unset = Kubernetes' default (mounted).
+  std::optional<bool> automount_service_account_token;
+  SecurityContext security_context;  ///< Applied to every container of the workload's pods.
+  bool operator==(const PodOptions&) const = default;
 };
 
 /// The GPU resource name and the taint key of GPU nodes.

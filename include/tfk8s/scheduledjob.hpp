@@ -55,8 +55,8 @@ struct ScheduledJobSpec {
   std::string namespace_name = "default";       ///< The team's namespace (queue).
   std::map<std::string, std::string> labels;    ///< Added to the CronJob, its Jobs and pods.
   std::string image;                            ///< Container image (required).
-  std::vector<std::string> image_pull_secrets;  ///< Secrets for a private registry.
-  std::string service_account;                  ///< "" = the namespace's default.
+  /// Pull policy and secrets, service account, security context (tfk8s/pod.hpp).
+  PodOptions pod;
 
   std::string home_claim;           ///< The user's PVC mounted at home_path ("" = none).
   std::string home_path = "/root";  ///< Where home_claim is mounted; entry_path is under it.

@@ -118,6 +118,8 @@ struct TFClusterSpec {
   /// Node labels every pod requires (cputype applies to pods without GPUs, gputype to pods with
   /// them; a role's own cputype / gputype replaces the cluster's).
   Placement placement;
+  /// Pull policy and secrets, service account, security context of every pod (tfk8s/pod.hpp).
+  PodOptions pod;
 
   /// Throws ValidationError naming the field, the value and the rule.
   void Validate() const;

@@ -86,5 +86,11 @@ void ValidateEnv(std::string_view field, const std::vector<EnvVar>& env,
 /// Checks `<field>.nodetype`, `.cputype`, `.gputype`, `.privateName` (label values), `.pool`
 /// ("shared", "unshared" or ""), and that privateName is given exactly with the unshared pool.
 void ValidatePlacement(std::string_view field, const Placement& placement);
+/// Checks the pod options at the spec's top level (`prefix` "" there, or e.g. "session."):
+/// `imagePullPolicy` ("", Always, IfNotPresent, Never), `imagePullSecrets[i]` and
+/// `serviceAccount` (DNS-1123 subdomains), and `securityContext.*` (ids >= 0, runAsNonRoot not
+/// with user 0, capability names in upper case such as ALL or NET_BIND_SERVICE, seccompProfile
+/// "", RuntimeDefault or Unconfined).
+void ValidatePodOptions(std::string_view prefix, const PodOptions& options);
 
 }  // namespace tfk8s::validation

@@ -272,14 +272,7 @@ void DevInstanceSpec::Validate() const {
   if (image.empty() || image.find_first_of(" \t\n") != std::string::npos) {
     throw ValidationError("image", image, "must be a non-empty image reference without spaces");
   }
-  if (image_pull_policy != "IfNotPresent" && image_pull_policy != "Always" &&
-      image_pull_policy != "Never") {
-    throw ValidationError("imagePullPolicy", image_pull_policy,
-                          "must be IfNotPresent, Always or Never");
-  }
-  if (!image_pull_secret.empty()) {
-    validation::RequireDns1123Subdomain("imagePullSecret", image_pull_secret);
-  }
+  validation::ValidatePodOptions("", pod);
   for (std::size_t i = 0; i < command.size(); ++i) {
     if (command[i].empty() && i == 0) {
       throw ValidationError("command[0]", "", "must name a program");
@@ -386,10 +379,7 @@ void DevInstanceSpec::Validate() const {
 
   validation::ValidatePlacement("placement", placement);
 
-  // Security.
-  if (!security.service_account.empty()) {
-    validation::RequireDns1123Subdomain("security.serviceAccount", security.service_account);
-  }
+  // SSH login.
   for (std::size_t i = 0; i < security.ssh_authorized_keys.size(); ++i) {
     const std::string& key = security.ssh_authorized_keys[i];
     std::string f = fmt::format("security.sshAuthorizedKeys[{}]", i);
@@ -441,7 +431,6 @@ void DevInstanceSpec::Validate() const {
 
 namespace {
 
-
 const Json& Section(const Json& j, const char* key) {
   static const Json kEmpty = Json::object();
   if (!j.is_object()) return kEmpty;
@@ -449,7 +438,29 @@ const Json& Section(const Json& j, const char* key) {
   return it != j.end() && it->is_object() ? *it : kEmpty;
 }
 
+// The pod options, also from specs stored before they were shared (a single
+// `imagePullSecret`; the service account settings under `security`).
+PodOptions ReadPodOptions(const Json& j) {
+  PodOptions defaults = DevInstanceSpec::DefaultPodOptions();
+  const Json& sec = Section(j, "security");
+  defaults.service_account = Field<std::string>(sec, "serviceAccount", "security.", "");
+  defaults.automount_service_account_token = internal::OptionalField<bool>(
+      sec, "automountServiceAccountToken", "security.", defaults.automount_service_account_token);
+  if (auto secret = Field<std::string>(j, "imagePullSecret", "", ""); !secret.empty()) {
+    defaults.image_pull_secrets = {secret};
+  }
+  return internal::PodOptionsFromSpecJson(j, "", std::move(defaults));
+}
+
 }  // namespace
+
+PodOptions DevInstanceSpec::DefaultPodOptions() {
+  PodOptions o;
+  o.image_pull_policy = "IfNotPresent";
+  o.automount_service_account_token = false;  // JupyterHub's default: no API token in the pod
+  o.security_context.seccomp_profile = "RuntimeDefault";
+  return o;
+}
 
 Json DevInstanceSpec::ToJson() const {
   Json custom = Json::array();
@@ -466,8 +477,6 @@ Json DevInstanceSpec::ToJson() const {
           {"namespace", namespace_name},
           {"labels", labels},
           {"image", image},
-          {"imagePullPolicy", image_pull_policy},
-          {"imagePullSecret", image_pull_secret},
           {"command", command},
           {"resources", internal::ToSpecJson(resources)},
           {"notebookTag", notebook_tag},
@@ -495,9 +504,7 @@ Json DevInstanceSpec::ToJson() const {
           {"hostLocaltime", host_localtime},
           {"placement", internal::ToSpecJson(placement)},
           {"security",
-           {{"automountServiceAccountToken", security.automount_service_account_token},
-            {"serviceAccount", security.service_account},
-            {"sshPasswordLogin", security.ssh_password_login},
+           {{"sshPasswordLogin", security.ssh_password_login},
             {"sshAuthorizedKeys", security.ssh_authorized_keys}}},
           {"expose",
            {{"backend", ToString(expose.backend)},
@@ -510,6 +517,7 @@ Json DevInstanceSpec::ToJson() const {
             {"externalHost", expose.external_host}}}};
   // Written only when set, so specs stored before the option existed read back unchanged.
   if (expand_variable_references) j["expandVariableReferences"] = true;
+  internal::AddToSpecJson(&j, pod);
   return j;
 }
 
@@ -521,8 +529,7 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   s.namespace_name = Field<std::string>(j, "namespace", "", s.namespace_name);
   s.labels = Field<std::map<std::string, std::string>>(j, "labels", "", {});
   s.image = Field<std::string>(j, "image", "", s.image);
-  s.image_pull_policy = Field<std::string>(j, "imagePullPolicy", "", s.image_pull_policy);
-  s.image_pull_secret = Field<std::string>(j, "imagePullSecret", "", "");
+  s.pod = ReadPodOptions(j);
   s.command = Field<std::vector<std::string>>(j, "command", "", {});
   s.expand_variable_references = Field<bool>(j, "expandVariableReferences", "", false);
   s.resources = internal::ResourcesFromSpecJson(Section(j, "resources"), "resources.");
@@ -565,9 +572,6 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   s.host_localtime = Field<bool>(j, "hostLocaltime", "", s.host_localtime);
   s.placement = internal::PlacementFromSpecJson(Section(j, "placement"), "placement.");
   const Json& sec = Section(j, "security");
-  s.security.automount_service_account_token =
-      Field<bool>(sec, "automountServiceAccountToken", "security.", false);
-  s.security.service_account = Field<std::string>(sec, "serviceAccount", "security.", "");
   s.security.ssh_password_login = Field<bool>(sec, "sshPasswordLogin", "security.", true);
   s.security.ssh_authorized_keys =
       Field<std::vector<std::string>>(sec, "sshAuthorizedKeys", "security.", {});
@@ -667,9 +671,8 @@ std::vector<std::string> MountClaims(const DevInstanceSpec& spec) {
 }
 
 Json Container(const DevInstanceSpec& spec) {
-  Json c = {{"name", internal::kDevContainer},
-            {"image", spec.image},
-            {"imagePullPolicy", spec.image_pull_policy}};
+  Json c = {{"name", internal::kDevContainer}, {"image", spec.image}};
+  internal::AddContainerOptions(&c, spec.pod);
   if (spec.command.empty()) {
     // tfk8s's own script is always passed verbatim (it uses $((…)) and ${…}).
     c["command"] = internal::KubeletArgv({"/bin/sh", "-c", internal::DevStartScript()});
@@ -746,16 +749,9 @@ Json Volumes(const DevInstanceSpec& spec) {
 }
 
 Json PodSpec(const DevInstanceSpec& spec) {
-  Json pod = {{"automountServiceAccountToken", spec.security.automount_service_account_token},
-              {"enableServiceLinks", false},
-              {"securityContext", {{"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
+  Json pod = {{"enableServiceLinks", false}};
   internal::AddPlacement(&pod, spec.placement, spec.resources.gpus > 0);
-  if (!spec.security.service_account.empty()) {
-    pod["serviceAccountName"] = spec.security.service_account;
-  }
-  if (!spec.image_pull_secret.empty()) {
-    pod["imagePullSecrets"] = Json::array({{{"name", spec.image_pull_secret}}});
-  }
+  internal::AddPodOptions(&pod, spec.pod);
   pod["containers"] = Json::array({Container(spec)});
   pod["volumes"] = Volumes(spec);
   return pod;

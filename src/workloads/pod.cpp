@@ -82,6 +82,93 @@ void AddPlacement(Json* pod_spec, const Placement& placement, bool gpu) {
   if (gpu) (*pod_spec)["tolerations"] = Json::array({GpuToleration()});
 }
 
+void AddPodOptions(Json* pod_spec, const PodOptions& o) {
+  Json& pod = *pod_spec;
+  if (!o.service_account.empty()) pod["serviceAccountName"] = o.service_account;
+  if (o.automount_service_account_token) {
+    pod["automountServiceAccountToken"] = *o.automount_service_account_token;
+  }
+  if (!o.image_pull_secrets.empty()) {
+    Json secrets = Json::array();
+    for (const auto& name : o.image_pull_secrets) secrets.push_back({{"name", name}});
+    pod["imagePullSecrets"] = std::move(secrets);
+  }
+  const SecurityContext& c = o.security_context;
+  Json sc = Json::object();
+  if (c.run_as_user) sc["runAsUser"] = *c.run_as_user;
+  if (c.run_as_group) sc["runAsGroup"] = *c.run_as_group;
+  if (c.run_as_non_root) sc["runAsNonRoot"] = *c.run_as_non_root;
+  if (c.fs_group) sc["fsGroup"] = *c.fs_group;
+  if (!c.seccomp_profile.empty()) sc["seccompProfile"] = {{"type", c.seccomp_profile}};
+  if (!sc.empty()) pod["securityContext"] = std::move(sc);
+}
+
+void AddContainerOptions(Json* container, const PodOptions& o) {
+  if (!o.image_pull_policy.empty()) (*container)["imagePullPolicy"] = o.image_pull_policy;
+  const SecurityContext& c = o.security_context;
+  Json sc = Json::object();
+  if (c.allow_privilege_escalation) sc["allowPrivilegeEscalation"] = *c.allow_privilege_escalation;
+  if (c.read_only_root_filesystem) sc["readOnlyRootFilesystem"] = *c.read_only_root_filesystem;
+  Json caps = Json::object();
+  if (!c.drop_capabilities.empty()) caps["drop"] = c.drop_capabilities;
+  if (!c.add_capabilities.empty()) caps["add"] = c.add_capabilities;
+  if (!caps.empty()) sc["capabilities"] = std::move(caps);
+  if (!sc.empty()) (*container)["securityContext"] = std::move(sc);
+}
+
+void AddToSpecJson(Json* spec, const PodOptions& o) {
+  Json& j = *spec;
+  if (!o.image_pull_policy.empty()) j["imagePullPolicy"] = o.image_pull_policy;
+  if (!o.image_pull_secrets.empty()) j["imagePullSecrets"] = o.image_pull_secrets;
+  if (!o.service_account.empty()) j["serviceAccount"] = o.service_account;
+  if (o.automount_service_account_token) {
+    j["automountServiceAccountToken"] = *o.automount_service_account_token;
+  }
+  const SecurityContext& c = o.security_context;
+  Json sc = Json::object();
+  auto optional = [&sc](const char* key, const auto& value) {
+    if (value) sc[key] = *value;
+  };
+  optional("runAsUser", c.run_as_user);
+  optional("runAsGroup", c.run_as_group);
+  optional("runAsNonRoot", c.run_as_non_root);
+  optional("fsGroup", c.fs_group);
+  optional("allowPrivilegeEscalation", c.allow_privilege_escalation);
+  optional("readOnlyRootFilesystem", c.read_only_root_filesystem);
+  if (!c.drop_capabilities.empty()) sc["dropCapabilities"] = c.drop_capabilities;
+  if (!c.add_capabilities.empty()) sc["addCapabilities"] = c.add_capabilities;
+  if (!c.seccomp_profile.empty()) sc["seccompProfile"] = c.seccomp_profile;
+  if (!sc.empty()) j["securityContext"] = std::move(sc);
+}
+
+PodOptions PodOptionsFromSpecJson(const Json& j, const std::string& path, PodOptions o) {
+  o.image_pull_policy = Field<std::string>(j, "imagePullPolicy", path, o.image_pull_policy);
+  o.image_pull_secrets =
+      Field<std::vector<std::string>>(j, "imagePullSecrets", path, o.image_pull_secrets);
+  o.service_account = Field<std::string>(j, "serviceAccount", path, o.service_account);
+  o.automount_service_account_token = OptionalField<bool>(j, "automountServiceAccountToken",
+                                                          path, o.automount_service_account_token);
+  auto sc_it = j.is_object() ? j.find("securityContext") : j.end();
+  if (!j.is_object() || sc_it == j.end() || sc_it->is_null()) return o;
+  const Json& sc = *sc_it;
+  const std::string at = path + "securityContext.";
+  if (!sc.is_object()) throw ValidationError(path + "securityContext", sc.dump(), "must be an object");
+  SecurityContext& c = o.security_context;
+  c.run_as_user = OptionalField<std::int64_t>(sc, "runAsUser", at, c.run_as_user);
+  c.run_as_group = OptionalField<std::int64_t>(sc, "runAsGroup", at, c.run_as_group);
+  c.run_as_non_root = OptionalField<bool>(sc, "runAsNonRoot", at, c.run_as_non_root);
+  c.fs_group = OptionalField<std::int64_t>(sc, "fsGroup", at, c.fs_group);
+  c.allow_privilege_escalation =
+      OptionalField<bool>(sc, "allowPrivilegeEscalation", at, c.allow_privilege_escalation);
+  c.read_only_root_filesystem =
+      OptionalField<bool>(sc, "readOnlyRootFilesystem", at, c.read_only_root_filesystem);
+  c.drop_capabilities =
+      Field<std::vector<std::string>>(sc, "dropCapabilities", at, c.drop_capabilities);
+  c.add_capabilities = Field<std::vector<std::string>>(sc, "addCapabilities", at, c.add_capabilities);
+  c.seccomp_profile = Field<std::string>(sc, "seccompProfile", at, c.seccomp_profile);
+  return o;
+}
+
 Json ToSpecJson(const Resources& r) {
   return {{"cpu", r.cpu},
           {"memory", r.memory},

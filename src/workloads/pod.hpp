@@ -30,6 +30,13 @@ std::vector<std::string> KubeletArgv(std::vector<std::string> argv,
                                      bool expand_variable_references = false);
 /// Sets `affinity` (when constrained) and, for GPU pods, the GPU toleration on a pod spec.
 void AddPlacement(Json* pod_spec, const Placement& placement, bool gpu);
+/// Sets the pod-level options on a pod spec: `serviceAccountName`,
+/// `automountServiceAccountToken`, `imagePullSecrets` and the pod's `securityContext` (user,
+/// group, non-root, fsGroup, seccomp), each only when set.
+void AddPodOptions(Json* pod_spec, const PodOptions& options);
+/// Sets the container-level options on a container: `imagePullPolicy` and its
+/// `securityContext` (privilege escalation, capabilities, read-only root), each only when set.
+void AddContainerOptions(Json* container, const PodOptions& options);
 
 // ---- the specs' JSON ------------------------------------------------------------------------
 
@@ -39,6 +46,14 @@ Json ToSpecJson(const Resources& resources);
 Json ToSpecJson(const Placement& placement);
 /// [{"name", "value"}, …].
 Json ToSpecJson(const std::vector<EnvVar>& env);
+/// Writes the options into a spec's JSON as top-level keys (`imagePullPolicy`,
+/// `imagePullSecrets`, `serviceAccount`, `automountServiceAccountToken`, `securityContext`),
+/// each only when set, so specs without them read back unchanged.
+void AddToSpecJson(Json* spec, const PodOptions& options);
+/// The inverse of AddToSpecJson: keys missing from `spec` keep `defaults`' values; `path`
+/// prefixes field names in errors.
+PodOptions PodOptionsFromSpecJson(const Json& spec, const std::string& path,
+                                  PodOptions defaults = {});
 /// The inverse of ToSpecJson (missing keys keep Resources' defaults); `path` prefixes field
 /// names in errors, e.g. "worker.resources.".
 Resources ResourcesFromSpecJson(const Json& j, const std::string& path);

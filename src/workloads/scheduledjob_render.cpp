@@ -213,13 +213,7 @@ void ScheduledJobSpec::Validate() const {
                   [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == 0; })) {
     throw ValidationError("image", image, "must not contain whitespace");
   }
-  for (std::size_t i = 0; i < image_pull_secrets.size(); ++i) {
-    validation::RequireDns1123Subdomain(fmt::format("imagePullSecrets[{}]", i),
-                                        image_pull_secrets[i]);
-  }
-  if (!service_account.empty()) {
-    validation::RequireDns1123Subdomain("serviceAccount", service_account);
-  }
+  validation::ValidatePodOptions("", pod);
 
   // Volumes.
   CheckCleanPath("homePath", home_path, /*absolute=*/true);
@@ -388,8 +382,6 @@ Json ScheduledJobSpec::ToJson() const {
             {"namespace", namespace_name},
             {"labels", labels},
             {"image", image},
-            {"imagePullSecrets", image_pull_secrets},
-            {"serviceAccount", service_account},
             {"homeClaim", home_claim},
             {"homePath", home_path},
             {"homeReadOnly", home_read_only},
@@ -418,6 +410,7 @@ Json ScheduledJobSpec::ToJson() const {
   if (starting_deadline_seconds) j["startingDeadlineSeconds"] = *starting_deadline_seconds;
   // Written only when set, so specs stored before the option existed read back unchanged.
   if (expand_variable_references) j["expandVariableReferences"] = true;
+  internal::AddToSpecJson(&j, pod);
   return j;
 }
 
@@ -429,8 +422,7 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
   s.namespace_name = Field<std::string>(j, "namespace", root, "default");
   s.labels = Field<std::map<std::string, std::string>>(j, "labels", root, {});
   s.image = Field<std::string>(j, "image", root, "");
-  s.image_pull_secrets = Field<std::vector<std::string>>(j, "imagePullSecrets", root, {});
-  s.service_account = Field<std::string>(j, "serviceAccount", root, "");
+  s.pod = internal::PodOptionsFromSpecJson(j, root);
   s.home_claim = Field<std::string>(j, "homeClaim", root, "");
   s.home_path = Field<std::string>(j, "homePath", root, "/root");
   s.home_read_only = Field<bool>(j, "homeReadOnly", root, false);
@@ -508,17 +500,13 @@ Json PodTemplate(const ScheduledJobSpec& spec) {
     volumes.push_back({{"name", name}, {"persistentVolumeClaim", claim}});
   }
   if (!mounts.empty()) container["volumeMounts"] = mounts;
+  internal::AddContainerOptions(&container, spec.pod);
 
   // Never: every attempt is a new pod, so attempts, logs and exit codes of each stay visible and
   // backoffLimit counts them (OnFailure would restart in place and hide the failed attempts).
   Json pod = {{"restartPolicy", "Never"}};
-  if (!spec.service_account.empty()) pod["serviceAccountName"] = spec.service_account;
   internal::AddPlacement(&pod, spec.placement, spec.resources.gpus > 0);
-  if (!spec.image_pull_secrets.empty()) {
-    Json secrets = Json::array();
-    for (const auto& s : spec.image_pull_secrets) secrets.push_back({{"name", s}});
-    pod["imagePullSecrets"] = secrets;
-  }
+  internal::AddPodOptions(&pod, spec.pod);
   pod["containers"] = Json::array({container});
   if (!volumes.empty()) pod["volumes"] = volumes;
 

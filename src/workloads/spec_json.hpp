@@ -33,4 +33,12 @@ std::optional<T> OptionalField(const Json& j, const char* key, const std::string
   return Field<T>(j, key, path, T{});
 }
 
+/// OptionalField() that keeps `fallback` when the key is absent or null.
+template <typename T>
+std::optional<T> OptionalField(const Json& j, const char* key, const std::string& path,
+                               std::optional<T> fallback) {
+  std::optional<T> value = OptionalField<T>(j, key, path);
+  return value ? value : fallback;
+}
+
 }  // namespace tfk8s::internal

@@ -88,6 +88,7 @@ void TFClusterSpec::Validate() const {
     validation::RequireLabelKey("labels", k);
     validation::RequireLabelValue("labels[" + k + "]", v);
   }
+  validation::ValidatePodOptions("", pod);
   if (cpu_image.empty()) throw ValidationError("cpuImage", "", "must not be empty");
   if (gpu_image.empty()) throw ValidationError("gpuImage", "", "must not be empty");
 
@@ -287,6 +288,7 @@ Json TFClusterSpec::ToJson() const {
   }
   // Written only when set, so specs stored before the option existed read back unchanged.
   if (expand_variable_references) j["expandVariableReferences"] = true;
+  internal::AddToSpecJson(&j, pod);
   return j;
 }
 
@@ -296,6 +298,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   s.name = Field<std::string>(j, "name", "", "");
   s.namespace_name = Field<std::string>(j, "namespace", "", "default");
   s.labels = Field<std::map<std::string, std::string>>(j, "labels", "", {});
+  s.pod = internal::PodOptionsFromSpecJson(j, "");
   std::string strategy = Field<std::string>(j, "strategy", "", "parameter-server");
   if (strategy == "parameter-server") {
     s.strategy = TFStrategy::kParameterServer;
@@ -520,9 +523,11 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
 
 Json PodSpec(const TFClusterSpec& spec, Json container, bool gpu, const std::string& cputype,
              const std::string& gputype, const std::string& restart_policy) {
+  internal::AddContainerOptions(&container, spec.pod);
   Json pod = {{"restartPolicy", restart_policy},
               {"containers", Json::array({std::move(container)})}};
   internal::AddPlacement(&pod, PlacementFor(spec, cputype, gputype), gpu);
+  internal::AddPodOptions(&pod, spec.pod);
   Json volumes = Volumes(spec);
   if (!volumes.empty()) pod["volumes"] = volumes;
   return pod;

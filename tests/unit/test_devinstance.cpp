@@ -54,7 +54,7 @@ DevInstanceSpec GpuSpec() {
   s.name = "bob-gpu";
   s.namespace_name = "team-b";
   s.image = "registry.example.com/goblinlab/tensorflow:2.4.0-gpu";
-  s.image_pull_secret = "registrykey-myhub";
+  s.pod.image_pull_secrets = {"registrykey-myhub"};
   s.resources = {"8", "32Gi", "16", "64Gi", 2};
   s.hadoop_user = "hadoop-bob";
   s.tools.code_server = false;
@@ -286,7 +286,7 @@ TEST_SUITE("devinstance") {
     check([](DevInstanceSpec& s) { s.env.push_back({"SPARK_HOME", "x"}); }, "env[1].name");
     check([](DevInstanceSpec& s) { s.tools.ssh_port = 70000; }, "tools.sshPort");
     check([](DevInstanceSpec& s) { s.image = ""; }, "image");
-    check([](DevInstanceSpec& s) { s.image_pull_policy = "Sometimes"; }, "imagePullPolicy");
+    check([](DevInstanceSpec& s) { s.pod.image_pull_policy = "Sometimes"; }, "imagePullPolicy");
     check([](DevInstanceSpec& s) { s.labels["tfk8s.io/owner"] = "mallory"; }, "labels");
     check([](DevInstanceSpec& s) { s.placement.pool = "unshared"; }, "placement.privateName");
     check([](DevInstanceSpec& s) { s.home.access_modes = {"ReadWriteSometimes"}; },

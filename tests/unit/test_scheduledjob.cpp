@@ -348,7 +348,7 @@ TEST_SUITE("scheduledjob") {
         {"labels", [](auto& s) { s.labels["tfk8s.io/scheduledjob"] = "x"; }},
         {"image", [](auto& s) { s.image = ""; }},
         {"image", [](auto& s) { s.image = "busybox; reboot"; }},
-        {"imagePullSecrets[0]", [](auto& s) { s.image_pull_secrets = {"Bad Secret"}; }},
+        {"imagePullSecrets[0]", [](auto& s) { s.pod.image_pull_secrets = {"Bad Secret"}; }},
         {"homeClaim", [](auto& s) { s.home_claim = "Bad Claim"; }},
         {"homePath", [](auto& s) { s.home_path = "root"; }},
         {"volumes[0].mountPath", [](auto& s) { s.volumes[0].mount_path = "data"; }},
@@ -422,8 +422,8 @@ TEST_SUITE("scheduledjob") {
     s.args = kHostileArgs;
     s.concurrency_policy = ConcurrencyPolicy::kReplace;
     s.suspend = true;
-    s.image_pull_secrets = {"registry"};
-    s.service_account = "trainer";
+    s.pod.image_pull_secrets = {"registry"};
+    s.pod.service_account = "trainer";
     Json j = s.ToJson();
     CHECK(ScheduledJobSpec::FromJson(j).ToJson() == j);
     CHECK(ScheduledJobSpec::FromJson(Json::parse(j.dump())).args == kHostileArgs);

@@ -1,0 +1,223 @@
+// The pod options of the shared pod vocabulary (tfk8s/pod.hpp): image pull policy and secrets,
+// service account, security context. One rule for every workload: each pod every workload
+// renders carries them, they are checked by tfk8s::validation with the field named, and they
+// survive each spec's JSON round trip.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tfk8s/devinstance.hpp"
+#include "tfk8s/scheduledjob.hpp"
+#include "tfk8s/tfcluster.hpp"
+#include "tfk8s/validation.hpp"
+
+using namespace tfk8s;
+
+namespace {
+
+PodOptions Options() {
+  PodOptions o;
+  o.image_pull_policy = "Never";
+  o.image_pull_secrets = {"registry-a", "registry-b"};
+  o.service_account = "trainer";
+  o.automount_service_account_token = true;
+  o.security_context.run_as_user = 1000;
+  o.security_context.run_as_group = 1000;
+  o.security_context.run_as_non_root = true;
+  o.security_context.fs_group = 2000;
+  o.security_context.allow_privilege_escalation = false;
+  o.security_context.read_only_root_filesystem = true;
+  o.security_context.drop_capabilities = {"ALL"};
+  o.security_context.add_capabilities = {"NET_BIND_SERVICE"};
+  o.security_context.seccomp_profile = "RuntimeDefault";
+  return o;
+}
+
+TFClusterSpec Cluster() {
+  TFClusterSpec s;
+  s.name = "kit";
+  s.ps.replicas = 1;
+  s.worker.replicas = 2;
+  s.session = TFSessionSpec{};
+  s.tensorboard = TFTensorBoardSpec{};
+  s.storage = TFStorageSpec{};
+  return s;
+}
+
+ScheduledJobSpec Job() {
+  ScheduledJobSpec s;
+  s.name = "kit";
+  s.image = "python:3";
+  s.entry_path = "train.py";
+  s.schedule = "0 3 * * *";
+  return s;
+}
+
+DevInstanceSpec Dev() {
+  DevInstanceSpec s;
+  s.owner = "alice";
+  s.name = "kit";
+  s.resources = {"1", "1Gi", "", "", 0};
+  return s;
+}
+
+// Every pod spec among rendered objects (pod templates of Jobs, CronJobs, StatefulSets,
+// Deployments and ReplicaSets).
+std::vector<Json> PodSpecs(const std::vector<Json>& objects) {
+  std::vector<Json> pods;
+  for (const Json& o : objects) {
+    const std::string kind = o.value("kind", "");
+    if (kind == "CronJob") {
+      pods.push_back(o["spec"]["jobTemplate"]["spec"]["template"]["spec"]);
+    } else if (kind == "Job" || kind == "StatefulSet" || kind == "Deployment" ||
+               kind == "ReplicaSet") {
+      pods.push_back(o["spec"]["template"]["spec"]);
+    }
+  }
+  return pods;
+}
+
+void CheckCarriesOptions(const Json& pod) {
+  CAPTURE(pod.dump());
+  CHECK(pod["serviceAccountName"] == "trainer");
+  CHECK(pod["automountServiceAccountToken"] == true);
+  CHECK(pod["imagePullSecrets"] == Json::parse(R"([{"name":"registry-a"},{"name":"registry-b"}])"));
+  CHECK(pod["securityContext"] == Json::parse(R"({"runAsUser":1000,"runAsGroup":1000,
+      "runAsNonRoot":true,"fsGroup":2000,"seccompProfile":{"type":"RuntimeDefault"}})"));
+  REQUIRE(pod["containers"].size() >= 1);
+  for (const Json& c : pod["containers"]) {
+    CHECK(c["imagePullPolicy"] == "Never");
+    CHECK(c["securityContext"] == Json::parse(R"({"allowPrivilegeEscalation":false,
+        "readOnlyRootFilesystem":true,"capabilities":{"drop":["ALL"],"add":["NET_BIND_SERVICE"]}})"));
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("workload kit") {
+  TEST_CASE("every pod of every workload carries the pod options") {
+    TFClusterSpec cluster = Cluster();
+    cluster.pod = Options();
+    std::vector<Json> pods = PodSpecs(RenderTFCluster(cluster));
+    CHECK(pods.size() == 5);  // ps-0, worker-0, worker-1, session, TensorBoard
+    for (const Json& pod : pods) CheckCarriesOptions(pod);
+
+    cluster.topology = TFTopology::kStatefulSet;
+    pods = PodSpecs(RenderTFCluster(cluster));
+    CHECK(pods.size() == 4);  // ps, worker, session, TensorBoard
+    for (const Json& pod : pods) CheckCarriesOptions(pod);
+
+    ScheduledJobSpec job = Job();
+    job.pod = Options();
+    pods = PodSpecs({RenderCronJob(job), RenderRunJob(job)});
+    CHECK(pods.size() == 2);
+    for (const Json& pod : pods) CheckCarriesOptions(pod);
+
+    DevInstanceSpec dev = Dev();
+    dev.pod = Options();
+    pods = PodSpecs(RenderDevInstance(dev));
+    CHECK(pods.size() == 1);
+    for (const Json& pod : pods) CheckCarriesOptions(pod);
+  }
+
+  TEST_CASE("unset options render nothing; a DevInstance keeps its own defaults") {
+    for (const Json& pod : PodSpecs(RenderTFCluster(Cluster()))) {
+      CHECK_FALSE(pod.contains("serviceAccountName"));
+      CHECK_FALSE(pod.contains("automountServiceAccountToken"));
+      CHECK_FALSE(pod.contains("imagePullSecrets"));
+      CHECK_FALSE(pod.contains("securityContext"));
+      CHECK_FALSE(pod["containers"][0].contains("imagePullPolicy"));
+      CHECK_FALSE(pod["containers"][0].contains("securityContext"));
+    }
+    std::vector<Json> dev = PodSpecs(RenderDevInstance(Dev()));
+    REQUIRE(dev.size() == 1);
+    CHECK(dev[0]["automountServiceAccountToken"] == false);
+    CHECK(dev[0]["securityContext"] == Json::parse(R"({"seccompProfile":{"type":"RuntimeDefault"}})"));
+    CHECK(dev[0]["containers"][0]["imagePullPolicy"] == "IfNotPresent");
+  }
+
+  TEST_CASE("bad options are refused naming the field, for every workload") {
+    const std::vector<std::pair<std::string, std::function<void(PodOptions&)>>> cases = {
+        {"imagePullPolicy", [](PodOptions& o) { o.image_pull_policy = "Sometimes"; }},
+        {"imagePullSecrets[1]", [](PodOptions& o) { o.image_pull_secrets = {"ok", "Not OK"}; }},
+        {"serviceAccount", [](PodOptions& o) { o.service_account = "../admin"; }},
+        {"securityContext.runAsUser", [](PodOptions& o) { o.security_context.run_as_user = -1; }},
+        {"securityContext.runAsUser",
+         [](PodOptions& o) {
+           o.security_context.run_as_user = 0;
+           o.security_context.run_as_non_root = true;
+         }},
+        {"securityContext.fsGroup", [](PodOptions& o) { o.security_context.fs_group = -5; }},
+        {"securityContext.dropCapabilities[0]",
+         [](PodOptions& o) { o.security_context.drop_capabilities = {"cap_sys_admin"}; }},
+        {"securityContext.addCapabilities[0]",
+         [](PodOptions& o) { o.security_context.add_capabilities = {""}; }},
+        {"securityContext.seccompProfile",
+         [](PodOptions& o) { o.security_context.seccomp_profile = "Localhost"; }},
+    };
+    for (const auto& [field, mutate] : cases) {
+      CAPTURE(field);
+      PodOptions o;
+      mutate(o);
+      CHECK_THROWS_WITH_AS(validation::ValidatePodOptions("", o), doctest::Contains(field.c_str()),
+                           ValidationError);
+      TFClusterSpec cluster = Cluster();
+      cluster.pod = o;
+      CHECK_THROWS_WITH_AS(cluster.Validate(), doctest::Contains(field.c_str()), ValidationError);
+      ScheduledJobSpec job = Job();
+      job.pod = o;
+      CHECK_THROWS_WITH_AS(job.Validate(), doctest::Contains(field.c_str()), ValidationError);
+      DevInstanceSpec dev = Dev();
+      dev.pod = o;
+      CHECK_THROWS_WITH_AS(dev.Validate(), doctest::Contains(field.c_str()), ValidationError);
+    }
+    PodOptions good = Options();
+    CHECK_NOTHROW(validation::ValidatePodOptions("", good));
+    good.security_context.run_as_user = 0;  // root without runAsNonRoot is the user's choice
+    good.security_context.run_as_non_root.reset();
+    CHECK_NOTHROW(validation::ValidatePodOptions("", good));
+  }
+
+  TEST_CASE("the options survive every spec's JSON round trip; wrong types name the field") {
+    TFClusterSpec cluster = Cluster();
+    cluster.pod = Options();
+    CHECK(TFClusterSpec::FromJson(cluster.ToJson()).pod == Options());
+    ScheduledJobSpec job = Job();
+    job.pod = Options();
+    CHECK(ScheduledJobSpec::FromJson(job.ToJson()).pod == Options());
+    DevInstanceSpec dev = Dev();
+    dev.pod = Options();
+    CHECK(DevInstanceSpec::FromJson(dev.ToJson()).pod == Options());
+
+    Json j = Job().ToJson();
+    CHECK_FALSE(j.contains("securityContext"));  // nothing set, nothing written
+    j["securityContext"] = {{"runAsUser", "root"}};
+    CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson(j), doctest::Contains("securityContext.runAsUser"),
+                         ValidationError);
+    j["securityContext"] = "restricted";
+    CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson(j), doctest::Contains("securityContext"),
+                         ValidationError);
+  }
+
+  TEST_CASE("a DevInstance spec stored before the options were shared reads back the same") {
+    Json old = Dev().ToJson();
+    old.erase("imagePullPolicy");
+    old.erase("automountServiceAccountToken");
+    old.erase("securityContext");
+    old["imagePullPolicy"] = "Always";
+    old["imagePullSecret"] = "registrykey-myhub";
+    old["security"]["serviceAccount"] = "notebook";
+    old["security"]["automountServiceAccountToken"] = true;
+    DevInstanceSpec s = DevInstanceSpec::FromJson(old);
+    CHECK(s.pod.image_pull_policy == "Always");
+    CHECK(s.pod.image_pull_secrets == std::vector<std::string>{"registrykey-myhub"});
+    CHECK(s.pod.service_account == "notebook");
+    CHECK(s.pod.automount_service_account_token == true);
+    CHECK(s.pod.security_context.seccomp_profile == "RuntimeDefault");
+    // Without the old keys the DevInstance defaults apply.
+    Json bare = {{"owner", "alice"}, {"name", "kit"}};
+    CHECK(DevInstanceSpec::FromJson(bare).pod == DevInstanceSpec::DefaultPodOptions());
+  }
+}
