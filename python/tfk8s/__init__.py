@@ -80,7 +80,8 @@ from tfk8s.quota import (
     where_fits,
 )
 from tfk8s._logs import WorkloadLogs
-from tfk8s.tfcluster import FitResult, TFCluster, TFClusterLogs, TFClusterStatus
+from tfk8s._records import FitResult
+from tfk8s.tfcluster import TFCluster, TFClusterLogs, TFClusterStatus
 from tfk8s.devinstance import (
     DevAccess,
     DevCredentials,
@@ -91,7 +92,13 @@ from tfk8s.devinstance import (
     unshare_volume,
     volume_grants,
 )
-from tfk8s.scheduledjob import ScheduledJob, ScheduledJobWatcher
+from tfk8s.scheduledjob import (
+    ScheduledJob,
+    ScheduledJobRun,
+    ScheduledJobStatus,
+    ScheduledJobWatcher,
+)
+from tfk8s import devinstance, quota, scheduledjob, tfcluster
 
 __all__ = [
     # client
@@ -117,38 +124,8 @@ __all__ = [
     "validation",
     "load_yaml",
     "dump_yaml",
-    # workloads
-    "TFCluster",
-    "TFClusterStatus",
-    "TFClusterLogs",
+    # workloads (and, appended below, each workload module's own names)
     "WorkloadLogs",
-    "FitResult",
-    "DevInstance",
-    "DevInstanceStatus",
-    "DevAccess",
-    "DevCredentials",
-    "create_volume",
-    "share_volume",
-    "unshare_volume",
-    "volume_grants",
-    "ScheduledJob",
-    "ScheduledJobWatcher",
-    # queues, quota and placement
-    "QuotaUsage",
-    "Inventory",
-    "apply_quota",
-    "render_quota",
-    "delete_quota",
-    "quota_usage",
-    "list_queues",
-    "check_quota",
-    "check_placement",
-    "quota_demand",
-    "set_node_labels",
-    "remove_node_labels",
-    "update_node_labels",
-    "inventory",
-    "where_fits",
     # errors
     "Error",
     "StatusCause",
@@ -174,3 +151,9 @@ __all__ = [
     "WorkloadFailed",
     "__version__",
 ]
+# The workloads (TFCluster, DevInstance, ScheduledJob with their statuses, runs and helpers) and
+# queues, quota and placement: each module's own list.
+__all__ += tfcluster.__all__
+__all__ += devinstance.__all__
+__all__ += scheduledjob.__all__
+__all__ += quota.__all__

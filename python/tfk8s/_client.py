@@ -18,6 +18,7 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    TypeVar,
     Union,
 )
 
@@ -88,6 +89,9 @@ def _status_error(status: Object, context: str) -> BaseException:
     return _core.api_error(int(code or 500), json.dumps(status), context)
 
 
+_S = TypeVar("_S", bound="_Stream")
+
+
 class _Stream:
     """Shared behaviour of the iterators over C++ streams.
 
@@ -103,7 +107,7 @@ class _Stream:
         self._context = context
         self._closed = False
 
-    def __iter__(self) -> "_Stream":
+    def __iter__(self: _S) -> _S:
         return self
 
     def _next_raw(self, timeout: Optional[float], forever: bool) -> Any:
@@ -623,16 +627,11 @@ class Client:
         Ctrl-C or leaving the block closes the stream. For a watch that lists first and never
         gives up, see :meth:`informer`.
         """
-        options = _core.WatchOptions()
-        if label_selector:
-            options.label_selector = label_selector
-        if field_selector:
-            options.field_selector = field_selector
-        if resource_version:
-            options.resource_version = resource_version
+        options = _selected(
+            _core.WatchOptions(), label_selector, field_selector, resource_version,
+            timeout_seconds,
+        )
         options.allow_bookmarks = allow_bookmarks
-        if timeout_seconds is not None:
-            options.timeout_seconds = timeout_seconds
         ns = self._list_namespace(namespace, all_namespaces)
         stream = self._core.watch(self.resolve(api_version, kind), ns, options)
         return Watch(stream, f"watch {kind} in {ns or 'all namespaces'}")
@@ -708,6 +707,29 @@ class Client:
 
 
 # ---- option builders ----------------------------------------------------------------------------
+_Selected = TypeVar("_Selected", _core.ListOptions, _core.WatchOptions)
+
+
+def _selected(
+    options: _Selected,
+    label_selector: Optional[str],
+    field_selector: Optional[str],
+    resource_version: Optional[str],
+    timeout_seconds: Optional[int],
+) -> _Selected:
+    """Sets what list and watch options share: the selectors, the resourceVersion to start
+    from and the server-side timeout (each only when given)."""
+    if label_selector:
+        options.label_selector = label_selector
+    if field_selector:
+        options.field_selector = field_selector
+    if resource_version:
+        options.resource_version = resource_version
+    if timeout_seconds is not None:
+        options.timeout_seconds = timeout_seconds
+    return options
+
+
 def _list_options(
     label_selector: Optional[str],
     field_selector: Optional[str],
@@ -715,17 +737,11 @@ def _list_options(
     resource_version_match: Optional[str],
     timeout_seconds: Optional[int],
 ) -> _core.ListOptions:
-    options = _core.ListOptions()
-    if label_selector:
-        options.label_selector = label_selector
-    if field_selector:
-        options.field_selector = field_selector
-    if resource_version:
-        options.resource_version = resource_version
+    options = _selected(
+        _core.ListOptions(), label_selector, field_selector, resource_version, timeout_seconds
+    )
     if resource_version_match:
         options.resource_version_match = resource_version_match
-    if timeout_seconds is not None:
-        options.timeout_seconds = timeout_seconds
     return options
 
 

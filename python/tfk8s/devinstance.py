@@ -8,15 +8,19 @@ Security: the password of a start is returned once, in a :class:`DevCredentials`
 
 from __future__ import annotations
 
-import copy
-import html
-import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from tfk8s import _core
+from tfk8s import _core, _html
 from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
-from tfk8s.tfcluster import FitResult, _in_jupyter
+from tfk8s._records import Record, dicts, field, strings, text
+from tfk8s._workload import (
+    Workload,
+    set_pod_extras,
+    set_pod_options,
+    set_resources,
+    showing_progress,
+)
 
 Object = Dict[str, Any]
 
@@ -42,17 +46,14 @@ _TOOLS = {
 _RENAMED_TOOLS = {"code-server": "code_server"}
 
 
-class DevAccess:
+class DevAccess(Record):
     """Where each tool is reached: ``user`` (SSH login) and ``endpoints`` (dicts: tool, port,
     cluster_address, external_port, external_address, connect). Never holds the password."""
 
-    __slots__ = ("user", "endpoints", "_table", "_html")
+    __slots__ = ()
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.user: str = raw["user"]
-        self.endpoints: List[Dict[str, Any]] = list(raw["endpoints"])
-        self._table: str = raw["table"]
-        self._html: str = raw["html"]
+    user: str = field(text)
+    endpoints: List[Dict[str, Any]] = field(dicts)
 
     def __getitem__(self, tool: str) -> Dict[str, Any]:
         for e in self.endpoints:
@@ -65,39 +66,41 @@ class DevAccess:
         return {e["tool"]: e["connect"] for e in self.endpoints}
 
     def table(self) -> str:
-        return self._table
+        return str(self._data["table"])
 
-    def _repr_html_(self) -> str:
-        return self._html
+    def _html_body(self) -> str:
+        return str(self._data["html"])  # rendered (and escaped) by the C++ core
 
-    def __repr__(self) -> str:
-        return f"DevAccess({self.addresses()!r})"
+    def _repr_inner(self) -> str:
+        return repr(self.addresses())
 
 
-class DevCredentials:
+class DevCredentials(Record):
     """The result of create/start/restart: ``password`` (the only copy outside the Secret) and
-    ``access``. repr/str/HTML show the access table with the password REDACTED — read
-    ``.password`` explicitly to get it."""
+    ``access``. repr/str/HTML (and ``to_dict()``) show the access table with the password
+    REDACTED — read ``.password`` explicitly to get it."""
 
-    __slots__ = ("_password", "access")
+    __slots__ = ()
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self._password: str = raw["password"]
-        self.access = DevAccess(raw["access"])
+    _secret_keys = frozenset({"password"})
+
+    access: DevAccess = field(DevAccess)
 
     @property
     def password(self) -> str:
         """The plaintext password (192 bits). Never shown by repr()."""
-        return self._password
+        return str(self._data["password"])
 
-    def __repr__(self) -> str:
-        return f"DevCredentials(password=REDACTED, access={self.access.addresses()!r})"
+    def _repr_inner(self) -> str:
+        return f"password=REDACTED, access={self.access.addresses()!r}"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return repr(self)
 
-    def _repr_html_(self) -> str:
+    def _html_body(self) -> str:
         return (
-            "<div>password: <code>REDACTED</code> (read <code>.password</code>)</div>"
+            _html.line("password: ", _html.code("REDACTED"), " (read ", _html.code(".password"),
+                       ")")
             + self.access._repr_html_()
         )
 
@@ -105,51 +108,42 @@ class DevCredentials:
         raise TypeError("DevCredentials cannot be pickled (it holds a password)")
 
 
-class DevInstanceStatus:
+class DevInstanceStatus(Record):
     """``phase`` (Stopped, Pending, Running, Failed, Unknown), ``pod``, ``node``, ``restarts``,
     ``ready_tools``, ``reason``, ``message``."""
 
-    __slots__ = ("phase", "pod", "node", "restarts", "ready_tools", "reason", "message", "_table")
+    __slots__ = ()
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.phase: str = raw["phase"]
-        self.pod: str = raw["pod"]
-        self.node: str = raw["node"]
-        self.restarts: int = int(raw["restarts"])
-        self.ready_tools: List[str] = list(raw["ready_tools"])
-        self.reason: str = raw["reason"]
-        self.message: str = raw["message"]
-        self._table: str = raw["table"]
+    phase: str = field(text)
+    pod: str = field(text)
+    node: str = field(text)
+    restarts: int = field(int)
+    ready_tools: List[str] = field(strings)
+    reason: str = field(text)
+    message: str = field(text)
 
     @property
     def running(self) -> bool:
         return self.phase == "Running"
 
     def table(self) -> str:
-        return self._table
+        return str(self._data["table"])
 
-    def _repr_html_(self) -> str:
-        e = html.escape
-        color = "" if self.phase == "Running" else ' style="color:#b00"'
-        return (
-            f"<div{color}><b>{e(self.phase)}</b> {e(self.message)}</div>"
-            "<table><tr><th>POD</th><th>NODE</th><th>RESTARTS</th><th>READY TOOLS</th>"
-            f"<th>REASON</th></tr><tr><td>{e(self.pod)}</td><td>{e(self.node)}</td>"
-            f"<td>{self.restarts}</td><td>{e(', '.join(self.ready_tools))}</td>"
-            f"<td>{e(self.reason)}</td></tr></table>"
+    def summary(self) -> str:
+        """One line: the phase and the message."""
+        return f"{self.phase}: {self.message}"
+
+    def _html_body(self) -> str:
+        return _html.header(self.phase, self.message, self.running) + _html.table(
+            ("POD", "NODE", "RESTARTS", "READY TOOLS", "REASON"),
+            [(self.pod, self.node, self.restarts, ", ".join(self.ready_tools), self.reason)],
         )
 
-    def __repr__(self) -> str:
-        return f"DevInstanceStatus(phase={self.phase!r}, pod={self.pod!r}, node={self.node!r})"
+    def _repr_inner(self) -> str:
+        return f"phase={self.phase!r}, pod={self.pod!r}, node={self.node!r}"
 
 
-def _status_attached(e: BaseException) -> BaseException:
-    if isinstance(getattr(e, "status", None), dict):
-        e.status = DevInstanceStatus(e.status)  # type: ignore[attr-defined]
-    return e
-
-
-class DevInstance:
+class DevInstance(Workload):
     """A development instance. ``spec`` is a dict in the C++ ``DevInstanceSpec::ToJson()``
     format (camelCase, see docs/devinstance.md); keywords override it. Each keyword is the
     snake_case of the spec key it sets:
@@ -167,7 +161,11 @@ class DevInstance:
     Validated at once (ValidationError); nothing is sent until :meth:`create`.
     """
 
-    __slots__ = ("_client", "_core")
+    __slots__ = ()
+
+    _core_type = _core.DevInstance
+    _core_keyword = "_core_instance"
+    _status_type = DevInstanceStatus
 
     @renamed_keywords({}, values={"tools": _RENAMED_TOOLS})
     def __init__(
@@ -189,30 +187,20 @@ class DevInstance:
         external_host: Optional[str] = None,
         pod_annotations: Optional[Mapping[str, str]] = None,
         env: Optional[Mapping[str, str]] = None,
+        image_pull_policy: Optional[str] = None,
+        image_pull_secrets: Optional[Sequence[str]] = None,
+        service_account: Optional[str] = None,
+        security_context: Optional[Mapping[str, Any]] = None,
         _core_instance: Any = None,
     ) -> None:
-        self._client = client
-        if _core_instance is not None:
-            self._core = _core_instance
+        s = self._start_spec(client, _core_instance, spec, name, namespace)
+        if s is None:
             return
-        s: Dict[str, Any] = copy.deepcopy(dict(spec)) if spec is not None else {}
         if owner is not None:
             s["owner"] = owner
-        if name is not None:
-            s["name"] = name
-        if namespace is not None:
-            s["namespace"] = namespace
-        elif not s.get("namespace"):
-            s["namespace"] = client.namespace or "default"
         if image is not None:
             s["image"] = image
-        res = s.setdefault("resources", {})
-        if cpu is not None:
-            res["cpu"] = str(cpu)
-        if memory is not None:
-            res["memory"] = str(memory)
-        if gpus is not None:
-            res["gpus"] = int(gpus)
+        res = set_resources(s, cpu, memory, gpus)
         res.setdefault("cpu", "1")
         res.setdefault("memory", "2Gi")
         if tools is not None:
@@ -233,19 +221,12 @@ class DevInstance:
             s.setdefault("expose", {})["backend"] = expose
         if external_host is not None:
             s.setdefault("expose", {})["externalHost"] = external_host
-        if pod_annotations is not None:
-            s["podAnnotations"] = dict(pod_annotations)
-        if env is not None:
-            s["env"] = [{"name": k, "value": str(v)} for k, v in env.items()]
+        set_pod_extras(s, pod_annotations, env)
+        set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         spec_json = _core.DevInstance.normalize_spec(s)  # validates at once
         self._core = _core.DevInstance(client.core, spec_json)
 
     # ---- construction -------------------------------------------------------------------
-    @classmethod
-    def load(cls, client: Any, namespace: str, name: str) -> "DevInstance":
-        """Loads an existing instance (its stored spec)."""
-        return cls(client, _core_instance=_core.DevInstance.load(client.core, namespace, name))
-
     @staticmethod
     def list(
         client: Any, namespace: Optional[str] = None, owner: Optional[str] = None
@@ -257,28 +238,8 @@ class DevInstance:
 
     # ---- the spec -----------------------------------------------------------------------
     @property
-    def name(self) -> str:
-        return self._core.spec["name"]
-
-    @property
-    def namespace(self) -> str:
-        return self._core.spec["namespace"]
-
-    @property
     def owner(self) -> str:
         return self._core.spec["owner"]
-
-    @property
-    def client(self) -> Any:
-        return self._client
-
-    def to_dict(self) -> Object:
-        """The spec (DevInstanceSpec::ToJson() format, defaults filled in)."""
-        return self._core.spec
-
-    def to_yaml(self) -> str:
-        """The objects (without the Secret) as YAML."""
-        return self._core.to_yaml()
 
     def render(self) -> List[Object]:
         """The instance's objects as dicts: StatefulSet, Services, the home volume when it is
@@ -286,15 +247,10 @@ class DevInstance:
         return self._core.render()
 
     # ---- lifecycle ----------------------------------------------------------------------
-    def preflight(self) -> FitResult:
-        return FitResult(self._core.preflight())
-
     def create(self, start: bool = True, preflight: bool = True) -> DevCredentials:
         """Creates (and starts) the instance. Returns the password and access info once."""
-        try:
+        with self._failures():
             return DevCredentials(self._core.create(start=start, preflight=preflight))
-        except _core.WorkloadFailed as e:
-            raise _status_attached(e)
 
     def apply(self) -> None:
         """Converges an existing instance to the spec (keeps its password)."""
@@ -302,20 +258,16 @@ class DevInstance:
 
     def start(self) -> DevCredentials:
         """Starts a stopped instance with a fresh password."""
-        try:
+        with self._failures():
             return DevCredentials(self._core.start())
-        except _core.WorkloadFailed as e:
-            raise _status_attached(e)
 
     def stop(self, keep_ports: bool = False) -> None:
         self._core.stop(keep_ports=keep_ports)
 
     def restart(self) -> DevCredentials:
         """A fresh password and a new pod."""
-        try:
+        with self._failures():
             return DevCredentials(self._core.restart())
-        except _core.WorkloadFailed as e:
-            raise _status_attached(e)
 
     def delete(self, delete_home_volume: bool = False, wait: Optional[float] = None) -> None:
         self._core.delete(delete_home_volume=delete_home_volume, wait=wait)
@@ -340,45 +292,12 @@ class DevInstance:
     def wait(self, timeout: Optional[float] = 600, progress: bool = True) -> DevInstanceStatus:
         """Waits until the tools are ready. Raises WorkloadFailed (``.status``) when the pod
         cannot start, Timeout after ``timeout`` seconds; Ctrl-C stops the wait."""
-        callback = _progress_callback() if progress else None
-        try:
+        with showing_progress(progress, DevInstanceStatus) as callback, self._failures():
             return DevInstanceStatus(self._core.wait(timeout, callback))
-        except _core.WorkloadFailed as e:
-            raise _status_attached(e)
-        finally:
-            if callback is not None and getattr(callback, "terminal", False):
-                sys.stderr.write("\n")
-                sys.stderr.flush()
 
     def __repr__(self) -> str:
         s = self._core.spec
         return f"DevInstance({s['namespace']}/{s['name']}, owner={s['owner']}, image={s['image']})"
-
-
-def _progress_callback() -> Any:
-    shell = _in_jupyter()
-    if shell is not None:
-        try:
-            from IPython.display import HTML, display  # type: ignore[import-not-found]
-        except Exception:
-            shell = None
-    if shell is not None:
-        handle = display(HTML("<i>waiting…</i>"), display_id=True)
-
-        def notebook(raw: Mapping[str, Any]) -> None:
-            handle.update(HTML(DevInstanceStatus(raw)._repr_html_()))
-
-        return notebook
-    if not sys.stderr.isatty():
-        return None
-
-    def terminal(raw: Mapping[str, Any]) -> None:
-        st = DevInstanceStatus(raw)
-        sys.stderr.write("\r\x1b[K" + f"{st.phase}: {st.message}"[:200])
-        sys.stderr.flush()
-
-    terminal.terminal = True  # type: ignore[attr-defined]
-    return terminal
 
 
 # ---- volumes and sharing --------------------------------------------------------------------

@@ -6,11 +6,10 @@ Every function takes a :class:`tfk8s.Client`; network calls run in C++ without t
 
 from __future__ import annotations
 
-import html
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from tfk8s import _core
-from tfk8s.tfcluster import FitResult
+from tfk8s import _core, _html
+from tfk8s._records import FitResult, Record, dicts, field
 
 Object = Dict[str, Any]
 
@@ -33,18 +32,15 @@ __all__ = [
 ]
 
 
-class QuotaUsage:
+class QuotaUsage(Record):
     """Usage of one or more ResourceQuotas. ``usages`` is a list of dicts (namespace, name,
     ready, resources: [{resource, hard, used, remaining, fraction}]); ``rows`` flattens them
     to dicts with namespace, quota, resource, hard, used, remaining. ``table()`` is text;
     Jupyter shows an HTML table."""
 
-    __slots__ = ("usages", "_table", "_html")
+    __slots__ = ()
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.usages: List[Dict[str, Any]] = list(raw["usages"])
-        self._table: str = raw["table"]
-        self._html: str = raw["html"]
+    usages: List[Dict[str, Any]] = field(dicts)
 
     @property
     def rows(self) -> List[Dict[str, Any]]:
@@ -67,32 +63,29 @@ class QuotaUsage:
         return None
 
     def table(self) -> str:
-        return self._table
+        return str(self._data["table"])
 
-    def _repr_html_(self) -> str:
-        return self._html
+    def _html_body(self) -> str:
+        return str(self._data["html"])  # rendered (and escaped) by the C++ core
 
     def __len__(self) -> int:
         return len(self.usages)
 
-    def __repr__(self) -> str:
-        names = ", ".join(f"{u['namespace']}/{u['name']}" for u in self.usages)
-        return f"QuotaUsage([{names}])"
+    def _repr_inner(self) -> str:
+        return "[" + ", ".join(f"{u['namespace']}/{u['name']}" for u in self.usages) + "]"
 
 
-class Inventory:
+class Inventory(Record):
     """Nodes (``nodes``: dicts with name, labels, seed labels, ready, schedulable, taints,
     allocatable, requested, free, pod_count) and groups (``by_gputype``, ``by_cputype``,
     ``by_pool``). ``str()`` is a text summary; Jupyter shows an HTML table of the nodes."""
 
-    __slots__ = ("nodes", "by_gputype", "by_cputype", "by_pool", "_text")
+    __slots__ = ()
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.nodes: List[Dict[str, Any]] = list(raw["nodes"])
-        self.by_gputype: List[Dict[str, Any]] = list(raw["by_gputype"])
-        self.by_cputype: List[Dict[str, Any]] = list(raw["by_cputype"])
-        self.by_pool: List[Dict[str, Any]] = list(raw["by_pool"])
-        self._text: str = raw["text"]
+    nodes: List[Dict[str, Any]] = field(dicts)
+    by_gputype: List[Dict[str, Any]] = field(dicts)
+    by_cputype: List[Dict[str, Any]] = field(dicts)
+    by_pool: List[Dict[str, Any]] = field(dicts)
 
     def node(self, name: str) -> Optional[Dict[str, Any]]:
         for n in self.nodes:
@@ -101,41 +94,31 @@ class Inventory:
         return None
 
     def __str__(self) -> str:
-        return self._text
+        return str(self._data["text"])
 
-    def _repr_html_(self) -> str:
-        e = html.escape
-        head = "".join(
-            f"<th>{h}</th>"
-            for h in ("NODE", "READY", "GPUTYPE", "CPUTYPE", "POOL", "CPU FREE", "MEMORY FREE",
-                      "GPU FREE", "PODS")
-        )
-        rows = []
-        for n in self.nodes:
-            free = n["free"]
-            pool = n["pooltype"] + (f"/{n['privatename']}" if n["privatename"] else "")
-            rows.append(
-                "<tr>"
-                + "".join(
-                    f"<td>{e(str(v))}</td>"
-                    for v in (
-                        n["name"],
-                        "yes" if n["ready"] and n["schedulable"] else "no",
-                        n["gputype"],
-                        n["cputype"],
-                        pool,
-                        free.get("cpu", ""),
-                        free.get("memory", ""),
-                        free.get("nvidia.com/gpu", ""),
-                        n["pod_count"],
-                    )
+    def _html_body(self) -> str:
+        return _html.table(
+            ("NODE", "READY", "GPUTYPE", "CPUTYPE", "POOL", "CPU FREE", "MEMORY FREE",
+             "GPU FREE", "PODS"),
+            (
+                (
+                    n["name"],
+                    "yes" if n["ready"] and n["schedulable"] else "no",
+                    n["gputype"],
+                    n["cputype"],
+                    n["pooltype"] + (f"/{n['privatename']}" if n["privatename"] else ""),
+                    n["free"].get("cpu", ""),
+                    n["free"].get("memory", ""),
+                    n["free"].get("nvidia.com/gpu", ""),
+                    n["pod_count"],
                 )
-                + "</tr>"
-            )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+                for n in self.nodes
+            ),
+            alerts=(not (n["ready"] and n["schedulable"]) for n in self.nodes),
+        )
 
-    def __repr__(self) -> str:
-        return f"Inventory({len(self.nodes)} nodes)"
+    def _repr_inner(self) -> str:
+        return f"{len(self.nodes)} nodes"
 
 
 def _strings(values: Optional[Mapping[str, Any]]) -> Dict[str, str]:

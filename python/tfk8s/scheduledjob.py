@@ -1,48 +1,117 @@
 """ScheduledJob: a training task run on demand or on a cron schedule, with history, logs and
 alerts (ScheduledJobWatcher). See docs/scheduledjob.md and docs/python.md.
 
-Runs are plain dicts: name, uid, namespace, scheduled_job, trigger, result ("Pending",
-"Running", "Succeeded", "Failed", "TimedOut", "Unknown"), reason, message, attempts, active,
-succeeded, failed, alerted, finished, duration (seconds or None) and scheduled_time /
-start_time / end_time as timezone-aware datetimes (or None).
+Runs are :class:`ScheduledJobRun` records that read like the dicts they were before
+(``run["result"]`` and ``run.result`` both work): name, uid, namespace, scheduled_job, trigger,
+result ("Pending", "Running", "Succeeded", "Failed", "TimedOut", "Unknown"), reason, message,
+attempts, active, succeeded, failed, alerted, finished, duration (seconds or None) and
+scheduled_time / start_time / end_time as timezone-aware datetimes (or None). The schedule's
+state is a :class:`ScheduledJobStatus`, alike.
 """
 
 from __future__ import annotations
 
-import copy
 import datetime as _dt
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from tfk8s import _core
+from tfk8s import _core, _html
 from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
-from tfk8s.tfcluster import FitResult
+from tfk8s._records import MappingRecord, field, optional_float, optional_time, text
+from tfk8s._workload import Workload, set_pod_extras, set_pod_options, set_resources
 
 Object = Dict[str, Any]
 
-__all__ = ["ScheduledJob", "ScheduledJobWatcher"]
+__all__ = ["ScheduledJob", "ScheduledJobRun", "ScheduledJobStatus", "ScheduledJobWatcher"]
 
 # Keywords renamed to the spec keys they set (old -> new); the old names warn for one release.
 _RENAMED_KEYWORDS = {"entry": "entry_path", "timeout": "active_deadline_seconds"}
-
-_TIME_KEYS = (
-    "scheduled_time", "start_time", "end_time",
-    "last_schedule_time", "last_successful_time", "next_schedule_time",
-)
-
-
-def _times(d: Dict[str, Any]) -> Dict[str, Any]:
-    for k in _TIME_KEYS:
-        if k in d and d[k] is not None:
-            d[k] = _dt.datetime.fromtimestamp(d[k], tz=_dt.timezone.utc)
-    return d
 
 
 def _run_name(run: Any) -> str:
     return run["name"] if isinstance(run, Mapping) else str(run)
 
 
-class ScheduledJob:
+def _as_runs(
+    on_progress: Callable[["ScheduledJobRun"], None]
+) -> Callable[[Mapping[str, Any]], None]:
+    """A wait's raw progress callback that hands ``on_progress`` ScheduledJobRun records."""
+    return lambda raw: on_progress(ScheduledJobRun(raw))
+
+
+def _when(t: Optional[_dt.datetime]) -> str:
+    return "" if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class ScheduledJobRun(MappingRecord):
+    """One run of a task (a Job): readable as attributes (``run.result``) and as the dict it
+    was before (``run["result"]``). Times are timezone-aware UTC datetimes (or None)."""
+
+    __slots__ = ()
+
+    name: str = field(text)
+    result: str = field(text)
+    reason: str = field(text)
+    message: str = field(text)
+    attempts: int = field(int)
+    finished: bool = field(bool)
+    duration: Optional[float] = field(optional_float)
+    scheduled_time: Optional[_dt.datetime] = field(optional_time)
+    start_time: Optional[_dt.datetime] = field(optional_time)
+    end_time: Optional[_dt.datetime] = field(optional_time)
+
+    def summary(self) -> str:
+        """One line: ``Failed: BackoffLimitExceeded (2 attempts)``."""
+        why = f": {self.reason}" if self.reason else ""
+        return f"{self.result}{why} ({self.attempts} attempts)"
+
+    def _repr_inner(self) -> str:
+        return f"name={self.name!r}, result={self.result!r}, attempts={self.attempts}"
+
+    def _html_body(self) -> str:
+        duration = "" if self.duration is None else f"{self.duration:.0f}s"
+        return _html.header(self.result, self.message) + _html.table(
+            ("RUN", "TRIGGER", "RESULT", "ATTEMPTS", "STARTED", "DURATION", "REASON"),
+            [(self.name, self["trigger"], self.result, self.attempts,
+              _when(self.start_time), duration, self.reason)],
+        )
+
+
+class ScheduledJobStatus(MappingRecord):
+    """The state of a task's schedule (its CronJob): ``exists``, ``api_version``,
+    ``suspended``, ``schedule``, ``last_schedule_time`` / ``last_successful_time`` /
+    ``next_schedule_time`` (UTC datetimes or None) and ``active``; readable as attributes and
+    as the dict it was before."""
+
+    __slots__ = ()
+
+    exists: bool = field(bool)
+    suspended: bool = field(bool)
+    schedule: str = field(text)
+    last_schedule_time: Optional[_dt.datetime] = field(optional_time)
+    last_successful_time: Optional[_dt.datetime] = field(optional_time)
+    next_schedule_time: Optional[_dt.datetime] = field(optional_time)
+
+    @property
+    def state(self) -> str:
+        """"Scheduled", "Suspended" or "NotFound" (no CronJob)."""
+        if not self.exists:
+            return "NotFound"
+        return "Suspended" if self.suspended else "Scheduled"
+
+    def _repr_inner(self) -> str:
+        return f"state={self.state!r}, schedule={self.schedule!r}"
+
+    def _html_body(self) -> str:
+        return _html.header(self.state, self.schedule, self.state == "Scheduled") + _html.table(
+            ("SCHEDULE", "API VERSION", "LAST SCHEDULE", "LAST SUCCESS", "NEXT", "ACTIVE"),
+            [(self.schedule, self["api_version"], _when(self.last_schedule_time),
+              _when(self.last_successful_time), _when(self.next_schedule_time),
+              self["active"])],
+        )
+
+
+class ScheduledJob(Workload):
     """A task. ``spec`` is a dict in the C++ ``ScheduledJobSpec::ToJson()`` format; keywords
     override it, each the snake_case of the spec key it sets: ``name``, ``namespace``
     (default: the client's), ``image``, ``exec_command`` (e.g. "python3"), ``entry_path`` (the
@@ -58,7 +127,11 @@ class ScheduledJob:
     until :meth:`apply` or :meth:`run_now`.
     """
 
-    __slots__ = ("_client", "_core")
+    __slots__ = ()
+
+    _core_type = _core.ScheduledJob
+    _core_keyword = "_core_job"
+    _status_type = ScheduledJobStatus
 
     @renamed_keywords(_RENAMED_KEYWORDS)
     def __init__(
@@ -85,15 +158,17 @@ class ScheduledJob:
         env: Optional[Mapping[str, str]] = None,
         concurrency_policy: Optional[str] = None,
         suspend: Optional[bool] = None,
+        image_pull_policy: Optional[str] = None,
+        image_pull_secrets: Optional[Sequence[str]] = None,
+        service_account: Optional[str] = None,
+        security_context: Optional[Mapping[str, Any]] = None,
         _core_job: Any = None,
     ) -> None:
-        self._client = client
-        if _core_job is not None:
-            self._core = _core_job
+        s = self._start_spec(client, _core_job, spec, name, namespace)
+        if s is None:
             return
-        s: Dict[str, Any] = copy.deepcopy(dict(spec)) if spec is not None else {}
         for key, value in (
-            ("name", name), ("image", image), ("execCommand", exec_command),
+            ("image", image), ("execCommand", exec_command),
             ("entryPath", entry_path), ("schedule", schedule), ("timeZone", time_zone),
             ("homeClaim", home_claim), ("workingDir", working_dir),
             ("backoffLimit", backoff_limit), ("activeDeadlineSeconds", active_deadline_seconds),
@@ -101,54 +176,24 @@ class ScheduledJob:
         ):
             if value is not None:
                 s[key] = value
-        if namespace is not None:
-            s["namespace"] = namespace
-        elif not s.get("namespace"):
-            s["namespace"] = client.namespace or "default"
         if args is not None:
             s["args"] = [str(a) for a in args]
-        res = s.setdefault("resources", {})
-        if cpu is not None:
-            res["cpu"] = str(cpu)
-        if memory is not None:
-            res["memory"] = str(memory)
-        if gpus is not None:
-            res["gpus"] = int(gpus)
-        if pod_annotations is not None:
-            s["podAnnotations"] = dict(pod_annotations)
-        if env is not None:
-            s["env"] = [{"name": k, "value": str(v)} for k, v in env.items()]
+        set_resources(s, cpu, memory, gpus)
+        set_pod_extras(s, pod_annotations, env)
+        set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         self._core = _core.ScheduledJob(client.core, _core.ScheduledJob.normalize_spec(s))
 
     # ---- construction -------------------------------------------------------------------
-    @classmethod
-    def load(cls, client: Any, namespace: str, name: str) -> "ScheduledJob":
-        return cls(client, _core_job=_core.ScheduledJob.load(client.core, namespace, name))
-
     @staticmethod
     def list(client: Any, namespace: Optional[str] = None) -> List[str]:
-        return _core.ScheduledJob.list(client.core, namespace or client.namespace)
+        """Names of the tasks in a namespace (default: the client's)."""
+        return ScheduledJob._names(client, namespace)
 
     # ---- the spec -----------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self._core.spec["name"]
-
-    @property
-    def namespace(self) -> str:
-        return self._core.spec["namespace"]
-
     @property
     def command_line(self) -> str:
         """The command in shell form (display only: the container gets an argv array)."""
         return self._core.command_line
-
-    def to_dict(self) -> Object:
-        return self._core.spec
-
-    def to_yaml(self) -> str:
-        """render() as YAML for ``kubectl apply -f``."""
-        return self._core.to_yaml()
 
     def render(self) -> List[Object]:
         """What apply() (a schedule: the CronJob) or run_now() (an on-demand task: its Job)
@@ -157,9 +202,6 @@ class ScheduledJob:
         return self._core.render()
 
     # ---- lifecycle ----------------------------------------------------------------------
-    def preflight(self) -> FitResult:
-        return FitResult(self._core.preflight())
-
     def apply(self, preflight: bool = True, dry_run: bool = False) -> Object:
         """Creates or updates the CronJob (needs a schedule)."""
         return self._core.apply(preflight=preflight, dry_run=dry_run)
@@ -170,9 +212,9 @@ class ScheduledJob:
         pod_annotations: Optional[Mapping[str, str]] = None,
         preflight: bool = True,
         dry_run: bool = False,
-    ) -> Object:
+    ) -> ScheduledJobRun:
         """Starts a run now; returns it."""
-        return _times(
+        return ScheduledJobRun(
             self._core.run_now(job_name, dict(pod_annotations or {}), preflight, dry_run)
         )
 
@@ -187,31 +229,29 @@ class ScheduledJob:
     ) -> None:
         self._core.delete(foreground=foreground, keep_runs=keep_runs, wait=wait)
 
-    def status(self) -> Object:
+    def status(self) -> ScheduledJobStatus:
         """The schedule's state: exists, api_version, suspended, schedule, last/next times,
         active."""
-        return _times(self._core.status())
+        return ScheduledJobStatus(self._core.status())
 
-    def history(self) -> List[Object]:
+    def history(self) -> List[ScheduledJobRun]:
         """Every run still on the server, oldest first."""
-        return [_times(r) for r in self._core.history()]
+        return [ScheduledJobRun(r) for r in self._core.history()]
 
-    def get_run(self, run: Any) -> Object:
-        return _times(self._core.get_run(_run_name(run)))
+    def get_run(self, run: Any) -> ScheduledJobRun:
+        return ScheduledJobRun(self._core.get_run(_run_name(run)))
 
     def wait_for_run(
         self,
         run: Any,
         timeout: Optional[float] = 600,
-        on_progress: Optional[Callable[[Object], None]] = None,
-    ) -> Object:
-        """Waits until the run (a run dict or a Job name) finished; returns it whatever the
-        result. Raises Timeout; Ctrl-C stops the wait."""
-        callback = None
-        if on_progress is not None:
-            def callback(raw: Dict[str, Any]) -> None:
-                on_progress(_times(raw))
-        return _times(self._core.wait_for_run(_run_name(run), timeout, callback))
+        on_progress: Optional[Callable[[ScheduledJobRun], None]] = None,
+    ) -> ScheduledJobRun:
+        """Waits until the run (a run or a Job name) finished; returns it whatever the
+        result. ``on_progress(run)`` gets the run as it changes. Raises Timeout; Ctrl-C stops
+        the wait."""
+        callback = None if on_progress is None else _as_runs(on_progress)
+        return ScheduledJobRun(self._core.wait_for_run(_run_name(run), timeout, callback))
 
     def logs(
         self, run: Any, tail_lines: Optional[int] = None, timestamps: bool = False

@@ -81,7 +81,7 @@ class FakeCluster:
         namespace "default" when absent). Status is kept, and an object of the same name is
         replaced (watchers see MODIFIED). Raises :class:`tfk8s.ValidationError` for an object
         the fake cannot store."""
-        self._core.add(obj)
+        self._core.add(dict(obj))
 
     def add_node(
         self,

@@ -7,14 +7,13 @@ thread waits without the GIL, so Ctrl-C stops them promptly.
 
 from __future__ import annotations
 
-import copy
-import html
-import sys
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from tfk8s import _core
+from tfk8s import _core, _html
 from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
+from tfk8s._records import FitResult, Record, dicts, field, text
+from tfk8s._workload import Workload, set_pod_options, showing_progress
 
 Object = Dict[str, Any]
 
@@ -23,41 +22,17 @@ __all__ = ["FitResult", "TFCluster", "TFClusterStatus", "TFClusterLogs"]
 # Keywords renamed to the spec keys they set (old -> new); the old names warn for one release.
 _RENAMED_KEYWORDS = {"workers": "worker", "image": "cpu_image"}
 
-
-class FitResult:
-    """Result of a pre-flight check: ``fits``, ``shortfalls`` (dicts with resource, quota,
-    requested, used, hard, remaining as strings), ``problems`` (strings) and ``message``."""
-
-    __slots__ = ("fits", "shortfalls", "problems", "message")
-
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.fits: bool = bool(raw["fits"])
-        self.shortfalls: List[Dict[str, str]] = list(raw["shortfalls"])
-        self.problems: List[str] = list(raw["problems"])
-        self.message: str = raw["message"]
-
-    def __bool__(self) -> bool:
-        return self.fits
-
-    def __repr__(self) -> str:
-        if self.fits:
-            return "FitResult(fits=True)"
-        return f"FitResult(fits=False, message={self.message!r})"
-
-
-class TFClusterStatus:
+class TFClusterStatus(Record):
     """Status of a TFCluster: ``phase`` ("Pending", "Running", "Succeeded", "Failed",
     "Unknown"), ``message``, ``replicas`` (dicts: role, index, pod, phase, node, restarts,
     reason) and ``not_ready``. ``table()`` is a text table; Jupyter shows an HTML table."""
 
-    __slots__ = ("phase", "message", "replicas", "not_ready", "_table")
+    __slots__ = ()
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.phase: str = raw["phase"]
-        self.message: str = raw["message"]
-        self.replicas: List[Dict[str, Any]] = list(raw["replicas"])
-        self.not_ready: int = int(raw["not_ready"])
-        self._table: str = raw["table"]
+    phase: str = field(text)
+    message: str = field(text)
+    replicas: List[Dict[str, Any]] = field(dicts)
+    not_ready: int = field(int)
 
     @property
     def ready(self) -> int:
@@ -66,7 +41,7 @@ class TFClusterStatus:
 
     def table(self) -> str:
         """A fixed-width text table of the replicas."""
-        return self._table
+        return str(self._data["table"])
 
     def summary(self) -> str:
         """One line: ``3/5 replicas ready; worker-1: Unschedulable: ...``."""
@@ -77,54 +52,26 @@ class TFClusterStatus:
                 break
         return line
 
-    def _repr_html_(self) -> str:
-        e = html.escape
-        head = "".join(
-            f"<th>{h}</th>"
-            for h in ("REPLICA", "POD", "PHASE", "NODE", "RESTARTS", "REASON")
-        )
-        rows = []
-        for r in self.replicas:
-            style = "" if r["phase"] in ("Running", "Succeeded") else ' style="color:#b00"'
-            rows.append(
-                f"<tr{style}><td>{e(r['role'])}-{r['index']}</td><td>{e(r['pod'])}</td>"
-                f"<td>{e(r['phase'])}</td><td>{e(r['node'])}</td><td>{r['restarts']}</td>"
-                f"<td>{e(r['reason'])}</td></tr>"
-            )
-        return (
-            f"<div><b>{e(self.phase)}</b> {e(self.message)}</div>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    def _html_body(self) -> str:
+        return _html.header(self.phase, self.message) + _html.table(
+            ("REPLICA", "POD", "PHASE", "NODE", "RESTARTS", "REASON"),
+            (
+                (f"{r['role']}-{r['index']}", r["pod"], r["phase"], r["node"], r["restarts"],
+                 r["reason"])
+                for r in self.replicas
+            ),
+            alerts=(not _html.is_ok_phase(r["phase"]) for r in self.replicas),
         )
 
-    def __repr__(self) -> str:
-        return f"TFClusterStatus(phase={self.phase!r}, ready={self.ready}/{len(self.replicas)})"
+    def _repr_inner(self) -> str:
+        return f"phase={self.phase!r}, ready={self.ready}/{len(self.replicas)}"
 
 
 # The log iterator every workload shares; the old name stays for existing code.
 TFClusterLogs = WorkloadLogs
 
 
-def _status_attached(e: BaseException) -> BaseException:
-    """Turns a WorkloadFailed's ``status`` dict into a TFClusterStatus."""
-    if isinstance(getattr(e, "status", None), dict):
-        e.status = TFClusterStatus(e.status)  # type: ignore[attr-defined]
-    return e
-
-
-def _in_jupyter() -> Any:
-    """The IPython shell when running in a notebook kernel (IPython already imported)."""
-    if "IPython" not in sys.modules:
-        return None
-    try:
-        shell = sys.modules["IPython"].get_ipython()
-    except Exception:
-        return None
-    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
-        return None
-    return shell
-
-
-class TFCluster:
+class TFCluster(Workload):
     """A distributed TensorFlow cluster.
 
     ``spec`` is a dict in the C++ ``TFClusterSpec::ToJson()`` format (camelCase, see
@@ -147,7 +94,11 @@ class TFCluster:
     Nothing is sent until :meth:`apply`; the spec is validated at once (ValidationError).
     """
 
-    __slots__ = ("_client", "_core")
+    __slots__ = ()
+
+    _core_type = _core.TFCluster
+    _core_keyword = "_core_cluster"
+    _status_type = TFClusterStatus
 
     @renamed_keywords(_RENAMED_KEYWORDS)
     def __init__(
@@ -169,21 +120,17 @@ class TFCluster:
         topology: Optional[str] = None,
         strategy: Optional[str] = None,
         storage: Optional[str] = None,
+        image_pull_policy: Optional[str] = None,
+        image_pull_secrets: Optional[Sequence[str]] = None,
+        service_account: Optional[str] = None,
+        security_context: Optional[Mapping[str, Any]] = None,
         _core_cluster: Any = None,
     ) -> None:
-        self._client = client
-        if _core_cluster is not None:
-            self._core = _core_cluster
+        s = self._start_spec(client, _core_cluster, spec, name, namespace)
+        if s is None:
             return
-        s: Dict[str, Any] = copy.deepcopy(dict(spec)) if spec is not None else {}
         if spec is None:
             s.setdefault("worker", {"replicas": 1})
-        if name is not None:
-            s["name"] = name
-        if namespace is not None:
-            s["namespace"] = namespace
-        elif not s.get("namespace"):
-            s["namespace"] = client.namespace or "default"
         for role, count in (("ps", ps), ("worker", worker), ("chief", chief),
                             ("evaluator", evaluator)):
             if count is not None:
@@ -208,66 +155,34 @@ class TFCluster:
         elif "strategy" not in s:
             has_ps = int((s.get("ps") or {}).get("replicas", 0) or 0) > 0
             s["strategy"] = "parameter-server" if has_ps else "multi-worker-mirrored"
+        set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         self._core = _core.TFCluster(client.core, s)
 
     # ---- construction -------------------------------------------------------------------
-    @classmethod
-    def load(cls, client: Any, namespace: str, name: str) -> "TFCluster":
-        """Loads an existing cluster (its stored spec) from the server."""
-        return cls(client, _core_cluster=_core.TFCluster.load(client.core, namespace, name))
-
     @staticmethod
     def list(client: Any, namespace: Optional[str] = None) -> List[str]:
         """Names of the clusters in a namespace (default: the client's)."""
-        return _core.TFCluster.list(client.core, namespace or client.namespace)
+        return TFCluster._names(client, namespace)
 
     # ---- the spec -----------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self._core.spec["name"]
-
-    @property
-    def namespace(self) -> str:
-        return self._core.spec["namespace"]
-
-    @property
-    def client(self) -> Any:
-        return self._client
-
-    def to_dict(self) -> Object:
-        """The spec (TFClusterSpec::ToJson() format, every default filled in)."""
-        return self._core.spec
-
-    def to_yaml(self) -> str:
-        """Every rendered object as a multi-document YAML stream (``kubectl apply -f``)."""
-        return self._core.to_yaml()
-
     def render(self) -> List[Object]:
         """Every object of the cluster as dicts, root ConfigMap first (sends nothing)."""
         return _core.TFCluster.render_spec(self._core.spec)
 
     # ---- lifecycle ----------------------------------------------------------------------
-    def preflight(self) -> FitResult:
-        """Quota headroom and node placement, checked without creating anything."""
-        return FitResult(self._core.preflight())
-
     def apply(
         self, dry_run: bool = False, preflight: bool = True, prune: bool = True
     ) -> List[Object]:
         """Creates or updates every object. Raises QuotaExceeded (quota pre-flight) or
         WorkloadFailed (placement pre-flight; nothing is created in either case) or the first
         object's error. Returns the applied objects."""
-        try:
+        with self._failures():
             return self._core.apply(dry_run=dry_run, preflight=preflight, prune=prune)
-        except _core.WorkloadFailed as e:
-            raise _status_attached(e)
 
     def scale(self, role: str, replicas: int) -> None:
         """Changes one role's replica count and applies."""
-        try:
+        with self._failures():
             self._core.scale(role, int(replicas))
-        except _core.WorkloadFailed as e:
-            raise _status_attached(e)
 
     def status(self) -> TFClusterStatus:
         """The status table and condition."""
@@ -283,43 +198,8 @@ class TFCluster:
         Ctrl-C stops the wait. With ``progress``, a one-line summary goes to stderr on a
         terminal, and a notebook shows a live HTML table.
         """
-        callback = None
-        if progress:
-            callback = self._progress_callback()
-        try:
-            raw = self._core.wait(until, timeout, callback)
-        except _core.WorkloadFailed as e:
-            raise _status_attached(e)
-        finally:
-            if progress and callback is not None and getattr(callback, "terminal", False):
-                sys.stderr.write("\n")
-                sys.stderr.flush()
-        return TFClusterStatus(raw)
-
-    def _progress_callback(self) -> Any:
-        shell = _in_jupyter()
-        if shell is not None:
-            try:
-                from IPython.display import HTML, display  # type: ignore[import-not-found]
-            except Exception:
-                shell = None
-        if shell is not None:
-            handle = display(HTML("<i>waiting…</i>"), display_id=True)
-
-            def notebook(raw: Mapping[str, Any]) -> None:
-                handle.update(HTML(TFClusterStatus(raw)._repr_html_()))
-
-            return notebook
-        if not sys.stderr.isatty():
-            return None
-
-        def terminal(raw: Mapping[str, Any]) -> None:
-            line = TFClusterStatus(raw).summary()
-            sys.stderr.write("\r\x1b[K" + line[:200])
-            sys.stderr.flush()
-
-        terminal.terminal = True  # type: ignore[attr-defined]
-        return terminal
+        with showing_progress(progress, TFClusterStatus) as callback, self._failures():
+            return TFClusterStatus(self._core.wait(until, timeout, callback))
 
     def logs(
         self,

@@ -77,8 +77,21 @@ def public_keywords(cls: Type[Any]) -> List[str]:
 
 
 # ---- every keyword, where it lands in the spec ------------------------------------------------
+# The pod options every workload shares (tfk8s/pod.hpp), with the spec's top-level keys.
+POD_OPTIONS: Table = {
+    "image_pull_policy": ("Never", ("imagePullPolicy",), "Never"),
+    "image_pull_secrets": (("registry",), ("imagePullSecrets",), ["registry"]),
+    "service_account": ("trainer", ("serviceAccount",), "trainer"),
+    "security_context": (
+        {"runAsUser": 1000, "dropCapabilities": ["ALL"]},
+        ("securityContext",),
+        {"runAsUser": 1000, "dropCapabilities": ["ALL"]},
+    ),
+}
+
 TFCLUSTER_BASE: Dict[str, Any] = {"name": "mnist", "namespace": "team-a"}
 TFCLUSTER: Table = {
+    **POD_OPTIONS,
     "name": ("other", ("name",), "other"),
     "namespace": ("team-b", ("namespace",), "team-b"),
     "ps": (2, ("ps", "replicas"), 2),
@@ -99,6 +112,13 @@ TFCLUSTER: Table = {
 
 DEVINSTANCE_BASE: Dict[str, Any] = {"owner": "alice", "name": "lab", "namespace": "team-a"}
 DEVINSTANCE: Table = {
+    **POD_OPTIONS,
+    # Keys not given keep the DevInstance's defaults (here its RuntimeDefault seccomp profile).
+    "security_context": (
+        {"runAsUser": 1000, "dropCapabilities": ["ALL"]},
+        ("securityContext",),
+        {"runAsUser": 1000, "dropCapabilities": ["ALL"], "seccompProfile": "RuntimeDefault"},
+    ),
     "owner": ("bob", ("owner",), "bob"),
     "name": ("lab2", ("name",), "lab2"),
     "namespace": ("team-b", ("namespace",), "team-b"),
@@ -120,6 +140,7 @@ SCHEDULEDJOB_BASE: Dict[str, Any] = {
     "entry_path": "train.py",
 }
 SCHEDULEDJOB: Table = {
+    **POD_OPTIONS,
     "name": ("weekly", ("name",), "weekly"),
     "namespace": ("team-b", ("namespace",), "team-b"),
     "image": ("python:3.12-slim", ("image",), "python:3.12-slim"),

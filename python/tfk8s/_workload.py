@@ -1,0 +1,217 @@
+"""What TFCluster, DevInstance and ScheduledJob share on the Python side: holding the C++ object
+and its client, building the spec dict from keywords, the spec accessors, pre-flight, the
+``WorkloadFailed.status`` conversion and the progress display of a wait (a live HTML status in
+a notebook, one line on a terminal)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import sys
+from typing import (
+    Any,
+    Callable,
+    ClassVar,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+    TypeVar,
+)
+
+from tfk8s import _core
+from tfk8s._records import FitResult, Record
+
+Object = Dict[str, Any]
+ProgressCallback = Callable[[Mapping[str, Any]], None]
+
+W = TypeVar("W", bound="Workload")
+
+
+def in_jupyter() -> Any:
+    """The IPython shell when running in a notebook kernel (IPython already imported)."""
+    if "IPython" not in sys.modules:
+        return None
+    try:
+        shell = sys.modules["IPython"].get_ipython()
+    except Exception:
+        return None
+    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
+        return None
+    return shell
+
+
+def progress_callback(status_type: Type[Record]) -> Optional[ProgressCallback]:
+    """A wait's ``on_progress``: in a notebook a live HTML status, on a terminal the status's
+    ``summary()`` line on stderr (the callback then has ``terminal = True``), else None."""
+    shell = in_jupyter()
+    if shell is not None:
+        try:
+            from IPython.display import HTML, display  # type: ignore[import]
+        except Exception:
+            shell = None
+    if shell is not None:
+        handle = display(HTML("<i>waiting…</i>"), display_id=True)
+
+        def notebook(raw: Mapping[str, Any]) -> None:
+            handle.update(HTML(status_type(raw)._repr_html_()))
+
+        return notebook
+    if not sys.stderr.isatty():
+        return None
+
+    def terminal(raw: Mapping[str, Any]) -> None:
+        summary: str = status_type(raw).summary()  # type: ignore[attr-defined]
+        sys.stderr.write("\r\x1b[K" + summary[:200])
+        sys.stderr.flush()
+
+    terminal.terminal = True  # type: ignore[attr-defined]
+    return terminal
+
+
+@contextlib.contextmanager
+def showing_progress(enabled: bool, status_type: Type[Record]) -> Iterator[Optional[ProgressCallback]]:
+    """The progress callback of a wait (None when disabled or nowhere to show it); ends the
+    terminal's progress line afterwards."""
+    callback = progress_callback(status_type) if enabled else None
+    try:
+        yield callback
+    finally:
+        if callback is not None and getattr(callback, "terminal", False):
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def set_resources(
+    spec: Dict[str, Any], cpu: Optional[str], memory: Optional[str], gpus: Optional[int]
+) -> Dict[str, Any]:
+    """Sets the ``resources`` keywords (cpu, memory as strings, gpus as an int); returns the
+    spec's resources dict."""
+    res: Dict[str, Any] = spec.setdefault("resources", {})
+    for key, value in (("cpu", cpu), ("memory", memory)):
+        if value is not None:
+            res[key] = str(value)
+    if gpus is not None:
+        res["gpus"] = int(gpus)
+    return res
+
+
+def set_pod_extras(
+    spec: Dict[str, Any],
+    pod_annotations: Optional[Mapping[str, str]],
+    env: Optional[Mapping[str, str]],
+) -> None:
+    """Sets ``podAnnotations`` and ``env`` (a mapping, as the spec's list of name/value)."""
+    if pod_annotations is not None:
+        spec["podAnnotations"] = dict(pod_annotations)
+    if env is not None:
+        spec["env"] = [{"name": k, "value": str(v)} for k, v in env.items()]
+
+
+def set_pod_options(
+    spec: Dict[str, Any],
+    image_pull_policy: Optional[str],
+    image_pull_secrets: Optional[Sequence[str]],
+    service_account: Optional[str],
+    security_context: Optional[Mapping[str, Any]],
+) -> None:
+    """Sets the pod options every workload shares (``imagePullPolicy``, ``imagePullSecrets``,
+    ``serviceAccount``, ``securityContext`` with the spec's camelCase keys)."""
+    if image_pull_policy is not None:
+        spec["imagePullPolicy"] = image_pull_policy
+    if image_pull_secrets is not None:
+        spec["imagePullSecrets"] = [str(s) for s in image_pull_secrets]
+    if service_account is not None:
+        spec["serviceAccount"] = service_account
+    if security_context is not None:
+        spec["securityContext"] = dict(security_context)
+
+
+class Workload:
+    """Base of TFCluster, DevInstance and ScheduledJob: the client, the C++ object (``_core``)
+    and what every workload does the same way. Subclasses name their C++ class
+    (``_core_type``), the constructor keyword that adopts one (``_core_keyword``) and
+    their status record (``_status_type``)."""
+
+    __slots__ = ("_client", "_core")
+
+    _core_type: ClassVar[Any]
+    #: The constructor's private keyword that takes a ready C++ object (load() passes it).
+    _core_keyword: ClassVar[str]
+    _status_type: ClassVar[Type[Record]]
+
+    def _start_spec(
+        self,
+        client: Any,
+        core: Any,
+        spec: Optional[Mapping[str, Any]],
+        name: Optional[str],
+        namespace: Optional[str],
+    ) -> Optional[Dict[str, Any]]:
+        """Constructor start: keeps the client; with a ready C++ object (``core``) keeps it and
+        returns None, else returns a copy of ``spec`` with ``name`` and ``namespace`` set (the
+        namespace defaults to the client's, else "default")."""
+        self._client = client
+        if core is not None:
+            self._core = core
+            return None
+        s: Dict[str, Any] = copy.deepcopy(dict(spec)) if spec is not None else {}
+        if name is not None:
+            s["name"] = name
+        if namespace is not None:
+            s["namespace"] = namespace
+        elif not s.get("namespace"):
+            s["namespace"] = client.namespace or "default"
+        return s
+
+    @classmethod
+    def load(cls: Type[W], client: Any, namespace: str, name: str) -> W:
+        """Loads an existing workload (its stored spec) from the server."""
+        core = cls._core_type.load(client.core, namespace, name)
+        construct: Callable[..., W] = cls  # the subclass's constructor takes the keyword
+        return construct(client, **{cls._core_keyword: core})
+
+    @classmethod
+    def _names(cls, client: Any, namespace: Optional[str]) -> List[str]:
+        return cls._core_type.list(client.core, namespace or client.namespace)
+
+    # ---- the spec -----------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._core.spec["name"]
+
+    @property
+    def namespace(self) -> str:
+        return self._core.spec["namespace"]
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    def to_dict(self) -> Object:
+        """The spec (the C++ spec's ``ToJson()`` format, every default filled in)."""
+        return self._core.spec
+
+    def to_yaml(self) -> str:
+        """What :meth:`render` returns, as a multi-document YAML stream (``kubectl apply
+        -f``)."""
+        return self._core.to_yaml()
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def preflight(self) -> FitResult:
+        """Quota headroom and node placement, checked without creating anything."""
+        return FitResult(self._core.preflight())
+
+    @contextlib.contextmanager
+    def _failures(self) -> Iterator[None]:
+        """Turns the ``status`` dict of a WorkloadFailed raised inside into the status
+        record."""
+        try:
+            yield
+        except _core.WorkloadFailed as e:
+            if isinstance(getattr(e, "status", None), dict):
+                e.status = self._status_type(e.status)
+            raise

@@ -1,0 +1,416 @@
+"""The one record base (tfk8s._records), the one HTML renderer (tfk8s._html) and the shared
+workload plumbing (tfk8s._workload), without a cluster: records are built from dicts shaped like
+the bindings' results, or come from tfk8s.testing.FakeCluster."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import io
+import pickle
+import sys
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+import tfk8s
+from tfk8s import _html, _records, quota, scheduledjob, tfcluster
+from tfk8s._records import MappingRecord, Record
+from tfk8s.testing import FakeCluster
+
+HOSTILE = "<script>alert('x')</script> & \"quoted\""
+ESCAPED = "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quoted&quot;"
+PASSWORD = "s3cret-<b>-password-9f8e7d6c5b4a"
+
+
+# ---- raw results as the bindings return them (hostile text wherever text goes) -------------
+def fit_raw(fits: bool = False) -> Dict[str, Any]:
+    return {
+        "fits": fits,
+        "shortfalls": [] if fits else [{"resource": "requests.cpu", "quota": HOSTILE,
+                                        "requested": "4", "used": "30", "hard": "32",
+                                        "remaining": "2"}],
+        "problems": [] if fits else [HOSTILE],
+        "message": "" if fits else HOSTILE,
+    }
+
+
+def tfcluster_status_raw() -> Dict[str, Any]:
+    return {
+        "phase": "Pending",
+        "message": HOSTILE,
+        "replicas": [
+            {"role": "worker", "index": 0, "pod": "m-worker-0", "phase": "Running",
+             "node": "n1", "restarts": 0, "reason": ""},
+            {"role": "worker", "index": 1, "pod": "m-worker-1", "phase": "Pending",
+             "node": "", "restarts": 0, "reason": HOSTILE},
+        ],
+        "not_ready": 1,
+        "table": "REPLICA ...",
+    }
+
+
+def access_raw() -> Dict[str, Any]:
+    return {
+        "user": "alice",
+        "endpoints": [{"tool": "jupyter", "port": 8888, "cluster_address": "lab:8888",
+                       "external_port": 0, "external_address": "",
+                       "connect": "http://lab:8888/"}],
+        "table": "TOOL ...",
+        "html": "<table><tr><td>jupyter</td></tr></table>",
+    }
+
+
+def dev_status_raw() -> Dict[str, Any]:
+    return {"phase": "Failed", "pod": "lab-0", "node": "n1", "restarts": 3,
+            "ready_tools": ["ssh"], "reason": HOSTILE, "message": HOSTILE, "table": "POD ..."}
+
+
+def quota_usage_raw() -> Dict[str, Any]:
+    return {"usages": [{"namespace": "team", "name": "q", "ready": True,
+                        "resources": [{"resource": "requests.cpu", "hard": "8", "used": "2",
+                                       "remaining": "6", "fraction": 0.25}]}],
+            "table": "NAMESPACE ...", "html": "<table><tr><td>team</td></tr></table>"}
+
+
+def inventory_raw() -> Dict[str, Any]:
+    node = {"name": HOSTILE, "ready": True, "schedulable": False, "gputype": "a100",
+            "cputype": "", "pooltype": "shared", "privatename": "", "free": {"cpu": "8"},
+            "pod_count": 2}
+    return {"nodes": [node], "by_gputype": [], "by_cputype": [], "by_pool": [],
+            "text": "1 node"}
+
+
+def run_raw(**changes: Any) -> Dict[str, Any]:
+    raw = {"name": "train-1", "uid": "u1", "namespace": "team", "scheduled_job": "train",
+           "trigger": "manual", "scheduled_time": None, "start_time": 1700000000.0,
+           "end_time": 1700000060.5, "duration": 60.5, "result": "Failed", "reason": HOSTILE,
+           "message": HOSTILE, "attempts": 2, "active": 0, "succeeded": 0, "failed": 2,
+           "alerted": False, "finished": True}
+    raw.update(changes)
+    return raw
+
+
+def schedule_raw() -> Dict[str, Any]:
+    return {"exists": True, "api_version": "batch/v1beta1", "suspended": False,
+            "schedule": HOSTILE, "last_schedule_time": 1700000000.0,
+            "last_successful_time": None, "next_schedule_time": 1700003600.0, "active": 0}
+
+
+def every_record() -> List[Record]:
+    return [
+        tfk8s.FitResult(fit_raw()),
+        tfk8s.TFClusterStatus(tfcluster_status_raw()),
+        tfk8s.DevAccess(access_raw()),
+        tfk8s.DevCredentials({"password": PASSWORD, "access": access_raw()}),
+        tfk8s.DevInstanceStatus(dev_status_raw()),
+        tfk8s.QuotaUsage(quota_usage_raw()),
+        tfk8s.Inventory(inventory_raw()),
+        tfk8s.ScheduledJobRun(run_raw()),
+        tfk8s.ScheduledJobStatus(schedule_raw()),
+    ]
+
+
+# ---- the HTML renderer ---------------------------------------------------------------------
+def test_escape_neutralises_markup_and_quotes() -> None:
+    assert _html.escape(HOSTILE) == ESCAPED
+    assert _html.escape(None) == ""
+    assert _html.escape(3) == "3"
+    assert _html.code("<x>") == "<code>&lt;x&gt;</code>"
+
+
+def test_table_escapes_every_cell_and_header_and_marks_alerts() -> None:
+    got = _html.table(["A<", "B"], [(HOSTILE, 1), ("ok", None)], alerts=[True, False])
+    assert got.startswith("<table><thead><tr><th>A&lt;</th><th>B</th></tr></thead><tbody>")
+    assert got.endswith("</tbody></table>")
+    assert "<script>" not in got and got.count(ESCAPED) == 1
+    rows = got.split("<tr")[2:]
+    assert rows[0].startswith(' style="color:#b00">') and rows[1].startswith("><td>ok</td>")
+    assert "<td></td>" in rows[1]  # None is an empty cell
+
+
+def test_badge_header_and_lists() -> None:
+    assert _html.badge("Running", True) == "<b>Running</b>"
+    assert _html.badge("<Failed>", False) == '<b style="color:#b00">&lt;Failed&gt;</b>'
+    assert _html.header("Succeeded") == "<div><b>Succeeded</b></div>"
+    assert _html.header("Pending", HOSTILE) == (
+        f'<div><b style="color:#b00">Pending</b> {ESCAPED}</div>'
+    )
+    assert _html.items([]) == ""
+    assert _html.items(["<a>", "b"]) == "<ul><li>&lt;a&gt;</li><li>b</li></ul>"
+    assert _html.fields([("k", "<v>")]).count("<td>&lt;v&gt;</td>") == 1
+
+
+# ---- every status object: one base, an HTML view, hostile text escaped ---------------------
+def test_every_result_class_derives_from_the_one_record_base() -> None:
+    records = {type(r) for r in every_record()}
+    exported = {getattr(tfk8s, n) for n in tfk8s.__all__}
+    record_classes = {c for c in exported if isinstance(c, type) and issubclass(c, Record)}
+    assert record_classes == records
+    for cls in records:
+        assert "_html_body" in vars(cls), f"{cls.__name__} has no HTML view of its own"
+
+
+@pytest.mark.parametrize("record", every_record(), ids=lambda r: type(r).__name__)
+def test_every_status_object_renders_html_with_hostile_text_escaped(record: Record) -> None:
+    shown = record._repr_html_()
+    assert shown.startswith("<") and shown.endswith(">")
+    assert "<script>" not in shown
+    if type(record) not in (tfk8s.DevAccess, tfk8s.DevCredentials, tfk8s.QuotaUsage):
+        assert ESCAPED in shown  # built in Python from hostile text
+    else:
+        assert "<table>" in shown  # precomputed by the C++ core, passed through
+
+
+def test_status_html_marks_what_needs_attention() -> None:
+    status = tfk8s.TFClusterStatus(tfcluster_status_raw())
+    shown = status._repr_html_()
+    assert '<tr style="color:#b00"><td>worker-1</td>' in shown
+    assert "<tr><td>worker-0</td>" in shown
+    assert "<table>" in tfk8s.Inventory(inventory_raw())._repr_html_()
+
+
+def test_record_basics_equality_copy_and_read_only_fields() -> None:
+    a = tfk8s.TFClusterStatus(tfcluster_status_raw())
+    b = tfk8s.TFClusterStatus(tfcluster_status_raw())
+    assert a == b and a is not b
+    assert a != tfk8s.TFClusterStatus(dict(tfcluster_status_raw(), phase="Running"))
+    assert a != tfk8s.DevInstanceStatus(dev_status_raw())
+    with pytest.raises(TypeError):
+        hash(a)
+    with pytest.raises(AttributeError):
+        a.phase = "Running"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        a.extra = 1  # type: ignore[attr-defined]  # __slots__: no stray attributes
+    d = a.to_dict()
+    assert d["phase"] == "Pending" and d["not_ready"] == 1
+    d["phase"] = "changed"
+    assert a.phase == "Pending"  # to_dict() is a copy
+    assert copy.copy(a) == a and copy.deepcopy(a) == a
+    assert pickle.loads(pickle.dumps(a)) == a
+    run = tfk8s.ScheduledJobRun(run_raw())
+    assert pickle.loads(pickle.dumps(run)) == run
+    assert (a.ready, a.summary()) == (1, f"Pending: 1/2 replicas ready; worker-1: {HOSTILE}")
+    assert repr(a) == "TFClusterStatus(phase='Pending', ready=1/2)"
+
+
+class Sample(Record):
+    """A record with only the base's defaults (repr, HTML, to_dict) and a secret key."""
+
+    __slots__ = ()
+    _secret_keys = frozenset({"token"})
+
+    count: int = _records.field(int)
+    label: str = _records.field(_records.text, key="display-name")
+
+
+def test_record_base_defaults_convert_fields_and_hide_secrets() -> None:
+    raw = {"count": "3", "display-name": HOSTILE, "token": PASSWORD, "extra": [1]}
+    r = Sample(raw)
+    assert (r.count, r.label) == (3, HOSTILE)  # converted; a field may read another key
+    raw["count"] = "4"
+    assert r.count == 3  # the record holds its own copy
+    assert r.to_dict() == {"count": 3, "display-name": HOSTILE, "extra": [1]}
+    assert repr(r) == f"Sample(count=3, display-name={HOSTILE!r}, extra=[1])"
+    shown = r._repr_html_()
+    assert shown.startswith("<table>") and ESCAPED in shown and "<td>extra</td>" in shown
+    assert PASSWORD not in repr(r) + shown + str(r.to_dict())
+    assert r == Sample(dict(raw, count=3)) and r != Sample(dict(raw, token="other"))
+    with pytest.raises(KeyError):
+        Sample({"count": 1})
+
+
+def test_missing_key_fails_at_construction() -> None:
+    raw = tfcluster_status_raw()
+    del raw["not_ready"]
+    with pytest.raises(KeyError):
+        tfk8s.TFClusterStatus(raw)
+
+
+def test_reprs_keep_their_shape() -> None:
+    assert repr(tfk8s.FitResult(fit_raw(True))) == "FitResult(fits=True)"
+    assert repr(tfk8s.FitResult(fit_raw())) == f"FitResult(fits=False, message={HOSTILE!r})"
+    assert repr(tfk8s.DevInstanceStatus(dev_status_raw())) == (
+        "DevInstanceStatus(phase='Failed', pod='lab-0', node='n1')"
+    )
+    assert repr(tfk8s.QuotaUsage(quota_usage_raw())) == "QuotaUsage([team/q])"
+    assert repr(tfk8s.Inventory(inventory_raw())) == "Inventory(1 nodes)"
+    assert repr(tfk8s.DevAccess(access_raw())) == "DevAccess({'jupyter': 'http://lab:8888/'})"
+
+
+def test_credentials_never_show_the_password() -> None:
+    creds = tfk8s.DevCredentials({"password": PASSWORD, "access": access_raw()})
+    assert creds.password == PASSWORD
+    for shown in (repr(creds), str(creds), creds._repr_html_(), repr(creds.to_dict()),
+                  tfk8s.dump_yaml(creds)):
+        assert PASSWORD not in shown
+    assert "REDACTED" in repr(creds) and "REDACTED" in creds._repr_html_()
+    assert creds.to_dict()["access"]["user"] == "alice"  # nested records become dicts
+    assert isinstance(creds.access, tfk8s.DevAccess)
+    with pytest.raises(TypeError):
+        pickle.dumps(creds)
+
+
+# ---- FitResult: one class everywhere -------------------------------------------------------
+def test_fit_result_is_one_class_across_modules() -> None:
+    assert (
+        tfk8s.FitResult
+        is _records.FitResult
+        is tfcluster.FitResult
+        is quota.FitResult
+        is tfk8s.tfcluster.FitResult
+    )
+    from tfk8s.tfcluster import FitResult
+
+    assert FitResult is tfk8s.FitResult
+    assert FitResult.__module__ == "tfk8s._records"
+
+
+def test_fit_results_of_every_path_are_the_same_class() -> None:
+    fake = FakeCluster()
+    client = fake.client("team")
+    fake.add_node("n1", cpu="8", memory="32Gi")
+    cluster = tfk8s.TFCluster(client, name="m", worker=2)
+    task = tfk8s.ScheduledJob(client, name="t", image="python:3.11-slim",
+                              exec_command="python3", entry_path="train.py")
+    results = [
+        cluster.preflight(),
+        task.preflight(),
+        tfk8s.check_quota(client, "team", cluster.render()),
+        tfk8s.check_placement(client, cluster.render()),
+    ]
+    assert all(type(r) is tfk8s.FitResult for r in results)
+    assert results[2] and results[2].fits  # no quota in the namespace: it fits
+    assert not results[0] and "cannot be placed" in results[0].message
+    assert "cannot be placed" in results[0]._repr_html_()
+
+
+def test_bool_and_html_of_a_fit() -> None:
+    bad = tfk8s.FitResult(fit_raw())
+    assert not bad and bad.shortfalls[0]["resource"] == "requests.cpu"
+    shown = bad._repr_html_()
+    assert "does not fit" in shown and "<th>REMAINING</th>" in shown
+    assert tfk8s.FitResult(fit_raw(True)) and "fits" in tfk8s.FitResult(fit_raw(True))._repr_html_()
+
+
+# ---- ScheduledJob results: records that read like the dicts they were -----------------------
+def test_run_reads_like_a_dict_and_has_typed_times() -> None:
+    run = tfk8s.ScheduledJobRun(run_raw())
+    assert isinstance(run, MappingRecord)
+    assert run["name"] == run.name == "train-1"
+    assert run.get("trigger") == "manual" and run.get("nope") is None and "uid" in run
+    assert run["start_time"] == dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)
+    assert run.scheduled_time is None and run.duration == 60.5
+    plain = dict(run)
+    assert plain["result"] == "Failed" and run == plain and len(run) == len(run_raw())
+    assert run == tfk8s.ScheduledJobRun(run_raw())
+    assert run != tfk8s.ScheduledJobRun(run_raw(result="Succeeded"))
+    assert scheduledjob._run_name(run) == "train-1"
+    assert repr(run) == "ScheduledJobRun(name='train-1', result='Failed', attempts=2)"
+    assert "2023-11-14 22:13:20 UTC" in run._repr_html_()
+
+
+def test_schedule_status_reads_like_a_dict() -> None:
+    status = tfk8s.ScheduledJobStatus(schedule_raw())
+    assert status["api_version"] == "batch/v1beta1" and status.state == "Scheduled"
+    assert status["next_schedule_time"].tzinfo is dt.timezone.utc
+    assert status.last_successful_time is None
+    gone = tfk8s.ScheduledJobStatus(dict(schedule_raw(), exists=False))
+    assert gone.state == "NotFound"
+    assert '<b style="color:#b00">NotFound</b>' in gone._repr_html_()
+
+
+# ---- the shared workload plumbing ----------------------------------------------------------
+class FailingCore:
+    """Stands in for a C++ workload whose calls fail with a WorkloadFailed carrying a status."""
+
+    def __init__(self, status: Dict[str, Any], spec: Optional[Dict[str, Any]] = None) -> None:
+        self.status_raw = status
+        self.spec = spec or {"name": "m", "namespace": "team"}
+        self.waits: List[Any] = []
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        error = tfk8s.WorkloadFailed("cannot start")
+        error.status = dict(self.status_raw)
+        raise error
+
+    apply = scale = create = start = restart = _fail
+
+    def wait(self, *args: Any) -> Dict[str, Any]:
+        self.waits.append(args)
+        if callable(args[-1]):
+            args[-1](self.status_raw)  # one progress report
+        return self.status_raw
+
+
+def test_workload_failed_status_becomes_the_status_record() -> None:
+    client = FakeCluster().client("team")
+    cluster = tfk8s.TFCluster(client, _core_cluster=FailingCore(tfcluster_status_raw()))
+    for call in (cluster.apply, lambda: cluster.scale("worker", 3)):
+        with pytest.raises(tfk8s.WorkloadFailed) as info:
+            call()
+        assert isinstance(info.value.status, tfk8s.TFClusterStatus)
+        assert info.value.status.not_ready == 1
+    inst = tfk8s.DevInstance(client, _core_instance=FailingCore(dev_status_raw()))
+    for call in (inst.create, inst.start, inst.restart):
+        with pytest.raises(tfk8s.WorkloadFailed) as info:
+            call()
+        assert isinstance(info.value.status, tfk8s.DevInstanceStatus)
+        assert info.value.status.restarts == 3
+
+
+def test_wait_returns_the_status_record_without_progress() -> None:
+    client = FakeCluster().client("team")
+    core = FailingCore(tfcluster_status_raw())
+    status = tfk8s.TFCluster(client, _core_cluster=core).wait("finished", 5, progress=False)
+    assert status == tfk8s.TFClusterStatus(tfcluster_status_raw())
+    assert core.waits == [("finished", 5, None)]  # no callback when progress is off
+    dev_core = FailingCore(dev_status_raw())
+    got = tfk8s.DevInstance(client, _core_instance=dev_core).wait(7, progress=False)
+    assert got.phase == "Failed" and dev_core.waits == [(7, None)]
+    # progress on, but stderr is no terminal and there is no notebook: no callback either
+    quiet = FailingCore(tfcluster_status_raw())
+    tfk8s.TFCluster(client, _core_cluster=quiet).wait()
+    assert quiet.waits == [("ready", 600, None)]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_wait_progress_on_a_terminal_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeCluster().client("team")
+    out = Terminal()
+    monkeypatch.setattr(sys, "stderr", out)
+    tfk8s.TFCluster(client, _core_cluster=FailingCore(tfcluster_status_raw())).wait(timeout=1)
+    assert out.getvalue() == "\r\x1b[KPending: 1/2 replicas ready; worker-1: " + HOSTILE + "\n"
+    out.seek(0)
+    out.truncate()
+    tfk8s.DevInstance(client, _core_instance=FailingCore(dev_status_raw())).wait(timeout=1)
+    assert out.getvalue() == "\r\x1b[KFailed: " + HOSTILE + "\n"
+
+
+def test_spec_accessors_and_load_are_shared(capsys: pytest.CaptureFixture[str]) -> None:
+    fake = FakeCluster()
+    client = fake.client("team")
+    cluster = tfk8s.TFCluster(client, name="m", worker=2)
+    inst = tfk8s.DevInstance(client, owner="alice", name="lab", cpu="500m", env={"A": 1})
+    task = tfk8s.ScheduledJob(client, name="t", image="python:3.11-slim",
+                              exec_command="python3", entry_path="train.py", gpus=1,
+                              pod_annotations={"a": "b"})
+    for workload in (cluster, inst, task):
+        assert workload.namespace == "team" and workload.client is client
+        assert workload.to_dict()["name"] == workload.name
+        assert workload.preflight() is not None
+    assert inst.to_dict()["resources"]["cpu"] == "500m"
+    assert inst.to_dict()["resources"]["memory"] == "2Gi"  # the instance's default
+    assert inst.to_dict()["env"] == [{"name": "A", "value": "1"}]
+    assert task.to_dict()["resources"]["gpus"] == 1
+    assert task.to_dict()["podAnnotations"] == {"a": "b"}
+    for obj in cluster.render():
+        fake.add(obj)
+    loaded = tfk8s.TFCluster.load(client, "team", "m")
+    assert type(loaded) is tfk8s.TFCluster and loaded.to_dict() == cluster.to_dict()
+    assert tfk8s.TFCluster.list(client) == ["m"]
+    assert capsys.readouterr().err == ""  # nothing printed without a terminal
