@@ -198,6 +198,9 @@ struct DevAccess {
   [[nodiscard]] std::string Table() const;
   /// An HTML table (escaped), for notebooks and portals.
   [[nodiscard]] std::string Html() const;
+  /// The fields, the text table ("table") and the HTML ("html") as JSON with snake_case keys
+  /// (what the Python bindings return).
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// What Create/Start/Restart return: the new password (the only copy outside the Secret) and
@@ -220,6 +223,9 @@ struct DevInstanceStatus {
   std::string message;                   ///< One-line summary.
   /// A short text table.
   [[nodiscard]] std::string Table() const;
+  /// The fields and the text table ("table") as JSON with snake_case keys (what the Python
+  /// bindings return).
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// One row of DevInstance::List.

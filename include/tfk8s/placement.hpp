@@ -89,6 +89,8 @@ struct NodeGroup {
   ResourceList allocatable;        ///< Sums over the nodes.
   ResourceList requested;
   ResourceList free;
+  /// The fields as JSON with snake_case keys (what the Python bindings return).
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// Every node, and the nodes grouped three ways.
@@ -98,6 +100,9 @@ struct Inventory {
   std::vector<NodeGroup> by_cputype;  ///< By the cputype label.
   /// By pool: "shared", "unshared/<privatename>", or "" for nodes without pooltype.
   std::vector<NodeGroup> by_pool;
+  /// The fields and the text report ("text") as JSON with snake_case keys (what the Python
+  /// bindings return).
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// Builds the inventory from Node objects and Pod objects (pods of any namespace; those not

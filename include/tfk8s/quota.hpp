@@ -88,6 +88,8 @@ struct FitResult {
   [[nodiscard]] std::string Message() const;
   /// Appends `other`'s shortfalls and problems (fits becomes false if `other` does not fit).
   void Merge(const FitResult& other);
+  /// The fields and the message as JSON with snake_case keys (what the Python bindings return).
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// Checks `objects` against every ResourceQuota of namespace `ns` (hard - used vs demand).
@@ -193,6 +195,8 @@ struct QuotaUsage {
   bool ready = false;  ///< The quota controller computed usage for every hard resource.
   /// The entry for `resource`, if the quota limits it.
   [[nodiscard]] std::optional<ResourceUsage> Find(std::string_view resource) const;
+  /// The fields as JSON with snake_case keys (what the Python bindings return).
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// Server-side applies the queue (Namespace first, then ResourceQuota and LimitRange; a

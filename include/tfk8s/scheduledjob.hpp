@@ -204,6 +204,9 @@ struct JobRun {
   std::string alerted;  ///< The alert sent for it ("failure", "timeout") or "".
   /// Succeeded, failed or timed out.
   [[nodiscard]] bool finished() const;
+  /// The fields and "finished" as JSON with snake_case keys, times in seconds since the epoch
+  /// (null when unknown): what the Python bindings return.
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// The run described by a Job object. Pure.
@@ -223,6 +226,9 @@ struct ScheduleStatus {
   std::optional<std::chrono::system_clock::time_point> last_successful_time;  ///< ≥ 1.21 only.
   std::optional<std::chrono::system_clock::time_point> next_schedule_time;    ///< Computed here.
   std::vector<std::string> active;  ///< Names of the runs the controller sees running.
+  /// The fields as JSON with snake_case keys, times in seconds since the epoch (null when
+  /// unknown): what the Python bindings return.
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// The log of one attempt (pod) of a run.

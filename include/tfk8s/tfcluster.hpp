@@ -172,6 +172,9 @@ struct TFClusterStatus {
   [[nodiscard]] std::string Table() const;
   /// Replicas not Running (or not Succeeded).
   [[nodiscard]] int NotReady() const;
+  /// The fields, "not_ready" and the text table ("table") as JSON with snake_case keys (what
+  /// the Python bindings return).
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// What Wait() waits for.

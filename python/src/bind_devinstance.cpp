@@ -28,35 +28,14 @@ namespace {
 using NoGil = py::call_guard<py::gil_scoped_release>;
 using Ms = std::chrono::milliseconds;
 
-Json StatusToJson(const DevInstanceStatus& s) {
-  return {{"phase", ToString(s.phase)}, {"pod", s.pod},
-          {"node", s.node},             {"restarts", s.restarts},
-          {"ready_tools", s.ready_tools}, {"reason", s.reason},
-          {"message", s.message},       {"table", s.Table()}};
-}
-
-Json AccessToJson(const DevAccess& a) {
-  Json endpoints = Json::array();
-  for (const auto& e : a.endpoints) {
-    endpoints.push_back({{"tool", e.tool},
-                         {"port", e.port},
-                         {"cluster_address", e.cluster_address},
-                         {"external_port", e.external_port},
-                         {"external_address", e.external_address},
-                         {"connect", e.connect}});
-  }
-  return {{"user", a.user}, {"endpoints", std::move(endpoints)}, {"table", a.Table()},
-          {"html", a.Html()}};
-}
-
 Json StartToJson(const DevStartResult& r) {
-  return {{"password", r.password}, {"access", AccessToJson(r.access)}};
+  return {{"password", r.password}, {"access", r.access.ToJson()}};
 }
 
 /// Raises the Python exception for `error`; a DevInstanceFailed becomes tfk8s.WorkloadFailed
 /// with `.status` set to the status dict.
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {
-  RaiseWithStatus<DevInstanceFailed>(error, StatusToJson);
+  RaiseWithStatus<DevInstanceFailed>(error, ToJsonOf<DevInstanceStatus>);
 }
 
 template <typename F>
@@ -76,7 +55,7 @@ py::object Wait(DevInstance& instance, std::optional<double> timeout,
         options.cancelled = cancelled;
         return instance.Wait(options);
       },
-      StatusToJson, on_progress, RaiseStored);
+      ToJsonOf<DevInstanceStatus>, on_progress, RaiseStored);
 }
 
 DevShareMode ParseShareMode(const std::string& mode) {
@@ -132,7 +111,7 @@ void BindDevInstance(py::module_& m) {
           "The spec as a dict; setting it validates (apply() converges the instance).")
       .def(
           "preflight",
-          [](DevInstance& d) { return FitToJson(CallNoGil([&] { return d.Preflight(); })); },
+          [](DevInstance& d) { return CallNoGil([&] { return d.Preflight(); }).ToJson(); },
           "Mount grants, quota headroom and node placement as {fits, shortfalls, problems, "
           "message}.")
       .def(
@@ -175,14 +154,14 @@ void BindDevInstance(py::module_& m) {
           "Deletes the instance; `wait` seconds for it to be gone.")
       .def(
           "status",
-          [](DevInstance& d) { return StatusToJson(CallNoGil([&] { return d.Status(); })); },
+          [](DevInstance& d) { return CallNoGil([&] { return d.Status(); }).ToJson(); },
           "{phase, pod, node, restarts, ready_tools, reason, message, table}.")
       .def("wait", &Wait, py::arg("timeout") = py::none(), py::arg("on_progress") = py::none(),
            "Waits on a worker thread until the tools are ready; Ctrl-C cancels it. Raises "
            "WorkloadFailed (with .status) when the pod cannot start, Timeout when time is up.")
       .def(
           "access",
-          [](DevInstance& d) { return AccessToJson(CallNoGil([&] { return d.Access(); })); },
+          [](DevInstance& d) { return CallNoGil([&] { return d.Access(); }).ToJson(); },
           "{user, endpoints, table, html}: where each tool is reached (no password).")
       .def(
           "logs",

@@ -26,69 +26,11 @@ Json ListToJson(const ResourceList& list) {
   return out;
 }
 
-Json UsageToJson(const QuotaUsage& usage) {
-  Json resources = Json::array();
-  for (const auto& r : usage.resources) {
-    resources.push_back({{"resource", r.resource},
-                         {"hard", r.hard.ToString()},
-                         {"used", r.used.ToString()},
-                         {"remaining", r.remaining.ToString()},
-                         {"fraction", r.Fraction()}});
-  }
-  return {{"namespace", usage.ns},
-          {"name", usage.name},
-          {"ready", usage.ready},
-          {"resources", std::move(resources)}};
-}
-
 /// {"usages": [...], "table": text, "html": HTML} for a list of usages.
 Json UsagesToJson(const std::vector<QuotaUsage>& usages) {
-  Json list = Json::array();
-  for (const auto& u : usages) list.push_back(UsageToJson(u));
-  return {{"usages", std::move(list)},
+  return {{"usages", ToJsonList(usages)},
           {"table", FormatUsageTable(usages)},
           {"html", FormatUsageHtml(usages)}};
-}
-
-Json GroupToJson(const NodeGroup& g) {
-  return {{"label", g.label},
-          {"value", g.value},
-          {"nodes", g.nodes},
-          {"allocatable", ListToJson(g.allocatable)},
-          {"requested", ListToJson(g.requested)},
-          {"free", ListToJson(g.free)}};
-}
-
-Json InventoryToJson(const Inventory& inv) {
-  Json nodes = Json::array();
-  for (const auto& n : inv.nodes) {
-    Json taints = Json::array();
-    for (const auto& t : n.taints) taints.push_back(t.ToString());
-    nodes.push_back({{"name", n.name},
-                     {"labels", n.labels},
-                     {"nodetype", n.nodetype},
-                     {"cputype", n.cputype},
-                     {"gputype", n.gputype},
-                     {"pooltype", n.pooltype},
-                     {"privatename", n.privatename},
-                     {"ready", n.ready},
-                     {"schedulable", n.schedulable},
-                     {"taints", std::move(taints)},
-                     {"allocatable", ListToJson(n.allocatable)},
-                     {"requested", ListToJson(n.requested)},
-                     {"free", ListToJson(n.free)},
-                     {"pod_count", n.pod_count}});
-  }
-  auto groups = [](const std::vector<NodeGroup>& gs) {
-    Json out = Json::array();
-    for (const auto& g : gs) out.push_back(GroupToJson(g));
-    return out;
-  };
-  return {{"nodes", std::move(nodes)},
-          {"by_gputype", groups(inv.by_gputype)},
-          {"by_cputype", groups(inv.by_cputype)},
-          {"by_pool", groups(inv.by_pool)},
-          {"text", FormatInventory(inv)}};
 }
 
 StringMap StringMapAt(const Json& spec, const char* key) {
@@ -171,14 +113,14 @@ void BindQuota(py::module_& m) {
   m.def(
       "check_quota",
       [](Client& client, const std::string& ns, const Json& objects) {
-        return FitToJson(CheckQuota(client, ns, ObjectList(objects)));
+        return CheckQuota(client, ns, ObjectList(objects)).ToJson();
       },
       py::arg("client"), py::arg("namespace"), py::arg("objects"), NoGil(),
       "Would these objects fit the namespace's quota? {fits, shortfalls, problems, message}.");
   m.def(
       "check_placement",
       [](Client& client, const Json& objects) {
-        return FitToJson(CheckPlacement(client, ObjectList(objects)));
+        return CheckPlacement(client, ObjectList(objects)).ToJson();
       },
       py::arg("client"), py::arg("objects"), NoGil(),
       "Could every pod of these objects ever be placed on some node?");
@@ -193,7 +135,7 @@ void BindQuota(py::module_& m) {
   m.def("update_node_labels", &UpdateNodeLabels, py::arg("client"), py::arg("node"), py::arg("set"),
         py::arg("remove"), NoGil(), "Sets and removes node labels in one patch; returns the node.");
   m.def(
-      "inventory", [](Client& client) { return InventoryToJson(GetInventory(client)); },
+      "inventory", [](Client& client) { return GetInventory(client).ToJson(); },
       py::arg("client"), NoGil(),
       "Nodes with allocatable, requested and free resources, grouped by gputype, cputype, pool.");
   m.def(
@@ -207,20 +149,5 @@ void BindQuota(py::module_& m) {
       "Names of the nodes where one pod with these requests fits right now.");
 }
 
-Json FitToJson(const FitResult& fit) {
-  Json shortfalls = Json::array();
-  for (const auto& s : fit.shortfalls) {
-    shortfalls.push_back({{"resource", s.resource},
-                          {"quota", s.quota},
-                          {"requested", s.requested.ToString()},
-                          {"used", s.used.ToString()},
-                          {"hard", s.hard.ToString()},
-                          {"remaining", s.remaining.ToString()}});
-  }
-  return {{"fits", fit.fits},
-          {"shortfalls", std::move(shortfalls)},
-          {"problems", fit.problems},
-          {"message", fit.Message()}};
-}
 
 }  // namespace tfk8s::python

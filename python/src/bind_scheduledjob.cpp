@@ -33,49 +33,6 @@ using NoGil = py::call_guard<py::gil_scoped_release>;
 using Ms = std::chrono::milliseconds;
 using TimePoint = std::chrono::system_clock::time_point;
 
-Json Seconds(const std::optional<TimePoint>& t) {
-  if (!t) return nullptr;
-  return std::chrono::duration<double>(t->time_since_epoch()).count();
-}
-
-Json RunToJson(const JobRun& r) {
-  return {{"name", r.name},
-          {"uid", r.uid},
-          {"namespace", r.namespace_name},
-          {"scheduled_job", r.scheduled_job},
-          {"trigger", ToString(r.trigger)},
-          {"scheduled_time", Seconds(r.scheduled_time)},
-          {"start_time", Seconds(r.start_time)},
-          {"end_time", Seconds(r.end_time)},
-          {"duration", r.duration ? Json(r.duration->count()) : Json(nullptr)},
-          {"result", ToString(r.result)},
-          {"reason", r.reason},
-          {"message", r.message},
-          {"attempts", r.attempts},
-          {"active", r.active},
-          {"succeeded", r.succeeded},
-          {"failed", r.failed},
-          {"alerted", r.alerted},
-          {"finished", r.finished()}};
-}
-
-Json RunsToJson(const std::vector<JobRun>& runs) {
-  Json out = Json::array();
-  for (const auto& r : runs) out.push_back(RunToJson(r));
-  return out;
-}
-
-Json ScheduleToJson(const ScheduleStatus& s) {
-  return {{"exists", s.exists},
-          {"api_version", s.api_version},
-          {"suspended", s.suspended},
-          {"schedule", s.schedule},
-          {"last_schedule_time", Seconds(s.last_schedule_time)},
-          {"last_successful_time", Seconds(s.last_successful_time)},
-          {"next_schedule_time", Seconds(s.next_schedule_time)},
-          {"active", s.active}};
-}
-
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {
   RaiseInstance(ExceptionToPython(error));
 }
@@ -98,7 +55,7 @@ py::object WaitForRun(ScheduledJob& task, const std::string& run, std::optional<
         options.cancelled = cancelled;
         return task.WaitForRun(run, options);
       },
-      RunToJson, on_progress, RaiseStored);
+      ToJsonOf<JobRun>, on_progress, RaiseStored);
 }
 
 /// Writes a line to Python's sys.stderr (GIL held).
@@ -215,7 +172,7 @@ void BindScheduledJob(py::module_& m) {
           "The shell form of the command, for display.")
       .def(
           "preflight",
-          [](ScheduledJob& t) { return FitToJson(CallNoGil([&] { return t.Preflight(); })); },
+          [](ScheduledJob& t) { return CallNoGil([&] { return t.Preflight(); }).ToJson(); },
           "One run against quota headroom and node placement.")
       .def(
           "apply",
@@ -237,7 +194,7 @@ void BindScheduledJob(py::module_& m) {
             options.pod_annotations = pod_annotations;
             options.preflight = preflight;
             options.dry_run = dry_run;
-            return RunToJson(CallNoGil([&] { return t.RunNow(options); }));
+            return CallNoGil([&] { return t.RunNow(options); }).ToJson();
           },
           py::arg("job_name") = "",
           py::arg("pod_annotations") = std::map<std::string, std::string>{},
@@ -257,16 +214,16 @@ void BindScheduledJob(py::module_& m) {
           py::arg("wait") = py::none(), "Deletes the CronJob and its runs.")
       .def(
           "status",
-          [](ScheduledJob& t) { return ScheduleToJson(CallNoGil([&] { return t.Status(); })); },
+          [](ScheduledJob& t) { return CallNoGil([&] { return t.Status(); }).ToJson(); },
           "The schedule's state; times are seconds since the epoch.")
       .def(
           "history",
-          [](ScheduledJob& t) { return RunsToJson(CallNoGil([&] { return t.History(); })); },
+          [](ScheduledJob& t) { return ToJsonList(CallNoGil([&] { return t.History(); })); },
           "Every run still on the server, oldest first.")
       .def(
           "get_run",
           [](ScheduledJob& t, const std::string& run) {
-            return RunToJson(CallNoGil([&] { return t.GetRun(run); }));
+            return CallNoGil([&] { return t.GetRun(run); }).ToJson();
           },
           py::arg("run"), "One run by Job name.")
       .def("wait_for_run", &WaitForRun, py::arg("run"), py::arg("timeout") = py::none(),

@@ -20,18 +20,6 @@ namespace {
 using NoGil = py::call_guard<py::gil_scoped_release>;
 using tfk8s::testing::FakeCluster;
 
-Json RequestsToJson(const std::vector<tfk8s::testing::RecordedRequest>& requests) {
-  Json out = Json::array();
-  for (const auto& r : requests) {
-    out.push_back({{"method", r.method},
-                   {"path", r.path},
-                   {"query", r.query},
-                   {"body", r.body},
-                   {"content_type", r.content_type}});
-  }
-  return out;
-}
-
 }  // namespace
 
 void BindTesting(py::module_& m) {
@@ -75,7 +63,7 @@ void BindTesting(py::module_& m) {
               py::gil_scoped_release release;
               requests = f.requests();
             }
-            return RequestsToJson(requests);
+            return ToJsonList(requests);
           },
           "Every request received (dicts: method, path, query, body, content_type).")
       .def("clear_requests", &FakeCluster::ClearRequests, NoGil(),

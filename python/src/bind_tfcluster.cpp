@@ -27,28 +27,10 @@ namespace {
 
 using NoGil = py::call_guard<py::gil_scoped_release>;
 
-Json StatusToJson(const TFClusterStatus& status) {
-  Json replicas = Json::array();
-  for (const auto& r : status.replicas) {
-    replicas.push_back({{"role", r.role},
-                        {"index", r.index},
-                        {"pod", r.pod},
-                        {"phase", r.phase},
-                        {"node", r.node},
-                        {"restarts", r.restarts},
-                        {"reason", r.reason}});
-  }
-  return {{"phase", ToString(status.phase)},
-          {"message", status.message},
-          {"replicas", std::move(replicas)},
-          {"not_ready", status.NotReady()},
-          {"table", status.Table()}};
-}
-
 /// Raises the Python exception for `error`; a TFClusterFailed becomes tfk8s.WorkloadFailed with
 /// `.status` set to the status dict.
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {
-  RaiseWithStatus<TFClusterFailed>(error, StatusToJson);
+  RaiseWithStatus<TFClusterFailed>(error, ToJsonOf<TFClusterStatus>);
 }
 
 /// Runs f() without the GIL; a TFClusterFailed becomes WorkloadFailed with `.status`.
@@ -75,7 +57,7 @@ py::object Wait(TFCluster& cluster, const std::string& until, std::optional<doub
       [&](const auto& report, const auto& cancelled) {
         return cluster.Wait(what, timeout_ms, report, cancelled);
       },
-      StatusToJson, on_progress, RaiseStored);
+      ToJsonOf<TFClusterStatus>, on_progress, RaiseStored);
 }
 
 
@@ -115,7 +97,7 @@ void BindTFCluster(py::module_& m) {
               py::gil_scoped_release release;
               fit = c.Preflight();
             }
-            return FitToJson(fit);
+            return fit.ToJson();
           },
           "Quota headroom and node placement, as {fits, shortfalls, problems, message}.")
       .def(
@@ -143,7 +125,7 @@ void BindTFCluster(py::module_& m) {
               py::gil_scoped_release release;
               s = c.Status();
             }
-            return StatusToJson(s);
+            return s.ToJson();
           },
           "{phase, message, replicas, not_ready, table}.")
       .def("wait", &Wait, py::arg("until") = "ready", py::arg("timeout") = py::none(),

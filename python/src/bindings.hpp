@@ -27,9 +27,18 @@ namespace tfk8s::python {
 
 namespace py = pybind11;
 
-/// A pre-flight result as a dict: fits, shortfalls (amounts as strings), problems, message.
-/// Shared by every workload's preflight() and by check_quota / check_placement.
-nlohmann::json FitToJson(const FitResult& fit);
+/// A result type's ToJson() (the one conversion path: the library converts, bindings return).
+template <typename T>
+nlohmann::json ToJsonOf(const T& value) {
+  return value.ToJson();
+}
+/// [ToJson() of each].
+template <typename T>
+nlohmann::json ToJsonList(const std::vector<T>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& v : values) out.push_back(v.ToJson());
+  return out;
+}
 
 // ---- areas ----------------------------------------------------------------------------------
 /// Exception classes (tfk8s.Error and subclasses), StatusCause and the exception translator.

@@ -1531,4 +1531,12 @@ std::vector<RecordedRequest> FakeCluster::requests() const { return server_->req
 
 void FakeCluster::ClearRequests() { server_->ClearRequests(); }
 
+Json RecordedRequest::ToJson() const {
+  return {{"method", method},
+          {"path", path},
+          {"query", query},
+          {"body", body},
+          {"content_type", content_type}};
+}
+
 }  // namespace tfk8s::testing

@@ -788,4 +788,26 @@ std::vector<Json> DevInstance::Render() const { return RenderDevInstance(spec_);
 
 std::string DevInstance::ToYaml() const { return ToYamlDocuments(Render()); }
 
+// ---- results as JSON -----------------------------------------------------------------------
+
+Json DevInstanceStatus::ToJson() const {
+  return {{"phase", ToString(phase)}, {"pod", pod},
+          {"node", node},             {"restarts", restarts},
+          {"ready_tools", ready_tools}, {"reason", reason},
+          {"message", message},       {"table", Table()}};
+}
+
+Json DevAccess::ToJson() const {
+  Json out = Json::array();
+  for (const auto& e : endpoints) {
+    out.push_back({{"tool", e.tool},
+                   {"port", e.port},
+                   {"cluster_address", e.cluster_address},
+                   {"external_port", e.external_port},
+                   {"external_address", e.external_address},
+                   {"connect", e.connect}});
+  }
+  return {{"user", user}, {"endpoints", std::move(out)}, {"table", Table()}, {"html", Html()}};
+}
+
 }  // namespace tfk8s

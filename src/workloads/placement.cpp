@@ -604,4 +604,47 @@ FitResult CheckPlacement(Client& client, const std::vector<Json>& objects) {
   return EvaluatePlacement(objects, Items(client.ListAll(kNodes, "")));
 }
 
+// ---- results as JSON -----------------------------------------------------------------------
+
+Json NodeGroup::ToJson() const {
+  return {{"label", label},
+          {"value", value},
+          {"nodes", nodes},
+          {"allocatable", internal::ResourceListJson(allocatable)},
+          {"requested", internal::ResourceListJson(requested)},
+          {"free", internal::ResourceListJson(free)}};
+}
+
+Json Inventory::ToJson() const {
+  Json out_nodes = Json::array();
+  for (const auto& n : nodes) {
+    Json taints = Json::array();
+    for (const auto& t : n.taints) taints.push_back(t.ToString());
+    out_nodes.push_back({{"name", n.name},
+                         {"labels", n.labels},
+                         {"nodetype", n.nodetype},
+                         {"cputype", n.cputype},
+                         {"gputype", n.gputype},
+                         {"pooltype", n.pooltype},
+                         {"privatename", n.privatename},
+                         {"ready", n.ready},
+                         {"schedulable", n.schedulable},
+                         {"taints", std::move(taints)},
+                         {"allocatable", internal::ResourceListJson(n.allocatable)},
+                         {"requested", internal::ResourceListJson(n.requested)},
+                         {"free", internal::ResourceListJson(n.free)},
+                         {"pod_count", n.pod_count}});
+  }
+  auto groups = [](const std::vector<NodeGroup>& gs) {
+    Json out = Json::array();
+    for (const auto& g : gs) out.push_back(g.ToJson());
+    return out;
+  };
+  return {{"nodes", std::move(out_nodes)},
+          {"by_gputype", groups(by_gputype)},
+          {"by_cputype", groups(by_cputype)},
+          {"by_pool", groups(by_pool)},
+          {"text", FormatInventory(*this)}};
+}
+
 }  // namespace tfk8s

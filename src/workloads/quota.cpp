@@ -826,4 +826,34 @@ Json RetryWhileQuotaUnknown(const std::function<Json()>& write, std::chrono::mil
   }
 }
 
+// ---- results as JSON -----------------------------------------------------------------------
+
+Json FitResult::ToJson() const {
+  Json out_shortfalls = Json::array();
+  for (const auto& s : shortfalls) {
+    out_shortfalls.push_back({{"resource", s.resource},
+                              {"quota", s.quota},
+                              {"requested", s.requested.ToString()},
+                              {"used", s.used.ToString()},
+                              {"hard", s.hard.ToString()},
+                              {"remaining", s.remaining.ToString()}});
+  }
+  return {{"fits", fits},
+          {"shortfalls", std::move(out_shortfalls)},
+          {"problems", problems},
+          {"message", Message()}};
+}
+
+Json QuotaUsage::ToJson() const {
+  Json out = Json::array();
+  for (const auto& r : resources) {
+    out.push_back({{"resource", r.resource},
+                   {"hard", r.hard.ToString()},
+                   {"used", r.used.ToString()},
+                   {"remaining", r.remaining.ToString()},
+                   {"fraction", r.Fraction()}});
+  }
+  return {{"namespace", ns}, {"name", name}, {"ready", ready}, {"resources", std::move(out)}};
+}
+
 }  // namespace tfk8s

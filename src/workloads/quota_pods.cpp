@@ -74,6 +74,13 @@ ResourceList ParseResourceList(const Json& object, std::string_view field) {
 }
 
 namespace internal {
+
+Json ResourceListJson(const ResourceList& list) {
+  Json out = Json::object();
+  for (const auto& [k, v] : list) out[k] = v.ToString();
+  return out;
+}
+
 namespace {
 
 bool BoolField(const Json& object, std::string_view key) {
@@ -157,12 +164,6 @@ void DefaultLimitRangeItem(ResourceList& defaults, ResourceList& default_request
   for (const auto& [k, v] : max) defaults.try_emplace(k, v);
   for (const auto& [k, v] : defaults) default_requests.try_emplace(k, v);
   for (const auto& [k, v] : min) default_requests.try_emplace(k, v);
-}
-
-Json ToJson(const ResourceList& list) {
-  Json out = Json::object();
-  for (const auto& [k, v] : list) out[k] = v.ToString();
-  return out;
 }
 
 bool IsHugePages(std::string_view name) { return name.rfind("hugepages-", 0) == 0; }
@@ -267,7 +268,7 @@ void DefaultPodResources(Json& pod_spec, const std::vector<Json>& limit_ranges) 
           if (source->empty()) continue;
           Json& list_json = resources[target];
           if (!list_json.is_object()) list_json = Json::object();
-          const Json values = ToJson(*source);
+          const Json values = ResourceListJson(*source);
           for (const auto& [k, v] : values.items()) {
             if (!list_json.contains(k)) list_json[k] = v;
           }

@@ -69,4 +69,7 @@ ResourceList ContainerResources(const Json& container, std::string_view which,
 /// e.g. "nvidia.com/gpu".
 bool IsExtendedResourceName(std::string_view name);
 
+/// {resource: quantity string}.
+Json ResourceListJson(const ResourceList& list);
+
 }  // namespace tfk8s::internal

@@ -635,6 +635,47 @@ bool JobRun::finished() const {
          result == RunResult::kTimedOut;
 }
 
+namespace {
+
+Json EpochSeconds(const std::optional<std::chrono::system_clock::time_point>& t) {
+  if (!t) return nullptr;
+  return std::chrono::duration<double>(t->time_since_epoch()).count();
+}
+
+}  // namespace
+
+Json JobRun::ToJson() const {
+  return {{"name", name},
+          {"uid", uid},
+          {"namespace", namespace_name},
+          {"scheduled_job", scheduled_job},
+          {"trigger", ToString(trigger)},
+          {"scheduled_time", EpochSeconds(scheduled_time)},
+          {"start_time", EpochSeconds(start_time)},
+          {"end_time", EpochSeconds(end_time)},
+          {"duration", duration ? Json(duration->count()) : Json(nullptr)},
+          {"result", ToString(result)},
+          {"reason", reason},
+          {"message", message},
+          {"attempts", attempts},
+          {"active", active},
+          {"succeeded", succeeded},
+          {"failed", failed},
+          {"alerted", alerted},
+          {"finished", finished()}};
+}
+
+Json ScheduleStatus::ToJson() const {
+  return {{"exists", exists},
+          {"api_version", api_version},
+          {"suspended", suspended},
+          {"schedule", schedule},
+          {"last_schedule_time", EpochSeconds(last_schedule_time)},
+          {"last_successful_time", EpochSeconds(last_successful_time)},
+          {"next_schedule_time", EpochSeconds(next_schedule_time)},
+          {"active", active}};
+}
+
 JobRun RunOf(const Json& job) {
   using internal::TimeAt;
   JobRun run;

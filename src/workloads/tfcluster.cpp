@@ -741,4 +741,24 @@ std::vector<Json> TFCluster::Render() const { return RenderTFCluster(spec_); }
 
 std::string TFCluster::ToYaml() const { return ToYamlDocuments(Render()); }
 
+// ---- results as JSON -----------------------------------------------------------------------
+
+Json TFClusterStatus::ToJson() const {
+  Json out = Json::array();
+  for (const auto& r : replicas) {
+    out.push_back({{"role", r.role},
+                   {"index", r.index},
+                   {"pod", r.pod},
+                   {"phase", r.phase},
+                   {"node", r.node},
+                   {"restarts", r.restarts},
+                   {"reason", r.reason}});
+  }
+  return {{"phase", ToString(phase)},
+          {"message", message},
+          {"replicas", std::move(out)},
+          {"not_ready", NotReady()},
+          {"table", Table()}};
+}
+
 }  // namespace tfk8s

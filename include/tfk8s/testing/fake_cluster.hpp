@@ -40,6 +40,8 @@ struct RecordedRequest {
   std::string query;         ///< The raw query string without '?', e.g. "watch=true" ("" if none).
   Json body;                 ///< The body decoded as JSON; null when empty or not JSON.
   std::string content_type;  ///< The Content-Type header's value ("" when absent).
+  /// The fields as JSON with snake_case keys (what the Python bindings return).
+  [[nodiscard]] Json ToJson() const;
 };
 
 /// An in-memory API server answering like Kubernetes v1.20.2. Thread-safe: clients made from it
