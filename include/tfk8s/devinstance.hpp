@@ -267,6 +267,9 @@ class DevInstance {
   /// those of `owner` (a team's instances: ns set, owner empty). Sorted by namespace and name.
   static std::vector<DevInstanceSummary> List(Client client, const std::string& ns,
                                               const std::string& owner = "");
+  /// List() as references (namespace, name, owner), like every workload's ListRefs.
+  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "",
+                                           const std::string& owner = "");
 
   /// The spec.
   [[nodiscard]] const DevInstanceSpec& spec() const { return spec_; }

@@ -282,8 +282,12 @@ class ScheduledJob {
   ScheduledJob(Client client, ScheduledJobSpec spec);
   /// Loads a task from its CronJob, or (no schedule) from its newest run.
   static ScheduledJob Load(Client client, const std::string& ns, const std::string& name);
-  /// Names of the tasks in a namespace (CronJobs and on-demand runs managed by tfk8s).
+  /// Names of the tasks in namespace `ns` (CronJobs and on-demand runs managed by tfk8s; `ns`
+  /// is required: ListRefs lists every namespace).
   static std::vector<std::string> List(Client client, const std::string& ns);
+  /// The tasks of namespace `ns`, or of every namespace when `ns` is "", sorted by namespace
+  /// then name.
+  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "");
 
   /// The spec.
   [[nodiscard]] const ScheduledJobSpec& spec() const { return spec_; }

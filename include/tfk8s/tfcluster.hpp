@@ -226,8 +226,12 @@ class TFCluster {
   TFCluster(Client client, TFClusterSpec spec);
   /// Loads an existing cluster from its root object (the stored spec).
   static TFCluster Load(Client client, const std::string& ns, const std::string& name);
-  /// Names of the clusters in a namespace.
+  /// Names of the clusters in namespace `ns` (required: names alone would be ambiguous across
+  /// namespaces; ListRefs lists every namespace).
   static std::vector<std::string> List(Client client, const std::string& ns);
+  /// The clusters of namespace `ns`, or of every namespace when `ns` is "" (one list call),
+  /// sorted by namespace then name.
+  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "");
 
   /// The spec.
   [[nodiscard]] const TFClusterSpec& spec() const { return spec_; }

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// What every workload's lifecycle shares: the options of a wait. A wait is driven by watches
-/// (no polling), reports progress, and can be cancelled from another thread.
+/// What every workload's lifecycle shares: the options of a wait (driven by watches, no
+/// polling; reports progress; can be cancelled from another thread), a log pull stream, and
+/// the reference a listing across namespaces returns.
 
 #include <chrono>
 #include <cstddef>
@@ -10,7 +11,20 @@
 #include <optional>
 #include <string>
 
+#include "tfk8s/client.hpp"
+
 namespace tfk8s {
+
+/// One workload found by a listing: where it is and whose it is. Listing every namespace
+/// returns these (names alone would be ambiguous).
+struct WorkloadRef {
+  std::string namespace_name;  ///< The team's namespace.
+  std::string name;            ///< The workload's name in it.
+  std::string owner;           ///< The user it belongs to ("" when the workload has none).
+  bool operator==(const WorkloadRef&) const = default;
+  /// {"namespace", "name", "owner"}.
+  [[nodiscard]] Json ToJson() const;
+};
 
 /// What a wait waits for.
 enum class WaitUntil {

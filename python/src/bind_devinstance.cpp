@@ -77,6 +77,14 @@ void BindDevInstance(py::module_& m) {
       .def_static("load", &DevInstance::Load, py::arg("client"), py::arg("namespace"),
                   py::arg("name"), NoGil(), "Loads an existing instance from its StatefulSet.")
       .def_static(
+          "list_refs",
+          [](Client client, const std::string& ns, const std::string& owner) {
+            return ToJsonList(
+                CallNoGil([&] { return DevInstance::ListRefs(std::move(client), ns, owner); }));
+          },
+          py::arg("client"), py::arg("namespace") = "", py::arg("owner") = "",
+          "[{namespace, name, owner}] of the instances (namespace \"\" = every namespace).")
+      .def_static(
           "list",
           [](Client client, const std::string& ns, const std::string& owner) {
             std::vector<DevInstanceSummary> rows;

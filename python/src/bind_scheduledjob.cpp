@@ -149,6 +149,14 @@ void BindScheduledJob(py::module_& m) {
       .def_static("list", &ScheduledJob::List, py::arg("client"), py::arg("namespace"), NoGil(),
                   "Names of the tasks in a namespace.")
       .def_static(
+          "list_refs",
+          [](Client client, const std::string& ns) {
+            return ToJsonList(
+                CallNoGil([&] { return ScheduledJob::ListRefs(std::move(client), ns); }));
+          },
+          py::arg("client"), py::arg("namespace") = "",
+          "[{namespace, name, owner}] of the tasks in a namespace (\"\" = every namespace).")
+      .def_static(
           "normalize_spec",
           [](const Json& spec) {
             auto s = ScheduledJobSpec::FromJson(spec);

@@ -76,6 +76,13 @@ void BindTFCluster(py::module_& m) {
       .def_static("list", &TFCluster::List, py::arg("client"), py::arg("namespace"), NoGil(),
                   "Names of the clusters in a namespace.")
       .def_static(
+          "list_refs",
+          [](Client client, const std::string& ns) {
+            return ToJsonList(CallNoGil([&] { return TFCluster::ListRefs(std::move(client), ns); }));
+          },
+          py::arg("client"), py::arg("namespace") = "",
+          "[{namespace, name, owner}] of the clusters in a namespace (\"\" = every namespace).")
+      .def_static(
           "validate_spec", [](const Json& spec) { TFClusterSpec::FromJson(spec).Validate(); },
           py::arg("spec"), "Raises ValidationError when the spec is invalid.")
       .def_static(

@@ -80,7 +80,7 @@ from tfk8s.quota import (
     where_fits,
 )
 from tfk8s._logs import WorkloadLogs
-from tfk8s._records import FitResult
+from tfk8s._records import FitResult, WorkloadRef
 from tfk8s.tfcluster import TFCluster, TFClusterLogs, TFClusterStatus
 from tfk8s.devinstance import (
     DevAccess,
@@ -149,6 +149,7 @@ __all__ = [
     "Timeout",
     "ServerError",
     "WorkloadFailed",
+    "WorkloadRef",
     "__version__",
 ]
 # The workloads (TFCluster, DevInstance, ScheduledJob with their statuses, runs and helpers) and

@@ -30,7 +30,7 @@ from typing import (
 
 from tfk8s import _html
 
-__all__ = ["Record", "MappingRecord", "FitResult", "field"]
+__all__ = ["Record", "MappingRecord", "FitResult", "WorkloadRef", "field"]
 
 T = TypeVar("T")
 
@@ -185,6 +185,25 @@ class MappingRecord(Record, Mapping[str, Any]):
         return Record.__eq__(self, other)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class WorkloadRef(Record):
+    """One workload found by ``refs()``: ``namespace``, ``name`` and ``owner`` ("" when the
+    workload has none). Listing every namespace returns these, since names alone would be
+    ambiguous."""
+
+    __slots__ = ()
+
+    namespace: str = field(text)
+    name: str = field(text)
+    owner: str = field(text)
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def _html_body(self) -> str:
+        return _html.fields([("namespace", self.namespace), ("name", self.name),
+                             ("owner", self.owner)])
 
 
 class FitResult(Record):

@@ -23,7 +23,7 @@ from typing import (
 )
 
 from tfk8s import _core
-from tfk8s._records import FitResult, Record
+from tfk8s._records import FitResult, Record, WorkloadRef
 
 Object = Dict[str, Any]
 ProgressCallback = Callable[[Mapping[str, Any]], None]
@@ -177,6 +177,12 @@ class Workload:
     @classmethod
     def _names(cls, client: Any, namespace: Optional[str]) -> List[str]:
         return cls._core_type.list(client.core, namespace or client.namespace)
+
+    @classmethod
+    def refs(cls, client: Any, namespace: str = "") -> List[WorkloadRef]:
+        """The workloads of ``namespace``, or of every namespace when "" (the default), as
+        :class:`WorkloadRef` (namespace, name, owner), sorted by namespace then name."""
+        return [WorkloadRef(r) for r in cls._core_type.list_refs(client.core, namespace)]
 
     # ---- the spec -----------------------------------------------------------------------
     @property

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
+#include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
 
 namespace tfk8s::internal {
@@ -30,6 +32,40 @@ std::string StringAt(const Json& object, std::string_view key) {
   const Json& v = At(object, key);
   return v.is_string() ? v.get<std::string>() : std::string();
 }
+
+void RequireOneNamespace(const std::string& ns, std::string_view instead) {
+  if (ns.empty()) {
+    throw ValidationError("namespace", "",
+                          fmt::format("names alone are ambiguous across namespaces: name one "
+                                      "namespace, or use {} (namespace and name)",
+                                      instead));
+  }
+}
+
+std::vector<std::string> Names(const std::vector<WorkloadRef>& refs) {
+  std::vector<std::string> names;
+  names.reserve(refs.size());
+  for (const auto& r : refs) names.push_back(r.name);
+  return names;
+}
+
+void SortRefs(std::vector<WorkloadRef>* refs) {
+  std::sort(refs->begin(), refs->end(), [](const WorkloadRef& a, const WorkloadRef& b) {
+    return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
+  });
+}
+
+}  // namespace tfk8s::internal
+
+namespace tfk8s {
+
+Json WorkloadRef::ToJson() const {
+  return {{"namespace", namespace_name}, {"name", name}, {"owner", owner}};
+}
+
+}  // namespace tfk8s
+
+namespace tfk8s::internal {
 
 std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "tfk8s/workload.hpp"
 #include "workloads/kinds.hpp"
 
 namespace tfk8s::internal {
@@ -37,6 +38,15 @@ std::string StringAt(const Json& object, std::string_view key);
 std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows);
 /// Text with &, <, >, " and ' escaped for HTML.
 std::string HtmlEscape(std::string_view text);
+
+// ---- listings -------------------------------------------------------------------------------
+/// Throws ValidationError("namespace") when `ns` is "": a listing of names needs one namespace
+/// (names alone are ambiguous across namespaces); `instead` names the call that lists all.
+void RequireOneNamespace(const std::string& ns, std::string_view instead);
+/// The names of `refs`, in order.
+std::vector<std::string> Names(const std::vector<WorkloadRef>& refs);
+/// Sorts by namespace, then name.
+void SortRefs(std::vector<WorkloadRef>* refs);
 
 /// metadata.name ("" when absent).
 std::string NameOf(const Json& object);

@@ -388,6 +388,15 @@ std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::stri
   return out;
 }
 
+std::vector<WorkloadRef> DevInstance::ListRefs(Client client, const std::string& ns,
+                                              const std::string& owner) {
+  std::vector<WorkloadRef> refs;
+  for (auto& s : List(std::move(client), ns, owner)) {
+    refs.push_back({std::move(s.namespace_name), std::move(s.name), std::move(s.owner)});
+  }
+  return refs;
+}
+
 FitResult DevInstance::Preflight() {
   bool home_exists = CheckGrants(client_, spec_);
   auto existing = GetOptional(client_, kStatefulSets, spec_.namespace_name, spec_.name);

@@ -148,21 +148,31 @@ ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std:
 }
 
 std::vector<std::string> ScheduledJob::List(Client client, const std::string& ns) {
-  std::set<std::string> names;
+  internal::RequireOneNamespace(ns, "ScheduledJob::ListRefs");
+  return internal::Names(ListRefs(std::move(client), ns));
+}
+
+std::vector<WorkloadRef> ScheduledJob::ListRefs(Client client, const std::string& ns) {
+  std::set<std::pair<std::string, std::string>> found;  // (namespace, name), unique
+  auto add = [&found](const std::vector<Json>& objects) {
+    for (const auto& o : objects) {
+      const Json& metadata = internal::At(o, "metadata");
+      std::string name = internal::StringAt(internal::At(metadata, "labels"),
+                                            internal::kScheduledJobLabel);
+      if (!name.empty()) found.emplace(internal::StringAt(metadata, "namespace"), name);
+    }
+  };
   ListOptions sel;
   sel.label_selector = internal::kScheduledJobLabel;
   try {
     ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
-    for (const auto& cj : Items(client.ListAll(cronjobs, ns, sel))) {
-      names.insert(cj["metadata"]["labels"].value(internal::kScheduledJobLabel, ""));
-    }
+    add(Items(client.ListAll(cronjobs, ns, sel)));
   } catch (const NotFound&) {
   }
-  for (const auto& job : Items(client.ListAll(kJobs, ns, sel))) {
-    names.insert(job["metadata"]["labels"].value(internal::kScheduledJobLabel, ""));
-  }
-  names.erase("");
-  return {names.begin(), names.end()};
+  add(Items(client.ListAll(kJobs, ns, sel)));
+  std::vector<WorkloadRef> refs;
+  for (auto& [namespace_name, name] : found) refs.push_back({namespace_name, name, ""});
+  return refs;  // sorted by the set
 }
 
 // ---- schedule -------------------------------------------------------------------------------

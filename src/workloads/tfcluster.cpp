@@ -248,15 +248,20 @@ TFCluster TFCluster::Load(Client client, const std::string& ns, const std::strin
 }
 
 std::vector<std::string> TFCluster::List(Client client, const std::string& ns) {
+  internal::RequireOneNamespace(ns, "TFCluster::ListRefs");
+  return internal::Names(ListRefs(std::move(client), ns));
+}
+
+std::vector<WorkloadRef> TFCluster::ListRefs(Client client, const std::string& ns) {
   ListOptions o;
   o.label_selector = std::string(kComponentLabel) + "=root," + internal::kinds::kManagedBySelector;
-  std::vector<std::string> names;
+  std::vector<WorkloadRef> refs;
   for (const auto& cm : Items(client.ListAll(kConfigMaps, ns, o))) {
     std::string n = LabelOf(cm, kClusterLabel);
-    if (!n.empty()) names.push_back(n);
+    if (!n.empty()) refs.push_back({internal::StringAt(internal::At(cm, "metadata"), "namespace"), n, ""});
   }
-  std::sort(names.begin(), names.end());
-  return names;
+  internal::SortRefs(&refs);
+  return refs;
 }
 
 std::vector<Json> TFCluster::Children() const {

@@ -521,6 +521,13 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
   return c;
 }
 
+// The common labels plus `labels` (a workload part's own).
+Json PodLabels(const TFClusterSpec& spec, const Json& labels) {
+  Json out = CommonLabels(spec);
+  for (auto it = labels.begin(); it != labels.end(); ++it) out[it.key()] = *it;
+  return out;
+}
+
 Json PodSpec(const TFClusterSpec& spec, Json container, bool gpu, const std::string& cputype,
              const std::string& gputype, const std::string& restart_policy) {
   internal::AddContainerOptions(&container, spec.pod);
@@ -537,6 +544,19 @@ Json PodMetadata(const Json& labels, const std::map<std::string, std::string>& a
   Json m = {{"labels", labels}};
   if (!annotations.empty()) m["annotations"] = annotations;
   return m;
+}
+
+// A Job of one pod (a per-replica replica, the session).
+Json OneShotJob(const TFClusterSpec& spec, const TFRenderOptions& o, const std::string& name,
+                const Json& labels, int backoff_limit, Json pod_metadata, Json pod_spec) {
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", Metadata(spec, o, name, labels)},
+          {"spec",
+           {{"parallelism", 1},
+            {"completions", 1},
+            {"backoffLimit", backoff_limit},
+            {"template", {{"metadata", std::move(pod_metadata)}, {"spec", std::move(pod_spec)}}}}}};
 }
 
 Json HeadlessService(const TFClusterSpec& spec, const TFRenderOptions& o, const std::string& name,
@@ -616,29 +636,16 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
         Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, role},
                          {kIndexLabel, std::to_string(i)}};
         out.push_back(HeadlessService(spec, o, name, labels, selector, r.port));
-        Json pod_labels = CommonLabels(spec);
-        for (auto it = labels.begin(); it != labels.end(); ++it) pod_labels[it.key()] = *it;
-        out.push_back(
-            {{"apiVersion", "batch/v1"},
-             {"kind", "Job"},
-             {"metadata", Metadata(spec, o, name, labels)},
-             {"spec",
-              {{"parallelism", 1},
-               {"completions", 1},
-               {"backoffLimit", r.backoff_limit},
-               {"template",
-                {{"metadata", PodMetadata(pod_labels, r.pod_annotations)},
-                 {"spec", PodSpec(spec, TFContainer(spec, role, i), gpu, cputype, gputype,
-                                  r.restart_policy)}}}}}});
+        out.push_back(OneShotJob(spec, o, name, labels, r.backoff_limit,
+                                 PodMetadata(PodLabels(spec, labels), r.pod_annotations),
+                                 PodSpec(spec, TFContainer(spec, role, i), gpu, cputype,
+                                         gputype, r.restart_policy)));
       }
     } else {
       std::string name = RoleName(spec, role);
       Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, role}};
       out.push_back(HeadlessService(spec, o, name, role_labels, selector, r.port));
-      Json pod_labels = CommonLabels(spec);
-      for (auto it = role_labels.begin(); it != role_labels.end(); ++it) {
-        pod_labels[it.key()] = *it;
-      }
+      Json pod_labels = PodLabels(spec, role_labels);
       out.push_back({{"apiVersion", "apps/v1"},
                      {"kind", "StatefulSet"},
                      {"metadata", Metadata(spec, o, name, role_labels)},
@@ -677,20 +684,9 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     if (!res.empty()) c["resources"] = res;
     Json mounts = VolumeMounts(spec);
     if (!mounts.empty()) c["volumeMounts"] = mounts;
-    Json pod_labels = CommonLabels(spec);
-    for (auto it = labels.begin(); it != labels.end(); ++it) pod_labels[it.key()] = *it;
-    out.push_back(
-        {{"apiVersion", "batch/v1"},
-         {"kind", "Job"},
-         {"metadata", Metadata(spec, o, name, labels)},
-         {"spec",
-          {{"parallelism", 1},
-           {"completions", 1},
-           {"backoffLimit", 0},
-           {"template",
-            {{"metadata", {{"labels", pod_labels}}},
-             {"spec", PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
-                              spec.placement.gputype, "Never")}}}}}});
+    out.push_back(OneShotJob(spec, o, name, labels, 0, {{"labels", PodLabels(spec, labels)}},
+                             PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
+                                     spec.placement.gputype, "Never")));
     out.push_back(ExposedService(spec, o, name, labels, selector, "jupyter", s.jupyter_port,
                                  s.service_type));
     out.push_back(ExposedService(spec, o, name + "-ssh", labels, selector, "ssh", s.ssh_port,

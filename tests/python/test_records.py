@@ -108,6 +108,7 @@ def every_record() -> List[Record]:
         tfk8s.Inventory(inventory_raw()),
         tfk8s.ScheduledJobRun(run_raw()),
         tfk8s.ScheduledJobStatus(schedule_raw()),
+        tfk8s.WorkloadRef({"namespace": "team-a", "name": HOSTILE, "owner": "alice"}),
     ]
 
 

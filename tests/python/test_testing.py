@@ -181,3 +181,28 @@ def test_tfcluster_that_fits_no_node_creates_nothing() -> None:
     with pytest.raises(tfk8s.WorkloadFailed):
         cluster.apply()
     assert fake.objects("batch/v1", "Job") == []
+
+
+def test_every_workload_lists_across_namespaces_with_namespaces(fake: FakeCluster) -> None:
+    fake.add_node("n1", {"nodetype": "tensorflow", "pooltype": "shared"}, "64", "256Gi", 8)
+    client = fake.client()
+    for ns, owner in (("team-b", "bob"), ("team-a", "alice")):
+        tfk8s.TFCluster(client, name="mnist", namespace=ns, worker=1).apply()
+        tfk8s.ScheduledJob(client, name="nightly", namespace=ns, image="python:3",
+                           entry_path="train.py", schedule="0 3 * * *").apply()
+        tfk8s.DevInstance(client, owner=owner, name="lab", namespace=ns).create()
+
+    refs = tfk8s.TFCluster.refs(client)
+    assert [(r.namespace, r.name, r.owner) for r in refs] == [
+        ("team-a", "mnist", ""), ("team-b", "mnist", "")]
+    assert all(isinstance(r, tfk8s.WorkloadRef) for r in refs)
+    assert str(refs[1]) == "team-b/mnist"
+    assert [str(r) for r in tfk8s.ScheduledJob.refs(client)] == ["team-a/nightly", "team-b/nightly"]
+    assert [str(r) for r in tfk8s.ScheduledJob.refs(client, "team-b")] == ["team-b/nightly"]
+    assert [(str(r), r.owner) for r in tfk8s.DevInstance.refs(client)] == [
+        ("team-a/lab", "alice"), ("team-b/lab", "bob")]
+    assert [str(r) for r in tfk8s.DevInstance.refs(client, owner="bob")] == ["team-b/lab"]
+    # Names alone across namespaces would be ambiguous: refused, naming the field.
+    with pytest.raises(tfk8s.ValidationError, match="namespace"):
+        tfk8s.TFCluster.list(fake.client(namespace=""), "")
+    assert tfk8s.TFCluster.list(client, "team-a") == ["mnist"]

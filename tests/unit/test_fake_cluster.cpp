@@ -694,4 +694,46 @@ TEST_SUITE("fake_cluster") {
     CHECK(jupyter->external_port >= 30000);
     CHECK_THROWS_AS(lab.Create(), AlreadyExists);
   }
+
+  TEST_CASE("every workload lists across namespaces with namespace and name; names need one") {
+    FakeCluster fake;
+    AddTensorFlowNodes(fake);
+    Client client = fake.client();
+    for (const char* ns : {"team-b", "team-a"}) {
+      TFClusterSpec cluster = SmallCluster();
+      cluster.namespace_name = ns;
+      TFCluster(client, cluster).Apply();
+      ScheduledJobSpec job;
+      job.name = "nightly";
+      job.namespace_name = ns;
+      job.image = "python:3";
+      job.entry_path = "train.py";
+      job.schedule = "30 2 * * *";
+      ScheduledJob(client, job).Apply();
+      DevInstanceSpec dev;
+      dev.owner = std::string(ns) == "team-a" ? "alice" : "bob";
+      dev.name = "lab";
+      dev.namespace_name = ns;
+      dev.resources = {"1", "1Gi", "", "", 0};
+      DevInstance(client, dev).Create();
+    }
+    const std::vector<WorkloadRef> clusters = {{"team-a", "mnist", ""}, {"team-b", "mnist", ""}};
+    CHECK(TFCluster::ListRefs(client) == clusters);
+    CHECK(TFCluster::ListRefs(client, "team-b") == std::vector<WorkloadRef>{clusters[1]});
+    CHECK(ScheduledJob::ListRefs(client) ==
+          std::vector<WorkloadRef>{{"team-a", "nightly", ""}, {"team-b", "nightly", ""}});
+    CHECK(DevInstance::ListRefs(client) ==
+          std::vector<WorkloadRef>{{"team-a", "lab", "alice"}, {"team-b", "lab", "bob"}});
+    CHECK(DevInstance::ListRefs(client, "", "bob") ==
+          std::vector<WorkloadRef>{{"team-b", "lab", "bob"}});
+    CHECK(clusters[0].ToJson() == Json{{"namespace", "team-a"}, {"name", "mnist"}, {"owner", ""}});
+    // Names alone would be ambiguous across namespaces: refused before anything is sent.
+    fake.ClearRequests();
+    CHECK_THROWS_WITH_AS(TFCluster::List(client, ""), doctest::Contains("namespace"),
+                         ValidationError);
+    CHECK_THROWS_WITH_AS(ScheduledJob::List(client, ""), doctest::Contains("ListRefs"),
+                         ValidationError);
+    CHECK(fake.requests().empty());
+    CHECK(TFCluster::List(client, "team-a") == std::vector<std::string>{"mnist"});
+  }
 }
