@@ -321,6 +321,9 @@ class DevInstance {
 
  private:
   DevStartResult Launch();
+  // What a start returns: `password` and where to connect (the base addresses when the
+  // exposure cannot be read back: the password must reach the caller).
+  DevStartResult Started(std::string password);
   void SyncExposure(const DevInstanceSpec& spec, bool running);
   Json ApplyObjects(bool running, const std::optional<DevCredentials>& credentials);
   Client client_;

@@ -179,6 +179,16 @@ void AddWriteQuery(Query& q, bool dry_run, std::string_view field_manager) {
   q.AddIf(!field_manager.empty(), "fieldManager", field_manager);
 }
 
+// A write request (create, replace, patch) to `path` with the options' query.
+RequestSpec WriteRequest(const char* method, std::string path, const WriteOptions& options) {
+  Query q;
+  AddWriteQuery(q, options.dry_run, options.field_manager);
+  RequestSpec spec;
+  spec.method = method;
+  spec.path = std::move(path) + q.str();
+  return spec;
+}
+
 // Splits "apps/v1" into ("apps", "v1") and "v1" into ("", "v1").
 std::pair<std::string, std::string> SplitApiVersion(std::string_view api_version) {
   auto slash = api_version.find('/');
@@ -437,11 +447,7 @@ Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions 
 Json Client::Create(const ResourceType& type, std::string_view ns, const Json& object,
                     const WriteOptions& options) {
   std::string n = NamespaceFor(*this, type, ns, &object);
-  Query q;
-  AddWriteQuery(q, options.dry_run, options.field_manager);
-  RequestSpec spec;
-  spec.method = "POST";
-  spec.path = type.CollectionPath(n) + q.str();
+  RequestSpec spec = WriteRequest("POST", type.CollectionPath(n), options);
   spec.body = object.dump();
   spec.content_type = "application/json";
   std::string name = object.value("metadata", Json::object()).value("name", "");
@@ -454,11 +460,7 @@ Json Client::Replace(const ResourceType& type, std::string_view ns, const Json& 
   std::string n = NamespaceFor(*this, type, ns, &object);
   std::string name = NameOf(object, "replace");
   validation::RequirePathSegment("metadata.name", name);
-  Query q;
-  AddWriteQuery(q, options.dry_run, options.field_manager);
-  RequestSpec spec;
-  spec.method = "PUT";
-  spec.path = type.ObjectPath(n, name, subresource) + q.str();
+  RequestSpec spec = WriteRequest("PUT", type.ObjectPath(n, name, subresource), options);
   spec.body = object.dump();
   spec.content_type = "application/json";
   spec.context = Describe("replace", type, n, name);
@@ -469,11 +471,7 @@ Json Client::Patch(const ResourceType& type, std::string_view ns, std::string_vi
                    PatchType patch_type, const Json& patch, const WriteOptions& options,
                    std::string_view subresource) {
   std::string n = NamespaceFor(*this, type, ns);
-  Query q;
-  AddWriteQuery(q, options.dry_run, options.field_manager);
-  RequestSpec spec;
-  spec.method = "PATCH";
-  spec.path = type.ObjectPath(n, name, subresource) + q.str();
+  RequestSpec spec = WriteRequest("PATCH", type.ObjectPath(n, name, subresource), options);
   spec.body = patch.dump();
   switch (patch_type) {
     case PatchType::kMerge: spec.content_type = "application/merge-patch+json"; break;

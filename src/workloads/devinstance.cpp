@@ -448,6 +448,19 @@ void DevInstance::SyncExposure(const DevInstanceSpec& spec, bool running) {
   }
 }
 
+DevStartResult DevInstance::Started(std::string password) {
+  DevStartResult result;
+  result.password = std::move(password);
+  try {
+    result.access = Access();
+  } catch (const Error&) {
+    // The password must reach the caller even if the exposure cannot be read back.
+    result.access = BaseAccess(spec_);
+    FillConnect(&result.access);
+  }
+  return result;
+}
+
 DevStartResult DevInstance::Create(const DevCreateOptions& options) {
   const std::string& ns = spec_.namespace_name;
   bool home_exists = CheckGrants(client_, spec_);
@@ -489,16 +502,7 @@ DevStartResult DevInstance::Create(const DevCreateOptions& options) {
     }
     throw;
   }
-  DevStartResult result;
-  result.password = std::move(credentials.password);
-  try {
-    result.access = Access();
-  } catch (const Error&) {
-    // The password must reach the caller even if the exposure cannot be read back.
-    result.access = BaseAccess(spec_);
-    FillConnect(&result.access);
-  }
-  return result;
+  return Started(std::move(credentials.password));
 }
 
 void DevInstance::Apply() {
@@ -562,15 +566,7 @@ DevStartResult DevInstance::Launch() {
       // Already replaced by someone else: the new pod reads the new Secret anyway.
     }
   }
-  DevStartResult result;
-  result.password = std::move(credentials.password);
-  try {
-    result.access = Access();
-  } catch (const Error&) {
-    result.access = BaseAccess(spec_);
-    FillConnect(&result.access);
-  }
-  return result;
+  return Started(std::move(credentials.password));
 }
 
 DevStartResult DevInstance::Start() { return Launch(); }
