@@ -210,22 +210,23 @@ void BindErrors(py::module_& m) {
   };
   for (const auto& a : api_classes)
     at(a.kind) = NewClass(m, a.name, a.doc, one(c.api), a.kind, py::dict());
-  py::dict quota_attrs;
-  quota_attrs["resources"] = py::tuple();
-  at(ErrorKind::kQuotaExceeded) =
-      NewClass(m, "QuotaExceeded",
-               "HTTP 403 caused by a ResourceQuota (also a Forbidden).\n\n"
-               "Attribute: resources (quota resource names that were exceeded, e.g. "
-               "['requests.cpu']).",
-               one(at(ErrorKind::kForbidden)), ErrorKind::kQuotaExceeded, quota_attrs);
-  py::dict workload_attrs;
-  workload_attrs["status"] = py::none();
-  at(ErrorKind::kWorkloadFailed) =
-      NewClass(m, "WorkloadFailed",
-               "A workload (TFCluster, ...) failed or cannot start.\n\n"
-               "Attribute: status (the workload's status when the failure was detected, or "
-               "None).",
-               one(c.base), ErrorKind::kWorkloadFailed, workload_attrs);
+  // Classes with one attribute of their own (its default on the class).
+  auto with_attribute = [&](ErrorKind kind, const char* name, const char* doc,
+                            PyObject* parent, const char* attribute, py::object value) {
+    py::dict attrs;
+    attrs[attribute] = std::move(value);
+    at(kind) = NewClass(m, name, doc, one(parent), kind, attrs);
+  };
+  with_attribute(ErrorKind::kQuotaExceeded, "QuotaExceeded",
+                 "HTTP 403 caused by a ResourceQuota (also a Forbidden).\n\n"
+                 "Attribute: resources (quota resource names that were exceeded, e.g. "
+                 "['requests.cpu']).",
+                 at(ErrorKind::kForbidden), "resources", py::tuple());
+  with_attribute(ErrorKind::kWorkloadFailed, "WorkloadFailed",
+                 "A workload (TFCluster, ...) failed or cannot start.\n\n"
+                 "Attribute: status (the workload's status when the failure was detected, or "
+                 "None).",
+                 c.base, "status", py::none());
   at(ErrorKind::kUnknown) = c.api;
 
   py::register_local_exception_translator(&TranslateCurrentException);
