@@ -2,6 +2,10 @@
 # Builds kube-apiserver, kube-controller-manager and kube-scheduler v1.20.2 from Debian's
 # `kubernetes` source package, once, into a per-user cache folder outside the repository.
 # Prints the folder holding the binaries on its last line. Re-running reuses the cache.
+#
+# With --node (or TFK8S_BUILD_NODE=1) it also builds the node components kubelet and kube-proxy
+# (for `tfk8s-local up --real-nodes`), in the same tree with the same Go cache; components that
+# are already built and cached are not rebuilt.
 set -euo pipefail
 
 KUBE_VERSION=v1.20.2
@@ -9,14 +13,24 @@ CACHE_ROOT="${TFK8S_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfk8s}"
 WORK="$CACHE_ROOT/kubernetes-$KUBE_VERSION"
 BIN="$WORK/bin"
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+NODE_COMPONENTS=(kubelet kube-proxy)
+WANT_NODE="${TFK8S_BUILD_NODE:-0}"
+for arg in "$@"; do
+  case "$arg" in
+    --node) WANT_NODE=1 ;;
+    *) echo "build-kube: unknown argument $arg (usage: build-kube.sh [--node])" >&2; exit 2 ;;
+  esac
+done
+if [ "$WANT_NODE" = 1 ]; then WANTED=("${COMPONENTS[@]}" "${NODE_COMPONENTS[@]}"); else WANTED=("${COMPONENTS[@]}"); fi
 
 log() { echo "build-kube: $*" >&2; }
 
+binary_ok() {
+  [ -x "$BIN/$1" ] && "$BIN/$1" --version 2>/dev/null | grep -q "$KUBE_VERSION"
+}
+
 binaries_ok() {
-  for c in "${COMPONENTS[@]}"; do
-    [ -x "$BIN/$c" ] || return 1
-    "$BIN/$c" --version 2>/dev/null | grep -q "$KUBE_VERSION" || return 1
-  done
+  for c in "${WANTED[@]}"; do binary_ok "$c" || return 1; done
 }
 
 if binaries_ok; then
@@ -72,14 +86,21 @@ KUBE_GIT_COMMIT='faecb196815e248d3ecfb03c680a4507229c2a56'
 KUBE_GIT_TREE_STATE='clean'
 VER
 
-log "building ${COMPONENTS[*]} (several minutes on two cores; log: $WORK/build.log) ..."
+# Only what is missing (a cached control plane is not rebuilt when the node parts are asked for).
+TO_BUILD=()
+for c in "${WANTED[@]}"; do binary_ok "$c" || TO_BUILD+=("$c"); done
+WHAT=""
+for c in "${TO_BUILD[@]}"; do WHAT="$WHAT cmd/$c"; done
+WHAT="${WHAT# }"
+
+log "building ${TO_BUILD[*]} (several minutes on two cores; log: $WORK/build.log) ..."
 start=$(date +%s)
 (
   cd "$GOPATH_DIR/src/k8s.io/kubernetes"
   export GOPATH="$GOPATH_DIR" GO111MODULE=off GOFLAGS="" GOCACHE="$WORK/gocache"
   export KUBE_GIT_VERSION_FILE="$WORK/version.env"
   export KUBE_BUILD_PLATFORMS=linux/amd64
-  make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler"
+  make WHAT="$WHAT"
 ) >"$WORK/build.log" 2>&1 &
 build_pid=$!
 while kill -0 "$build_pid" 2>/dev/null; do
@@ -95,12 +116,12 @@ fi
 mkdir -p "$BIN"
 OUT="$SRC_DIR/_output/local/bin/linux/amd64"
 [ -d "$OUT" ] || OUT="$SRC_DIR/_output/bin"
-for c in "${COMPONENTS[@]}"; do
+for c in "${TO_BUILD[@]}"; do
   install -m 0755 "$OUT/$c" "$BIN/$c"
 done
 if ! binaries_ok; then
   log "the built binaries do not report $KUBE_VERSION:"
-  for c in "${COMPONENTS[@]}"; do "$BIN/$c" --version >&2 || true; done
+  for c in "${WANTED[@]}"; do "$BIN/$c" --version >&2 || true; done
   exit 1
 fi
 log "built in $(( $(date +%s) - start ))s; binaries in $BIN"

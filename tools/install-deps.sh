@@ -19,6 +19,11 @@ PACKAGES=(
   # local cluster: build Kubernetes from Debian's source, run etcd
   golang-go rsync etcd-server golang-github-modern-go-reflect2-dev dpkg-dev
   openssl curl procps iproute2
+  # local cluster, real node (`tfk8s-local up --real-nodes`): container runtime, CNI plugins,
+  # packet filter, cluster DNS server, image building (debootstrap, a static C pause program)
+  # (nftables: `down` deletes the iptables-nft tables that did not exist before `up`)
+  containerd runc containernetworking-plugins iptables nftables conntrack dnsmasq-base
+  debootstrap gcc libc6-dev
 )
 
 # kubectl is used by the local cluster's tests and the benchmarks. Machines of this project's

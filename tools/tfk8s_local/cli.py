@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 
-from . import pki, procs
+from . import pki, procs, realnode
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 BUILD_SCRIPT = os.path.join(TOOLS, "build-kube.sh")
@@ -32,6 +32,11 @@ EXE = {"etcd": "etcd", "kube-apiserver": "kube-apiserver",
        "kube-controller-manager": "kube-controller-manager", "kube-scheduler": "kube-scheduler",
        "nodesim": "nodesim.py"}
 PORT_NAMES = ["etcd_client", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kubelet"]
+# With --real-nodes: the real kubelet's and kube-proxy's listeners.
+REAL_PORT_NAMES = ["rn_kubelet", "rn_kubelet_healthz", "rn_proxy_metrics", "rn_proxy_healthz"]
+# Every process an instance may have (control plane + simulator, then the real node's).
+ALL_COMPONENTS = COMPONENTS + realnode.COMPONENTS
+ALL_EXE = dict(EXE, **realnode.EXE)
 CONTEXTS = ["tfk8s-local", "tfk8s-local-cert", "tfk8s-local-exec", "tfk8s-local-tokenfile",
             "tfk8s-local-limited"]
 ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -47,15 +52,8 @@ T_NODES = 90
 T_SA = 90
 
 
-class UpError(Exception):
-    def __init__(self, msg, component=None, log=None):
-        super().__init__(msg)
-        self.component = component
-        self.log = log
-
-
-def progress(msg):
-    print("tfk8s-local: " + msg, file=sys.stderr, flush=True)
+UpError = procs.UpError
+progress = procs.progress
 
 
 # ----------------------------------------------------------------------------------------------
@@ -103,7 +101,7 @@ class Instance:
     def recorded(self):
         """{component: pid} from the pid files."""
         out = {}
-        for c in COMPONENTS:
+        for c in ALL_COMPONENTS:
             pid = procs.read_pid(self.pid_file(c))
             if pid is not None:
                 out[c] = pid
@@ -112,7 +110,7 @@ class Instance:
     def running(self):
         """{component: pid} for recorded pids that are alive and really are that component."""
         return {c: pid for c, pid in self.recorded().items()
-                if procs.is_ours(pid, EXE[c], self.marker)}
+                if procs.is_ours(pid, ALL_EXE[c], self.marker)}
 
     def lock(self):
         os.makedirs(self.dir, exist_ok=True)
@@ -131,7 +129,8 @@ class Instance:
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def http(method, url, token=None, body=None, ca=None, insecure=False, timeout=5):
+def http(method, url, token=None, body=None, ca=None, insecure=False, timeout=5,
+         content_type="application/json"):
     ctx = None
     if url.startswith("https:"):
         if insecure:
@@ -145,7 +144,7 @@ def http(method, url, token=None, body=None, ca=None, insecure=False, timeout=5)
     if token:
         req.add_header("Authorization", "Bearer " + token)
     if data is not None:
-        req.add_header("Content-Type", "application/json")
+        req.add_header("Content-Type", content_type)
     handlers = [urllib.request.ProxyHandler({})]
     if ctx is not None:
         handlers.append(urllib.request.HTTPSHandler(context=ctx))
@@ -172,11 +171,11 @@ def port_free(port):
         s.close()
 
 
-def pick_ports(previous, pinned):
+def pick_ports(previous, pinned, names=PORT_NAMES):
     """Ports for every listener: pinned ones as given, earlier ones again if still free, else new."""
     ports, holders = {}, []
     try:
-        for name in PORT_NAMES:
+        for name in names:
             if name in pinned:
                 ports[name] = pinned[name]
                 continue
@@ -205,6 +204,8 @@ TOKENS = {
     "nodesim": ("tfk8s-nodesim", "system:masters"),
     "controller-manager": ("system:kube-controller-manager", ""),
     "scheduler": ("system:kube-scheduler", ""),
+    # the real node's kubelet, kube-proxy, DNS feeder and volume provisioner
+    "realnode": ("tfk8s-realnode", "system:masters"),
 }
 
 
@@ -405,7 +406,7 @@ def extra_args(comp):
     return v.split()
 
 
-def commands(inst, binp, ports, cm_kc, sched_kc):
+def commands(inst, binp, ports, cm_kc, sched_kc, real=False):
     P = lambda *a: inst.p("pki", *a)  # noqa: E731
     etcd_url = "http://127.0.0.1:%d" % ports["etcd_client"]
     peer = "http://127.0.0.1:%d" % ports["etcd_peer"]
@@ -422,7 +423,9 @@ def commands(inst, binp, ports, cm_kc, sched_kc):
     ]
     cmds["kube-apiserver"] = [
         os.path.join(binp, "kube-apiserver"),
-        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        # With a real node the `kubernetes` Service points at the bridge address (apirelay.py
+        # forwards it to loopback); the apiserver itself still listens on loopback only.
+        "--bind-address=127.0.0.1", "--advertise-address=" + (realnode.NODE_IP if real else "127.0.0.1"),
         "--insecure-port=0", "--secure-port=%d" % ports["apiserver"],
         "--etcd-servers=" + etcd_url,
         "--tls-cert-file=" + P("apiserver.crt"), "--tls-private-key-file=" + P("apiserver.key"),
@@ -447,7 +450,7 @@ def commands(inst, binp, ports, cm_kc, sched_kc):
         # compacting etcd (a watch served from the cache never sees compaction).
         "--watch-cache-sizes=podtemplates#0",
         # The `kubernetes` Service cannot have loopback endpoints; there is no networking anyway.
-        "--endpoint-reconciler-type=none",
+        "--endpoint-reconciler-type=" + ("lease" if real else "none"),
         "--requestheader-client-ca-file=" + P("front-proxy-ca.crt"),
         "--requestheader-allowed-names=front-proxy-client",
         "--requestheader-username-headers=X-Remote-User",
@@ -498,9 +501,9 @@ class Starter:
         self.inst = inst
         self.popens = {}  # comp -> Popen
 
-    def start(self, comp, argv):
+    def start(self, comp, argv, env=None):
         self.popens[comp] = procs.start(comp, argv, self.inst.log_file(comp), self.inst.pid_file(comp),
-                                        cwd=self.inst.dir)
+                                        cwd=self.inst.dir, env=env)
 
     def check_alive(self):
         for comp, p in self.popens.items():
@@ -527,6 +530,10 @@ class Starter:
             time.sleep(0.3)
 
     def stop_all(self):
+        if any(c in self.popens for c in realnode.COMPONENTS) or realnode.owned_by(self.inst):
+            realnode.teardown(self.inst)
+            for c in realnode.COMPONENTS:
+                self.popens.pop(c, None)
         pids = {p.pid: p for p in self.popens.values()}
         order = [c for c in reversed(COMPONENTS) if c in self.popens]
         # Everything but etcd first, then etcd (the apiserver wants it while shutting down).
@@ -576,7 +583,15 @@ def report_log(comp, path, n=15):
 
 def stop_recorded(inst, quiet=False):
     """Stops the recorded pids that are still ours; removes all pid files. Returns leftovers."""
-    rec = inst.recorded()
+    rn_left = []
+    if realnode.recorded(inst) or realnode.owned_by(inst) or \
+            procs.scan(inst.marker, list(realnode.EXE.values()) + [realnode.SHIM]):
+        # The real node first, while the API still answers (its pods and Node object go too).
+        state = inst.load_json()
+        if apiserver_ready(state):
+            realnode.delete_node_objects(state, http)
+        rn_left = realnode.teardown(inst, quiet)
+    rec = {c: p for c, p in inst.recorded().items() if c in COMPONENTS}
     ours = {c: pid for c, pid in rec.items() if procs.is_ours(pid, EXE[c], inst.marker)}
     for c, pid in rec.items():
         if c not in ours and not quiet:
@@ -600,7 +615,7 @@ def stop_recorded(inst, quiet=False):
             os.unlink(inst.pid_file(c))
         except FileNotFoundError:
             pass
-    return [p for p in left if procs.alive(p)]
+    return [p for p in left + rn_left if procs.alive(p)]
 
 
 def apiserver_ready(state):
@@ -653,10 +668,11 @@ def default_sa_ready(server, token, ca):
     return st == 200 and bool(json.loads(body).get("secrets"))
 
 
-def build_binaries():
-    progress("checking Kubernetes binaries (tools/build-kube.sh) ...")
+def build_binaries(node=False):
+    progress("checking Kubernetes binaries (tools/build-kube.sh%s) ..." % (" --node" if node else ""))
     try:
-        p = subprocess.run(["bash", BUILD_SCRIPT], stdout=subprocess.PIPE, stderr=None, text=True)
+        p = subprocess.run(["bash", BUILD_SCRIPT] + (["--node"] if node else []), stdout=subprocess.PIPE,
+                           stderr=None, text=True)
     except OSError as e:
         raise UpError("cannot run %s: %s" % (BUILD_SCRIPT, e), "build-kube")
     if p.returncode != 0:
@@ -681,10 +697,13 @@ def cmd_up(inst, args):
     for k, v in want_nodes.items():
         if v < 0:
             raise SystemExit("tfk8s-local: --%s must be >= 0" % k)
+    want_real = args.real_nodes if args.real_nodes is not None else bool(prev.get("real_nodes"))
+    args.real_nodes = want_real
+    expected = COMPONENTS + (realnode.COMPONENTS if want_real else [])
 
     # Already up and healthy?
     running = inst.running()
-    if len(running) == len(COMPONENTS) and apiserver_ready(prev):
+    if set(running) == set(expected) and apiserver_ready(prev) and bool(prev.get("real_nodes")) == want_real:
         if prev.get("node_counts") == want_nodes:
             progress("instance %s is already running (%s)" % (inst.name, prev.get("server")))
             print(inst.kubeconfig)
@@ -692,7 +711,7 @@ def cmd_up(inst, args):
         progress("instance %s is running; changing the simulated nodes to %s" % (inst.name, want_nodes))
         return reconfigure_nodes(inst, prev, want_nodes, running)
 
-    if inst.recorded() or procs.scan(inst.marker, EXE.values()):
+    if inst.recorded() or procs.scan(inst.marker, ALL_EXE.values()) or realnode.owned_by(inst):
         progress("instance %s is not (fully) running; cleaning up what is left before starting" % inst.name)
         left = stop_recorded(inst)
         if left:
@@ -707,11 +726,11 @@ def cmd_up(inst, args):
         signal.signal(sig, on_signal)
     try:
         return do_up(inst, args, prev, want_nodes, starter, t0)
-    except (UpError, KeyboardInterrupt, pki.PkiError, OSError) as e:
+    except (UpError, realnode.RealNodeError, KeyboardInterrupt, pki.PkiError, OSError) as e:
         if isinstance(e, KeyboardInterrupt):
             msg, comp, log = "interrupted", None, None
-        elif isinstance(e, UpError):
-            msg, comp, log = str(e), e.component, e.log
+        elif isinstance(e, (UpError, realnode.RealNodeError)):
+            msg, comp, log = str(e), e.component or ("real-node" if isinstance(e, realnode.RealNodeError) else None), e.log
         elif isinstance(e, pki.PkiError):
             msg, comp, log = str(e), "pki", None
         else:
@@ -719,10 +738,10 @@ def cmd_up(inst, args):
         print("tfk8s-local: error: %s%s" % ("[%s] " % comp if comp else "", msg), file=sys.stderr)
         if log:
             report_log(comp, log)
-        if starter.popens:
+        if starter.popens or realnode.owned_by(inst):
             progress("stopping what this command started: %s" % ", ".join(starter.popens))
             starter.stop_all()
-        left = procs.scan(inst.marker, EXE.values())
+        left = procs.scan(inst.marker, ALL_EXE.values())
         if left:
             progress("stopping leftovers %s" % left)
             procs.stop([p for p, _ in left])
@@ -761,7 +780,12 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
     for d in ("logs", "pids", "volumes", "etcd"):
         os.makedirs(inst.p(d), exist_ok=True)
     os.chmod(inst.p("etcd"), 0o700)
-    binp = build_binaries()
+    real = bool(args.real_nodes)
+    binp = build_binaries(node=real)
+    if real:
+        realnode.preflight(binp)
+        realnode.check_socket_path(inst)
+        realnode.cleanup_before_up(inst)
     for exe in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
         if not os.access(os.path.join(binp, exe), os.X_OK):
             raise UpError("%s missing in %s" % (exe, binp), "build-kube")
@@ -788,7 +812,7 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
         if not port_free(port):
             comp = {"apiserver": "kube-apiserver"}.get(name, name)
             raise UpError("port 127.0.0.1:%d for %s is already in use" % (port, comp), comp)
-    ports = pick_ports(prev.get("ports", {}), pinned)
+    ports = pick_ports(prev.get("ports", {}), pinned, PORT_NAMES + (REAL_PORT_NAMES if real else []))
     server = "https://127.0.0.1:%d" % ports["apiserver"]
     ca = os.path.join(pki_dir, "ca.crt")
     etcd_url = "http://127.0.0.1:%d" % ports["etcd_client"]
@@ -801,7 +825,8 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
     simcfg = {"server": server, "ca": ca, "token": tokens["nodesim"], "kubelet_port": ports["kubelet"],
               "kubelet_cert": os.path.join(pki_dir, "kubelet.crt"),
               "kubelet_key": os.path.join(pki_dir, "kubelet.key"),
-              "volumes_dir": inst.p("volumes"), "nodes": nodes, "workers": 8}
+              "volumes_dir": inst.p("volumes"), "nodes": nodes, "workers": 8,
+              "skip_storage_classes": [realnode.STORAGE_CLASS]}
     with open(inst.p("nodesim.json"), "w") as f:
         json.dump(simcfg, f, indent=2)
     os.chmod(inst.p("nodesim.json"), 0o600)
@@ -815,10 +840,20 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
         "nodes": [n["name"] for n in nodes], "node_counts": want_nodes, "contexts": CONTEXTS,
         "current_context": CONTEXTS[0], "bin": binp, "logs_dir": inst.p("logs"),
         "kubernetes_version": "v1.20.2", "state": "starting", "pids": {},
+        "real_nodes": real, "service_cidr": SERVICE_CIDR,
     }
+    if real:
+        # Recorded before anything touches the host; `down` (or a failed `up`) restores it.
+        realnode.record_host(inst)
+        state["realnode_kubeconfig"] = write_component_kubeconfig(inst, "realnode", server, tokens["realnode"])
+        rn_cfg = {"server": server, "ca": ca, "token": tokens["realnode"], "node_name": realnode.NODE_NAME,
+                  "storage_class": realnode.STORAGE_CLASS, "provisioner": realnode.PROVISIONER_NAME}
+        with open(inst.p("realnode.json"), "w") as f:
+            json.dump(rn_cfg, f, indent=2)
+        os.chmod(inst.p("realnode.json"), 0o600)
     inst.save_json(state)
 
-    cmds = commands(inst, binp, ports, cm_kc, sched_kc)
+    cmds = commands(inst, binp, ports, cm_kc, sched_kc, real=real)
     progress("starting etcd on %s" % etcd_url)
     starter.start("etcd", cmds["etcd"])
     starter.wait("etcd /health", "etcd",
@@ -851,6 +886,12 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
                  lambda: nodes_ready(server, tokens["admin"], ca, names), T_NODES)
     starter.wait("the default service account and its token", "kube-controller-manager",
                  lambda: default_sa_ready(server, tokens["admin"], ca), T_SA)
+    if real:
+        realnode.start(inst, starter, state, binp, ports, http)
+        state["real_node"] = {"name": realnode.NODE_NAME, "ip": realnode.NODE_IP, "pod_cidr": realnode.POD_CIDR,
+                              "bridge": realnode.BRIDGE, "dns": realnode.NODE_IP,
+                              "cluster_domain": realnode.CLUSTER_DOMAIN, "storage_class": realnode.STORAGE_CLASS,
+                              "label": realnode.REAL_LABEL, "images": realnode.image_refs()}
     starter.check_alive()
 
     state.update(state="running", pids={c: p.pid for c, p in starter.popens.items()},
@@ -872,7 +913,7 @@ def cmd_down(inst, args):
     lockf = inst.lock()
     try:
         left = stop_recorded(inst)
-        left += [p for p, _ in procs.scan(inst.marker, EXE.values())]
+        left += [p for p, _ in procs.scan(inst.marker, ALL_EXE.values())]
         if left:
             print("tfk8s-local: error: processes of instance %s are still alive: %s"
                   % (inst.name, sorted(set(left))), file=sys.stderr)
@@ -906,13 +947,19 @@ def cmd_status(inst, args):
             all_ok = False
             extra = " (stale pid file: %d)" % pid if pid is not None else ""
             print("  %-24s stopped%s" % (c, extra))
+    if state.get("real_nodes") or realnode.recorded(inst):
+        print("real node: %s (bridge %s)" % (realnode.NODE_NAME, realnode.BRIDGE))
+        for c, ok, line in realnode.status_lines(inst):
+            print(line)
+            all_ok = all_ok and ok
     if all_ok:
         print("apiserver /readyz: %s" % ("ok" if apiserver_ready(state) else "NOT READY"))
         if state.get("kubelet_port"):
             print("simulated kubelet: https://127.0.0.1:%s  nodes: %s" % (
                 state["kubelet_port"], ", ".join(state.get("nodes", []))))
+    rec = inst.recorded()
     print("status: %s" % ("running" if all_ok else "stopped" if not any(
-        procs.is_ours(p, EXE[c], inst.marker) for c, p in rec.items()) else "degraded"))
+        procs.is_ours(p, ALL_EXE[c], inst.marker) for c, p in rec.items()) else "degraded"))
     return 0 if all_ok else 3
 
 
@@ -933,6 +980,11 @@ def main(argv):
     ap.add_argument("--apiserver-port", type=int, default=None,
                     help="up: serve the API on this 127.0.0.1 port (default: a free one, kept across restarts)")
     ap.add_argument("--purge", action="store_true", help="down: also delete the instance folder")
+    ap.add_argument("--real-nodes", dest="real_nodes", action="store_true", default=None,
+                    help="up: also run one real node (kubelet, containerd, CNI bridge, kube-proxy, cluster DNS, "
+                         "local-path storage; needs root). Kept across restarts until --no-real-nodes")
+    ap.add_argument("--no-real-nodes", dest="real_nodes", action="store_false",
+                    help="up: without the real node")
     args = ap.parse_args(argv)
     inst = Instance(args.instance)
     fn = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}[args.command]

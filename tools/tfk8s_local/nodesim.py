@@ -9,7 +9,8 @@ pending PersistentVolumeClaims. No container is ever run.
 
 Run: /usr/bin/python3 nodesim.py --config <instance dir>/nodesim.json
 The config (written by `tfk8s-local up`) holds: server, ca, token, kubelet_port, kubelet_cert,
-kubelet_key, volumes_dir, nodes: [{name, labels, taints, capacity}].
+kubelet_key, volumes_dir, nodes: [{name, labels, taints, capacity}], optional
+skip_storage_classes: [names] (claims the real node's provisioner handles).
 """
 
 import argparse
@@ -833,9 +834,11 @@ class Simulator:
         pvcs = self.api.get("/api/v1/persistentvolumeclaims?resourceVersion=0").get("items", [])
         pvs = self.api.get("/api/v1/persistentvolumes?resourceVersion=0").get("items", [])
         claimed = {((pv["spec"].get("claimRef") or {}).get("uid")) for pv in pvs}
+        # Claims of these classes belong to another provisioner (the real node's local-path one).
+        skip = set(self.cfg.get("skip_storage_classes") or [])
         for pvc in pvcs:
             md, spec = pvc["metadata"], pvc["spec"]
-            if md.get("deletionTimestamp") or spec.get("volumeName"):
+            if md.get("deletionTimestamp") or spec.get("volumeName") or spec.get("storageClassName") in skip:
                 continue
             if (pvc.get("status") or {}).get("phase", "Pending") != "Pending" or md["uid"] in claimed:
                 continue

@@ -3,7 +3,21 @@
 import os
 import signal
 import subprocess
+import sys
 import time
+
+
+class UpError(Exception):
+    """Bringing a component up failed: the message, the component and its log file."""
+
+    def __init__(self, msg, component=None, log=None):
+        super().__init__(msg)
+        self.component = component
+        self.log = log
+
+
+def progress(msg):
+    print("tfk8s-local: " + msg, file=sys.stderr, flush=True)
 
 
 def read_cmdline(pid):

@@ -1,0 +1,385 @@
+"""Container images for the real node, built locally without a registry.
+
+Each image is written as a `docker save` archive (one layer) that `ctr -n k8s.io images import`
+takes directly. Archives are cached outside the repository under
+    ${TFK8S_CACHE_DIR:-~/.cache/tfk8s}/images/<name>-<key>.tar
+where <key> is a hash of everything the image is made from: its definition below, the recipe
+version (RECIPE), the Debian mirror and suite, the parent's key and the content of extra input
+files. Changing any of them makes a new key, so the image is rebuilt; old archives are removed.
+The slow part, the root file system made by debootstrap/apt (a "stage"), is cached separately
+(images/rootfs/<stage>-<stage key>) and keyed without the extra files, so changing those only
+copies the stage, adds the files and writes a new archive (seconds).
+
+Images (references as seen by the kubelet; pods use `imagePullPolicy: Never`):
+  tfk8s.local/pause:1       a static C program; the pod sandbox image
+  tfk8s.local/runtime:1     Debian bookworm minbase + python3 + python3-numpy
+  tfk8s.local/dev:1         runtime + openssh-server + a Jupyter server (python3-notebook)
+Each is also tagged with its key (tfk8s.local/<name>:<key>).
+
+Hook for the tfk8s Python package: `extra_trees(name)` returns host folders copied into an image
+(and hashed into its key). Set TFK8S_IMAGE_TFK8S_PACKAGE to a folder holding the importable
+`tfk8s` package (e.g. build/dev/python of this checkout, with its compiled _core module) and
+the runtime and dev images get it as /usr/local/lib/python3.11/dist-packages/tfk8s (the shared
+libraries _core needs are in RUNTIME_PACKAGES already). Unset: no tfk8s in the images.
+
+Run directly to build (and print) the archives:  /usr/bin/python3 images.py [--force] [NAME...]
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REGISTRY = "tfk8s.local"
+SUITE = "bookworm"
+PAUSE_REF = REGISTRY + "/pause:1"
+# Part of every key: bump it when the build steps below change in a way that alters images.
+RECIPE = "tfk8s-images-1"
+
+PAUSE_C = r"""/* tfk8s pause: the pod sandbox's process. Reaps zombies, exits on SIGINT/SIGTERM. */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void reap(int s) { (void)s; while (waitpid(-1, 0, WNOHANG) > 0) {} }
+static void quit(int s) { (void)s; _exit(0); }
+int main(void) {
+  struct sigaction q = {0}, c = {0};
+  q.sa_handler = quit;
+  sigaction(SIGINT, &q, 0);
+  sigaction(SIGTERM, &q, 0);
+  c.sa_handler = reap;
+  c.sa_flags = SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &c, 0);
+  for (;;) pause();
+}
+"""
+
+# python3 + numpy, and the shared libraries of the tfk8s extension module (_core: libcurl,
+# libfmt, yaml-cpp) so that the package can be dropped in (see extra_trees()).
+RUNTIME_PACKAGES = ["python3", "python3-numpy", "ca-certificates", "libcurl4", "libfmt9", "libyaml-cpp0.7"]
+DEV_PACKAGES = ["openssh-server", "python3-notebook"]
+
+# Root file system stages: name -> definition (part of the stage's key and of its images' keys)
+STAGES = {
+    "pause": {"kind": "pause"},
+    "runtime": {"kind": "debootstrap", "packages": RUNTIME_PACKAGES},
+    "dev": {"kind": "apt", "parent": "runtime", "packages": DEV_PACKAGES, "mkdirs": ["/run/sshd"]},
+}
+# Images: name -> definition (its stage + the image config)
+IMAGES = {
+    "pause": {"stage": "pause", "cmd": ["/pause"]},
+    "runtime": {"stage": "runtime", "cmd": ["/usr/bin/python3"]},
+    "dev": {"stage": "dev", "cmd": ["/bin/bash"]},
+}
+ORDER = ["pause", "runtime", "dev"]
+TFK8S_PACKAGE_ENV = "TFK8S_IMAGE_TFK8S_PACKAGE"
+TFK8S_PACKAGE_DEST = "/usr/local/lib/python3.11/dist-packages/tfk8s"
+
+
+def log(msg):
+    print("tfk8s-local: images: " + msg, file=sys.stderr, flush=True)
+
+
+class ImageError(Exception):
+    pass
+
+
+def cache_dir():
+    root = os.environ.get("TFK8S_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tfk8s")
+    return os.path.join(root, "images")
+
+
+def debian_mirror():
+    """The first Debian mirror configured in /etc/apt/sources.list.d/*.sources (or sources.list)."""
+    cands = []
+    d = "/etc/apt/sources.list.d"
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if f.endswith(".sources"):
+            with open(os.path.join(d, f)) as fh:
+                for stanza in fh.read().split("\n\n"):
+                    if re.search(r"^Types:.*\bdeb\b", stanza, re.M) and re.search(r"^Suites:.*\b%s\b" % SUITE, stanza, re.M):
+                        m = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+                        if m and "security" not in m.group(1):
+                            cands.append(m.group(1))
+    if not cands and os.path.exists("/etc/apt/sources.list"):
+        for line in open("/etc/apt/sources.list"):
+            m = re.match(r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+%s\s" % SUITE, line)
+            if m:
+                cands.append(m.group(1))
+    if not cands:
+        raise ImageError("no Debian %s mirror found in /etc/apt/sources.list.d/ or sources.list" % SUITE)
+    return cands[0]
+
+
+def extra_trees(name):
+    """Hook: [(host folder, path in image)] copied into image `name` and hashed into its key."""
+    out = []
+    pkg = os.environ.get(TFK8S_PACKAGE_ENV)
+    if pkg and name in ("runtime", "dev"):
+        src = os.path.join(pkg, "tfk8s")
+        if not os.path.isfile(os.path.join(src, "__init__.py")):
+            raise ImageError("%s=%s: no tfk8s package (tfk8s/__init__.py) there" % (TFK8S_PACKAGE_ENV, pkg))
+        out.append((src, TFK8S_PACKAGE_DEST))
+    return out
+
+
+def _hash_tree(h, path):
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(x for x in files if not x.endswith(".pyc")):
+            p = os.path.join(root, f)
+            h.update(os.path.relpath(p, path).encode() + b"\0")
+            # Links are followed (a build tree links its .py files to the sources): the image
+            # gets, and the key covers, what they point to.
+            with open(p, "rb") as fh:
+                for b in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(b)
+
+
+_KEYS = {}
+
+
+def stage_key(stage):
+    k = ("stage", stage)
+    if k in _KEYS:
+        return _KEYS[k]
+    d = STAGES[stage]
+    h = hashlib.sha256()
+    h.update(json.dumps({"stage": stage, "def": d, "suite": SUITE}, sort_keys=True).encode())
+    h.update(RECIPE.encode())
+    if d["kind"] == "pause":
+        h.update(PAUSE_C.encode())
+    else:
+        h.update(debian_mirror().encode())
+    if d.get("parent"):
+        h.update(stage_key(d["parent"]).encode())
+    _KEYS[k] = h.hexdigest()[:16]
+    return _KEYS[k]
+
+
+def image_key(name):
+    if name in _KEYS:
+        return _KEYS[name]
+    d = IMAGES[name]
+    h = hashlib.sha256()
+    h.update(json.dumps({"name": name, "def": d}, sort_keys=True).encode())
+    h.update(stage_key(d["stage"]).encode())
+    for src, dst in extra_trees(name):
+        h.update(dst.encode() + b"\0")
+        _hash_tree(h, src)
+    _KEYS[name] = h.hexdigest()[:16]
+    return _KEYS[name]
+
+
+def refs(name):
+    return ["%s/%s:1" % (REGISTRY, name), "%s/%s:%s" % (REGISTRY, name, image_key(name))]
+
+
+def archive(name):
+    return os.path.join(cache_dir(), "%s-%s.tar" % (name, image_key(name)))
+
+
+def _run(argv, logf, **kw):
+    logf.write("$ %s\n" % " ".join(argv))
+    logf.flush()
+    p = subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT, **kw)
+    if p.returncode != 0:
+        raise ImageError("%s failed (exit %d); see %s" % (" ".join(argv[:3]), p.returncode, logf.name))
+
+
+def write_archive(rootfs, out, tags, cmd):
+    """A docker-archive with one layer holding `rootfs`, tagged `tags`."""
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(out), prefix=".pack-")
+    try:
+        layer = os.path.join(tmp, "layer.tar")
+        subprocess.run(["tar", "--numeric-owner", "--sort=name", "-C", rootfs, "-cf", layer, "."],
+                       check=True)
+        h = hashlib.sha256()
+        with open(layer, "rb") as f:
+            for b in iter(lambda: f.read(1 << 20), b""):
+                h.update(b)
+        diff = h.hexdigest()
+        os.rename(layer, os.path.join(tmp, diff + ".tar"))
+        cfg = json.dumps({
+            "architecture": "amd64", "os": "linux",
+            "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                               "LANG=C.UTF-8"], "Cmd": cmd, "WorkingDir": "/"},
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + diff]},
+            "history": [{"created_by": "tools/tfk8s_local/images.py"}],
+        }, sort_keys=True).encode()
+        cfgname = hashlib.sha256(cfg).hexdigest() + ".json"
+        with open(os.path.join(tmp, cfgname), "wb") as f:
+            f.write(cfg)
+        with open(os.path.join(tmp, "manifest.json"), "w") as f:
+            json.dump([{"Config": cfgname, "RepoTags": tags, "Layers": [diff + ".tar"]}], f)
+        subprocess.run(["tar", "-C", tmp, "-cf", out + ".tmp", "manifest.json", cfgname, diff + ".tar"],
+                       check=True)
+        os.replace(out + ".tmp", out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _slim(rootfs):
+    for sub in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
+                "usr/share/info", "usr/share/locale"):
+        p = os.path.join(rootfs, sub)
+        if os.path.isdir(p):
+            for e in os.listdir(p):
+                q = os.path.join(p, e)
+                if os.path.isdir(q) and not os.path.islink(q):
+                    shutil.rmtree(q, ignore_errors=True)
+                elif e != "lock":
+                    os.unlink(q)
+
+
+def _rootfs_dir(stage):
+    return os.path.join(cache_dir(), "rootfs", "%s-%s" % (stage, stage_key(stage)))
+
+
+def build_rootfs(name, logf):
+    """Builds (or reuses) the root file system of stage `name`; returns its folder."""
+    d = STAGES[name]
+    out = _rootfs_dir(name)
+    if os.path.exists(out + "/.complete"):
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    tmp = out + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    if d["kind"] == "pause":
+        if not shutil.which("gcc"):
+            raise ImageError("gcc is missing (run tools/install-deps.sh)")
+        os.makedirs(tmp)
+        src = os.path.join(tmp, "pause.c")
+        with open(src, "w") as f:
+            f.write(PAUSE_C)
+        _run(["gcc", "-Os", "-static", "-o", os.path.join(tmp, "pause"), src], logf)
+        _run(["strip", os.path.join(tmp, "pause")], logf)
+        os.unlink(src)
+    elif d["kind"] == "debootstrap":
+        if not shutil.which("debootstrap"):
+            raise ImageError("debootstrap is missing (run tools/install-deps.sh)")
+        _run(["debootstrap", "--variant=minbase", "--include=" + ",".join(d["packages"]), SUITE, tmp,
+              debian_mirror()], logf)
+        _slim(tmp)
+    elif d["kind"] == "apt":
+        parent = build_rootfs(d["parent"], logf)
+        _run(["cp", "-a", parent, tmp], logf)
+        os.unlink(os.path.join(tmp, ".complete"))
+        policy = os.path.join(tmp, "usr/sbin/policy-rc.d")  # no daemons start inside the chroot
+        with open(policy, "w") as f:
+            f.write("#!/bin/sh\nexit 101\n")
+        os.chmod(policy, 0o755)
+        shutil.copyfile("/etc/resolv.conf", os.path.join(tmp, "etc/resolv.conf"))
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive", LC_ALL="C")
+        _run(["chroot", tmp, "sh", "-c", "apt-get update -q && apt-get install -y -q --no-install-recommends %s"
+              " && apt-get clean" % " ".join(d["packages"])], logf, env=env)
+        os.unlink(policy)
+        with open(os.path.join(tmp, "etc/resolv.conf"), "w"):
+            pass  # the kubelet bind-mounts the pod's own
+        _slim(tmp)
+        # sshd host keys made at install time would be shared by every container: drop them,
+        # the container's start script makes its own (ssh-keygen -A).
+        for f in os.listdir(os.path.join(tmp, "etc/ssh")):
+            if f.startswith("ssh_host_"):
+                os.unlink(os.path.join(tmp, "etc/ssh", f))
+    for m in d.get("mkdirs", []):
+        os.makedirs(os.path.join(tmp, m.lstrip("/")), exist_ok=True)
+    with open(os.path.join(tmp, ".complete"), "w"):
+        pass
+    os.rename(tmp, out)
+    return out
+
+
+def ensure(names=None, force=False):
+    """Builds the missing archives; returns {name: archive path}. Removes stale ones."""
+    names = names or ORDER
+    os.makedirs(cache_dir(), exist_ok=True)
+    out = {}
+    logpath = os.path.join(cache_dir(), "build.log")
+    for name in names:
+        path = archive(name)
+        if os.path.exists(path) and not force:
+            out[name] = path
+            continue
+        log("building image %s (key %s; log %s) ..." % (name, image_key(name), logpath))
+        t0 = time.monotonic()
+        stage = IMAGES[name]["stage"]
+        with open(logpath, "a") as logf:
+            if force:
+                shutil.rmtree(_rootfs_dir(stage), ignore_errors=True)
+            rootfs = build_rootfs(stage, logf)
+            trees = extra_trees(name)
+            work = None
+            if trees:
+                # A copy of the stage plus the extra files (the stage stays as it is).
+                work = tempfile.mkdtemp(dir=cache_dir(), prefix=".%s-" % name)
+                os.rmdir(work)
+                _run(["cp", "-a", "--reflink=auto", rootfs, work], logf)
+                for src, dst in trees:
+                    target = os.path.join(work, dst.lstrip("/"))
+                    shutil.rmtree(target, ignore_errors=True)
+                    shutil.copytree(src, target, symlinks=False,
+                                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                os.unlink(os.path.join(work, ".complete"))
+        try:
+            if work:
+                write_archive(work, path, refs(name), IMAGES[name]["cmd"])
+            else:
+                # .complete must not end up in the image
+                os.unlink(os.path.join(rootfs, ".complete"))
+                try:
+                    write_archive(rootfs, path, refs(name), IMAGES[name]["cmd"])
+                finally:
+                    with open(os.path.join(rootfs, ".complete"), "w"):
+                        pass
+        finally:
+            if work:
+                shutil.rmtree(work, ignore_errors=True)
+        log("image %s built in %.0fs: %s (%d MB)" % (name, time.monotonic() - t0, path,
+                                                     os.path.getsize(path) >> 20))
+        out[name] = path
+    prune()
+    return out
+
+
+def prune():
+    """Removes archives and root file systems whose key is no longer current."""
+    keep = set()
+    for n in ORDER:
+        keep.add("%s-%s.tar" % (n, image_key(n)))
+    for st in STAGES:
+        keep.add("%s-%s" % (st, stage_key(st)))
+    for d in (cache_dir(), os.path.join(cache_dir(), "rootfs")):
+        if not os.path.isdir(d):
+            continue
+        for e in os.listdir(d):
+            if re.match(r"^(%s)-[0-9a-f]{16}(\.tar)?$" % "|".join(ORDER), e) and e not in keep:
+                p = os.path.join(d, e)
+                log("removing stale %s" % p)
+                if os.path.isdir(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    os.unlink(p)
+
+
+def main(argv):
+    force = "--force" in argv
+    names = [a for a in argv if not a.startswith("--")] or None
+    try:
+        for name, path in ensure(names, force).items():
+            print("%s %s %s" % (name, " ".join(refs(name)), path))
+    except ImageError as e:
+        print("tfk8s-local: images: error: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
