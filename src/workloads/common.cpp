@@ -137,6 +137,21 @@ std::string AnnotationOf(const Json& object, const std::string& key) {
   return MetadataString(object, "annotations", key);
 }
 
+namespace {
+
+// A terminated container's own last words (its termination message), trimmed.
+std::string TerminationMessage(const Json& terminated) {
+  std::string m = StringAt(terminated, "message");
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
+
+// tfk8s's own start scripts write a termination message starting "tfk8s: " only when starting
+// again cannot help (a tool missing from the image).
+bool IsTfk8sVerdict(const std::string& message) { return message.rfind("tfk8s: ", 0) == 0; }
+
+}  // namespace
+
 std::string PodProblem(const Json& pod, bool* fatal) {
   *fatal = false;
   const Json& status = pod.value("status", Json::object());
@@ -155,6 +170,11 @@ std::string PodProblem(const Json& pod, bool* fatal) {
             reason == "CreateContainerConfigError" || reason == "CreateContainerError") {
           *fatal = true;
           std::string msg = w->value("message", "");
+          if (reason == "CrashLoopBackOff") {
+            // Why it crashed says more than the back-off.
+            std::string last = TerminationMessage(At(At(cs, "lastState"), "terminated"));
+            if (!last.empty()) msg = last;
+          }
           return msg.empty() ? reason : fmt::format("{}: {}", reason, msg);
         }
         if (!reason.empty() && reason != "ContainerCreating" && reason != "PodInitializing") {
@@ -166,7 +186,10 @@ std::string PodProblem(const Json& pod, bool* fatal) {
         if (reason == "OOMKilled") *fatal = true;
         int code = t->value("exitCode", 0);
         if (code != 0) {
-          return fmt::format("{} (exit code {})", reason.empty() ? "Error" : reason, code);
+          std::string message = TerminationMessage(*t);
+          if (IsTfk8sVerdict(message)) *fatal = true;
+          return fmt::format("{} (exit code {}){}{}", reason.empty() ? "Error" : reason, code,
+                             message.empty() ? "" : ": ", message);
         }
       }
       const Json& last = cs.value("lastState", Json::object());
@@ -174,6 +197,11 @@ std::string PodProblem(const Json& pod, bool* fatal) {
           t != last.end() && t->value("reason", "") == "OOMKilled") {
         *fatal = true;
         return "OOMKilled";
+      }
+      // Restarted after a tfk8s verdict: the same verdict will come again.
+      if (std::string m = TerminationMessage(At(last, "terminated")); IsTfk8sVerdict(m)) {
+        *fatal = true;
+        return m;
       }
     }
   }

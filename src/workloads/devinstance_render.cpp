@@ -107,24 +107,45 @@ Json DevSecretData(const DevInstanceSpec& spec, const DevCredentials& credential
   return data;
 }
 
-// Every setting comes from TFK8S_* variables and every secret from the Secret (PASSWORD via
-// secretKeyRef, the hashes as files), so the script is the same for every instance and holds
-// nothing worth hiding. PASSWORD is removed from the environment at once and handed to
-// code-server alone; Jupyter and sshd only ever see hashes.
+// Every setting comes from TFK8S_* variables and every secret from the Secret as files (the
+// hashes; the plaintext only when code-server needs it), so the script is the same for every
+// instance, holds nothing worth hiding, and no process gets the password in its environment
+// (which /proc/<pid>/environ would show for the process's whole life). Jupyter and sshd only
+// ever see hashes. The tool the readiness probe checks (the first enabled one) must be in the
+// image: without it the instance could never become ready, so the script stops at once with
+// the reason in the termination message, which status and Wait report. Other missing tools are
+// logged and skipped.
 const char* DevStartScript() {
   return R"SH(# tfk8s dev instance: start every enabled tool that the image has.
 set -u
 cred="$TFK8S_CREDENTIALS_DIR"
-pw="${PASSWORD:-}"
 unset PASSWORD
 trap 'trap - TERM INT; kill -TERM 0 2>/dev/null; exit 0' TERM INT
 have() { command -v "$1" >/dev/null 2>&1; }
+# How this image starts Jupyter (JupyterLab first, then Notebook), or nothing.
+jupyter_cmd() {
+  if have jupyter && jupyter lab --version >/dev/null 2>&1; then echo "jupyter lab"
+  elif have jupyter-lab; then echo "jupyter-lab"
+  elif have jupyter && jupyter notebook --version >/dev/null 2>&1; then echo "jupyter notebook"
+  elif have jupyter-notebook; then echo "jupyter-notebook"
+  elif have python3 && python3 -c "import jupyterlab" >/dev/null 2>&1; then echo "python3 -m jupyterlab"
+  elif have python3 && python3 -c "import notebook" >/dev/null 2>&1; then echo "python3 -m notebook"
+  fi
+}
+sshd_bin="$(command -v sshd || echo /usr/sbin/sshd)"
+missing() {
+  msg="tfk8s: $1: not in the image ($2)"
+  echo "$msg" >&2
+  if [ "$1" = "${TFK8S_READINESS_TOOL:-}" ]; then
+    echo "$msg" > /dev/termination-log 2>/dev/null
+    exit 1
+  fi
+}
 state="$TFK8S_HOME/.tfk8s"
 mkdir -p "$state" 2>/dev/null || state=/tmp/tfk8s
 mkdir -p "$state" /tmp/tfk8s
 started=0
 if [ -n "${TFK8S_SSH_PORT:-}" ]; then
-  sshd_bin="$(command -v sshd || echo /usr/sbin/sshd)"
   if [ -x "$sshd_bin" ]; then
     login=prohibit-password
     if [ "$TFK8S_SSH_PASSWORD_LOGIN" = yes ]; then
@@ -143,11 +164,12 @@ if [ -n "${TFK8S_SSH_PORT:-}" ]; then
       -o "AuthorizedKeysFile=.ssh/authorized_keys $keys" &
     started=$((started + 1))
   else
-    echo "tfk8s: sshd is not in the image; SSH is not available" >&2
+    missing ssh "no sshd"
   fi
 fi
 if [ -n "${TFK8S_JUPYTER_PORT:-}" ]; then
-  if have jupyter; then
+  jupyter="$(jupyter_cmd)"
+  if [ -n "$jupyter" ]; then
     cat > /tmp/tfk8s/jupyter_config.py <<'PY'
 import os
 with open(os.path.join(os.environ['TFK8S_CREDENTIALS_DIR'], 'jupyter-hashed-password')) as f:
@@ -168,24 +190,26 @@ c.IdentityProvider.token = ''
 c.PasswordIdentityProvider.hashed_password = hashed
 c.PasswordIdentityProvider.password_required = True
 PY
-    app=lab
-    jupyter lab --version >/dev/null 2>&1 || app=notebook
-    jupyter "$app" --config=/tmp/tfk8s/jupyter_config.py &
+    echo "tfk8s: starting Jupyter with: $jupyter" >&2
+    $jupyter --config=/tmp/tfk8s/jupyter_config.py &
     started=$((started + 1))
   else
-    echo "tfk8s: jupyter is not in the image; Jupyter is not available" >&2
+    missing jupyter "looked for jupyter lab, jupyter-lab, jupyter notebook, jupyter-notebook, python3 -m jupyterlab, python3 -m notebook"
   fi
 fi
 if [ -n "${TFK8S_CODE_SERVER_PORT:-}" ]; then
   if have code-server; then
-    PASSWORD="$pw" code-server --bind-addr "0.0.0.0:$TFK8S_CODE_SERVER_PORT" --auth password \
-      "$TFK8S_HOME" &
+    # The password goes into a root-only config file, not into code-server's environment.
+    umask 077
+    { printf 'bind-addr: 0.0.0.0:%s\nauth: password\npassword: ' "$TFK8S_CODE_SERVER_PORT"
+      cat "$cred/password"; printf '\n'; } > /tmp/tfk8s/code-server.yaml
+    umask 022
+    code-server --config /tmp/tfk8s/code-server.yaml "$TFK8S_HOME" &
     started=$((started + 1))
   else
-    echo "tfk8s: code-server is not in the image; code-server is not available" >&2
+    missing code-server "no code-server"
   fi
 fi
-pw=
 if [ -n "${TFK8S_TENSORBOARD_PORT:-}" ]; then
   if have tensorboard; then
     mkdir -p "$TFK8S_TENSORBOARD_LOGDIR"
@@ -193,11 +217,11 @@ if [ -n "${TFK8S_TENSORBOARD_PORT:-}" ]; then
       --port "$TFK8S_TENSORBOARD_PORT" &
     started=$((started + 1))
   else
-    echo "tfk8s: tensorboard is not in the image; TensorBoard is not available" >&2
+    missing tensorboard "no tensorboard"
   fi
 fi
 if [ "$started" -eq 0 ]; then
-  echo "tfk8s: none of the enabled tools is in the image" >&2
+  echo "tfk8s: none of the enabled tools is in the image" | tee /dev/termination-log >&2
   exit 1
 fi
 wait
@@ -650,12 +674,21 @@ Json Env(const DevInstanceSpec& spec) {
     add("TFK8S_TENSORBOARD_PORT", std::to_string(t.tensorboard_port));
     add("TFK8S_TENSORBOARD_LOGDIR", t.tensorboard_log_dir);
   }
+  if (spec.command.empty()) {
+    // The tool the readiness probe checks: the start script stops at once without it.
+    auto ports = DevPorts(spec);
+    if (!ports.empty()) add("TFK8S_READINESS_TOOL", ports.front().name);
+  }
   for (const auto& e : spec.env) add(e.name, e.value);
-  // The plaintext reaches the container only by reference (GoblinLab images read PASSWORD).
-  env.push_back({{"name", "PASSWORD"},
-                 {"valueFrom",
-                  {{"secretKeyRef",
-                    {{"name", internal::DevSecretName(spec)}, {"key", internal::kPasswordKey}}}}}});
+  if (!spec.command.empty()) {
+    // An image's own start script (GoblinLab's) reads PASSWORD: by reference to the Secret.
+    // tfk8s's script reads files instead, so no process has the password in its environment.
+    env.push_back(
+        {{"name", "PASSWORD"},
+         {"valueFrom",
+          {{"secretKeyRef",
+            {{"name", internal::DevSecretName(spec)}, {"key", internal::kPasswordKey}}}}}});
+  }
   return env;
 }
 
@@ -729,11 +762,14 @@ Json Volumes(const DevInstanceSpec& spec) {
     if (read_only) pvc["readOnly"] = true;
     volumes.push_back({{"name", fmt::format("claim-{}", i)}, {"persistentVolumeClaim", pvc}});
   }
-  // Only the hashes (and public keys) are projected into files; the plaintext stays out of the
-  // filesystem.
+  // The hashes (and public keys) are projected into root-only files; the plaintext only for
+  // code-server started by tfk8s's script (it has no hashed password option here).
   Json items =
       Json::array({{{"key", internal::kJupyterHashKey}, {"path", internal::kJupyterHashKey}},
                    {{"key", internal::kSshHashKey}, {"path", internal::kSshHashKey}}});
+  if (spec.command.empty() && spec.tools.code_server) {
+    items.push_back({{"key", internal::kPasswordKey}, {"path", internal::kPasswordKey}});
+  }
   if (!spec.security.ssh_authorized_keys.empty()) {
     items.push_back(
         {{"key", internal::kAuthorizedKeysKey}, {"path", internal::kAuthorizedKeysKey}});

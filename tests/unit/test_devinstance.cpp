@@ -12,6 +12,7 @@
 #include "kubelet_expansion.hpp"
 #include "http/crypto.hpp"
 #include "tfk8s/devinstance.hpp"
+#include "workloads/common.hpp"
 #include "workloads/devinstance_internal.hpp"
 
 using namespace tfk8s;
@@ -150,8 +151,21 @@ TEST_SUITE("devinstance") {
     for (const auto& e : c["env"]) env[e["name"]] = e;
     CHECK(env["NOTEBOOK_TAG"]["value"] == "notebook-test");
     CHECK(env["HADOOP_USER"]["value"] == "alice");
-    CHECK(env["PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "notebook-test-credentials");
-    CHECK_FALSE(env["PASSWORD"].contains("value"));
+    // tfk8s's start script reads the credentials from files: no process gets the password in
+    // its environment (it would stay readable in /proc/<pid>/environ).
+    CHECK_FALSE(env.count("PASSWORD"));
+    CHECK(env["TFK8S_READINESS_TOOL"]["value"] == "jupyter");
+    // An image's own start script (GoblinLab's) reads PASSWORD: by reference, never a value.
+    DevInstanceSpec own = CpuSpec();
+    own.command = {"/start.sh"};
+    const std::vector<Json> own_objects = RenderDevInstance(own);
+    std::map<std::string, Json> own_env;
+    for (const auto& e : own_objects.front()["spec"]["template"]["spec"]["containers"][0]["env"]) {
+      own_env[e["name"]] = e;
+    }
+    CHECK(own_env["PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "notebook-test-credentials");
+    CHECK_FALSE(own_env["PASSWORD"].contains("value"));
+    CHECK_FALSE(own_env.count("TFK8S_READINESS_TOOL"));
 
     const Json* svc = Find(objects, "Service", "notebook-test");
     REQUIRE(svc);
@@ -577,5 +591,49 @@ TEST_SUITE("devinstance") {
     CHECK(script.find("PasswordIdentityProvider.hashed_password") != std::string::npos);
     CHECK(script.find("TFK8S_CODE_SERVER_PORT") != std::string::npos);
     CHECK(script.find("refusing to start without authentication") != std::string::npos);
+    // No process gets the password in its environment; code-server reads a root-only file.
+    CHECK(script.find("PASSWORD=") == std::string::npos);
+    CHECK(script.find("${PASSWORD") == std::string::npos);
+    CHECK(script.find("code-server --config") != std::string::npos);
+    // Jupyter as images ship it, and the verdict when the readiness tool is missing.
+    for (const char* way : {"jupyter lab", "jupyter-lab", "jupyter notebook", "jupyter-notebook",
+                            "python3 -m jupyterlab", "python3 -m notebook"}) {
+      CHECK(script.find(way) != std::string::npos);
+    }
+    CHECK(script.find("/dev/termination-log") != std::string::npos);
+  }
+
+  TEST_CASE("status: a tfk8s verdict in the termination message fails fast with the reason") {
+    bool fatal = false;
+    Json pod = {{"status",
+                 {{"phase", "Running"},
+                  {"containerStatuses",
+                   Json::array({{{"state",
+                                  {{"terminated",
+                                    {{"exitCode", 1},
+                                     {"reason", "Error"},
+                                     {"message", "tfk8s: jupyter: not in the image (looked ...)\n"}}}}}}})}}}};
+    CHECK(internal::PodProblem(pod, &fatal) ==
+          "Error (exit code 1): tfk8s: jupyter: not in the image (looked ...)");
+    CHECK(fatal);
+    // Restarted, then backing off: the verdict is still the reason.
+    pod["status"]["containerStatuses"][0] = {
+        {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 10s"}}}}},
+        {"lastState",
+         {{"terminated", {{"exitCode", 1}, {"message", "tfk8s: ssh: not in the image (no sshd)"}}}}}};
+    CHECK(internal::PodProblem(pod, &fatal) ==
+          "CrashLoopBackOff: tfk8s: ssh: not in the image (no sshd)");
+    CHECK(fatal);
+    pod["status"]["containerStatuses"][0] = {
+        {"state", {{"running", Json::object()}}},
+        {"lastState",
+         {{"terminated", {{"exitCode", 1}, {"message", "tfk8s: ssh: not in the image (no sshd)"}}}}}};
+    CHECK(internal::PodProblem(pod, &fatal) == "tfk8s: ssh: not in the image (no sshd)");
+    CHECK(fatal);
+    // Another program's exit is reported, and left to the restart policy.
+    pod["status"]["containerStatuses"][0] = {
+        {"state", {{"terminated", {{"exitCode", 2}, {"message", "usage: train.py"}}}}}};
+    CHECK(internal::PodProblem(pod, &fatal) == "Error (exit code 2): usage: train.py");
+    CHECK_FALSE(fatal);
   }
 }
