@@ -261,6 +261,7 @@ class ClientConfig:
     ca_pem: str
     ca_file: str
     insecure_skip_tls_verify: bool
+    allow_token_over_http: bool
     tls_server_name: str
     proxy_url: str
     disable_compression: bool

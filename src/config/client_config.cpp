@@ -57,6 +57,13 @@ void ClientConfig::Validate() const {
         where, "server",
         fmt::format("\"{}\" must be an https:// or http:// URL with a host", RedactUrl(server)));
   }
+  const bool has_token = !token.empty() || !token_file.empty() || exec.has_value();
+  if (server.rfind("http://", 0) == 0 && has_token && !allow_token_over_http) {
+    throw ConfigError(where, "server",
+                      fmt::format("\"{}\" is http://: the bearer token would travel in clear text; "
+                                  "use https://, or set allow_token_over_http to send it anyway",
+                                  RedactUrl(server)));
+  }
   if (insecure_skip_tls_verify && (!ca_pem.empty() || !ca_file.empty())) {
     throw ConfigError(where, "insecure_skip_tls_verify",
                       "cannot be combined with a certificate authority (ca_pem/ca_file)");

@@ -188,6 +188,21 @@ std::chrono::seconds ClaimDuration(const std::optional<AlertWebhook>& webhook) {
   return std::chrono::ceil<std::chrono::seconds>(total);
 }
 
+std::string RedactedWebhookUrl(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const std::size_t host_start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  std::size_t host_end = url.find_first_of("/?#", host_start);
+  if (host_end == std::string_view::npos) host_end = url.size();
+  std::string_view authority = url.substr(host_start, host_end - host_start);
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+    authority.remove_prefix(at + 1);  // user:password@
+  }
+  std::string out = std::string(url.substr(0, host_start)) + std::string(authority);
+  // Path, query and fragment often carry the hook's token (Slack, Teams, …).
+  if (host_end < url.size() && url.substr(host_end) != "/") out += "/…";
+  return out;
+}
+
 WebhookDelivery DeliverWebhook(HttpTransport& transport, const AlertWebhook& webhook,
                                const std::string& body, const std::atomic<bool>* stop) {
   WebhookDelivery result;
@@ -449,7 +464,8 @@ struct ScheduledJobWatcher::Impl {
           ReportError(fmt::format(
               "webhook {} did not take the {} alert of {}/{} after {} "
               "attempt(s): {}",
-              options.webhook->url, ToString(d.alert.kind), d.ns, d.name, w.attempts, w.error));
+              internal::RedactedWebhookUrl(options.webhook->url), ToString(d.alert.kind), d.ns,
+              d.name, w.attempts, w.error));
         }
       }
       (ok ? sent : failed) += 1;
@@ -595,7 +611,8 @@ ScheduledJobWatcher::ScheduledJobWatcher(Client client, ScheduledJobWatcherOptio
   if (impl_->options.webhook) {
     const std::string& url = impl_->options.webhook->url;
     if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-      throw ValidationError("webhook.url", url, "must start with http:// or https://");
+      throw ValidationError("webhook.url", internal::RedactedWebhookUrl(url),
+                            "must start with http:// or https://");
     }
     if (impl_->options.webhook->timeout.count() <= 0) {
       throw ValidationError("webhook.timeout",

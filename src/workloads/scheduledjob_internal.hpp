@@ -90,6 +90,10 @@ ScheduledJobAlert AlertForMissedSchedule(const Json& cronjob, const MissedSchedu
 /// How long a delivery claim lasts: every attempt's timeout and backoff, plus a margin.
 std::chrono::seconds ClaimDuration(const std::optional<AlertWebhook>& webhook);
 
+/// `url` safe to print: scheme and host[:port] only; user info, path, query and fragment (where
+/// webhook tokens live) become "/…".
+std::string RedactedWebhookUrl(std::string_view url);
+
 /// Delivers one alert over `transport` (retries per the webhook's settings); `stop` (may be
 /// null) cuts the backoff waits short.
 WebhookDelivery DeliverWebhook(HttpTransport& transport, const AlertWebhook& webhook,

@@ -712,8 +712,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     if (!res.empty()) c["resources"] = res;
     Json mounts = VolumeMounts(spec);
     if (!mounts.empty()) c["volumeMounts"] = mounts;
-    Json pod_labels = CommonLabels(spec);
-    for (auto it = labels.begin(); it != labels.end(); ++it) pod_labels[it.key()] = *it;
+    Json pod_labels = PodLabels(spec, labels);
     out.push_back({{"apiVersion", "apps/v1"},
                    {"kind", t.use_replicaset ? "ReplicaSet" : "Deployment"},
                    {"metadata", Metadata(spec, o, name, labels)},

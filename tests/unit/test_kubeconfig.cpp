@@ -542,6 +542,7 @@ TEST_SUITE("kubeconfig") {
     CHECK_NOTHROW(c.Validate());
     c.server = "http://localhost:8080";
     CHECK_NOTHROW(c.Validate());
+    c.server = "https://10.0.0.1:6443";  // the cases below check other fields
 
     auto field_of = [](const ClientConfig& config) {
       auto e = CatchConfigError([&] { config.Validate(); });
@@ -587,6 +588,38 @@ TEST_SUITE("kubeconfig") {
     CHECK_NOTHROW(bad.Validate());
     bad.exec->interactive_mode = "Maybe";
     CHECK(field_of(bad) == "exec.interactive_mode");
+  }
+
+  TEST_CASE("Validate refuses a bearer token over http:// unless allowed explicitly") {
+    ClientConfig c;
+    c.server = "http://user:pw-SECRET@10.0.0.1:8080";
+    CHECK_NOTHROW(c.Validate());  // no token: nothing to leak
+    for (int way = 0; way < 3; ++way) {
+      ClientConfig t = c;
+      if (way == 0) t.token = "bearer-SECRET";
+      if (way == 1) t.token_file = "/var/run/token";
+      if (way == 2) {
+        t.exec = ExecConfig{};
+        t.exec->command = "get-token";
+        t.exec->api_version = "client.authentication.k8s.io/v1";
+      }
+      CAPTURE(way);
+      auto e = CatchConfigError([&] { t.Validate(); });
+      REQUIRE(e);
+      CHECK(e->field() == "server");
+      CHECK_CONTAINS(e->what(), "clear text");
+      CHECK_NOT_CONTAINS(e->what(), "SECRET");
+      t.allow_token_over_http = true;
+      CHECK_NOTHROW(t.Validate());
+      t.allow_token_over_http = false;
+      t.server = "https://10.0.0.1:6443";
+      CHECK_NOTHROW(t.Validate());
+    }
+    // Basic auth over http:// stays allowed (kubectl's behaviour; the old dev-basic fixture).
+    ClientConfig basic = c;
+    basic.username = "alice";
+    basic.password = "pw";
+    CHECK_NOTHROW(basic.Validate());
   }
 
   TEST_CASE("Validate never echoes URL credentials") {

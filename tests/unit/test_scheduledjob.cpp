@@ -704,5 +704,25 @@ TEST_SUITE("scheduledjob") {
     ClientConfig config;
     config.server = "https://127.0.0.1:1";
     CHECK_THROWS_AS(ScheduledJobWatcher(Client(config), o), ValidationError);
+    // The refused URL is not echoed with its token.
+    o.webhook->url = "ftp://hooks.example.com/services/T000/B000/token-SECRET";
+    try {
+      ScheduledJobWatcher(Client(config), o);
+      FAIL("not refused");
+    } catch (const ValidationError& e) {
+      CHECK(std::string(e.what()).find("SECRET") == std::string::npos);
+      CHECK(std::string(e.what()).find("ftp://hooks.example.com/…") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("webhook URLs are printed without user info, path, query or fragment") {
+    using internal::RedactedWebhookUrl;
+    CHECK(RedactedWebhookUrl("https://hooks.slack.com/services/T0/B0/XXXX") ==
+          "https://hooks.slack.com/…");
+    CHECK(RedactedWebhookUrl("http://user:pw@10.0.0.1:8080/alerts?token=abc#x") ==
+          "http://10.0.0.1:8080/…");
+    CHECK(RedactedWebhookUrl("https://alerts.example.com") == "https://alerts.example.com");
+    CHECK(RedactedWebhookUrl("https://alerts.example.com/") == "https://alerts.example.com");
+    CHECK(RedactedWebhookUrl("https://a.example.com?key=1") == "https://a.example.com/…");
   }
 }

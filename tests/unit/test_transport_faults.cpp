@@ -17,6 +17,7 @@ ClientConfig ConfigFor(const std::string& server) {
   ClientConfig c;
   c.server = server;
   c.token = "t0ken";
+  c.allow_token_over_http = true;  // the scripted servers speak plain HTTP on loopback
   c.rate_limit.qps = 0;
   c.retry.initial_backoff = std::chrono::milliseconds(10);
   c.retry.max_backoff = std::chrono::milliseconds(2000);
