@@ -1,7 +1,6 @@
 """Fixtures for the end-to-end tests: a local cluster with one real node (label `e2e`).
 
-Unless TFK8S_E2E_KUBECONFIG names a running cluster with a real node (then only the node tests
-run against it), the session brings up its own instance (TFK8S_E2E_INSTANCE, default `e2e`) with
+The session brings up its own instance (TFK8S_E2E_INSTANCE, default `e2e`) with
 `tools/tfk8s-local up --real-nodes` under TFK8S_LOCAL_HOME (a folder in /tmp when unset),
 after taking a snapshot of the host state; test_zz_host_restored.py takes it down and compares.
 Needs root and the packages of tools/install-deps.sh. The tfk8s Python package comes from
@@ -97,12 +96,6 @@ def real_cluster():
         pytest.fail("the e2e tests run a real kubelet: they need root (run them as root)")
     home = os.environ.get("TFK8S_LOCAL_HOME") or "/tmp/tfk8s-e2e"
     c = RealCluster(home)
-    existing = os.environ.get("TFK8S_E2E_KUBECONFIG")
-    if existing:
-        # A cluster someone else runs (with --real-nodes): no up/down, no host comparison.
-        c.kubeconfig = existing
-        yield c
-        return
     try:
         c.up()
         yield c

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import http.cookiejar
 import json
-import os
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict
+from typing import Dict
 
 import pytest
 
