@@ -72,7 +72,7 @@ void TestLaunchCreatesOneJobPerReplica() {
   Check(root.has_value(), "the root ConfigMap exists");
   Check(root && (*root)["metadata"]["uid"] == uid, "the returned uid is the root's");
   Check(fake.Objects("batch/v1", "Job", "vision").size() == 4, "one Job per replica (1 ps + 3)");
-  Check(fake.Objects("v1", "Service", "vision").size() == 4, "one Service per replica");
+  Check(fake.Objects("v1", "Service", "vision").size() == 2, "one Service per role (ps, worker)");
   auto worker = fake.Find("batch/v1", "Job", "vision", "resnet-worker-2");
   Check(worker.has_value(), "worker 2 exists");
   if (worker) {

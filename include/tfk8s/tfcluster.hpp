@@ -27,10 +27,12 @@ enum class TFStrategy {
 
 /// How replicas are rendered.
 enum class TFTopology {
-  /// Default. One headless Service and one single-replica Job per replica, named
-  /// `<cluster>-<role>-<index>` (TFJob's naming), all created concurrently; TF_CONFIG names the
-  /// Services, so rescheduling never changes an address. Jobs give each replica a restart policy
-  /// and a completion state (the cluster succeeds when the chief's Job completes).
+  /// Default. One single-replica Job per replica, named `<cluster>-<role>-<index>` (TFJob's
+  /// naming), all created concurrently, and one headless Service per role; each pod gets
+  /// `hostname <cluster>-<role>-<index>` and `subdomain <cluster>-<role>`, so its address is
+  /// `<cluster>-<role>-<index>.<cluster>-<role>` (as in the StatefulSet topology) and never
+  /// changes when the pod is replaced. Jobs give each replica a restart policy and a completion
+  /// state (the cluster succeeds when the chief's Job completes).
   kPerReplica,
   /// The seed's first design: one StatefulSet per role with podManagementPolicy Parallel (so the
   /// ordered start-up timeout cannot happen) and a governing headless Service; addresses are
@@ -52,8 +54,10 @@ using TFPlacement = Placement;
 struct TFRoleSpec {
   int replicas = 0;                   ///< 0 disables the role (chief and evaluator: 0 or 1).
   std::string image;                  ///< Empty: the cluster's gpu_image when gpus > 0, else cpu_image.
-  std::vector<std::string> command;   ///< Container command (empty: the image's entrypoint).
-  std::vector<std::string> args;      ///< Container args.
+  /// The program (empty: the launcher's default for the role — see TFLauncherSpec — or, with
+  /// the launcher off, the image's entrypoint).
+  std::vector<std::string> command;
+  std::vector<std::string> args;      ///< Its arguments.
   std::string script;                 ///< Alternative to command: run with `/bin/sh -c`.
   std::vector<EnvVar> env;            ///< Extra environment (after the TF variables).
   std::map<std::string, std::string> pod_annotations;  ///< Added to the replicas' pods.
@@ -95,6 +99,23 @@ struct TFTensorBoardSpec {
   Resources resources;
 };
 
+/// The tfk8s launcher every replica starts through (python/tfk8s/launcher.py, a single
+/// standard-library Python file delivered in the cluster's root ConfigMap, so any image with a
+/// Python 3 works). It reads TF_CONFIG (or TF_CLUSTER / the seed's CLUSTER_SPEC with the index
+/// from the hostname), waits until every peer address resolves and accepts a TCP connection,
+/// then runs the role's program; ps (and workers under the parameter-server strategy) get a
+/// TensorFlow server when they have no program. A barrier that times out ends the container
+/// with a "tfk8s: " termination message naming the unreachable peers, and Wait fails with it.
+struct TFLauncherSpec {
+  /// Off: the container runs the role's command as written (the image's entrypoint when there
+  /// is none) and nothing waits for peers, as in the seed's manifests.
+  bool enabled = true;
+  /// How long the start-up barrier waits for every peer (0: no barrier).
+  int barrier_timeout_seconds = 600;
+  /// The interpreter in the image that runs the launcher.
+  std::string python = "python3";
+};
+
 /// The whole cluster. Validate() checks everything before any request is sent.
 struct TFClusterSpec {
   std::string name;
@@ -120,6 +141,8 @@ struct TFClusterSpec {
   Placement placement;
   /// Pull policy and secrets, service account, security context of every pod (tfk8s/pod.hpp).
   PodOptions pod;
+  /// The start-up launcher of every ps / worker / chief / evaluator replica.
+  TFLauncherSpec launcher;
 
   /// Throws ValidationError naming the field, the value and the rule.
   void Validate() const;

@@ -87,6 +87,9 @@ class TFCluster(Workload):
       former when there are ps replicas, else the latter
     - ``storage``: a size such as ``"10Gi"`` to create shared storage (``storage.size``;
       ``None``: keep the spec's)
+    - ``launcher``: ``False`` runs each role's command as written, without the tfk8s launcher
+      and its start-up barrier (``launcher.enabled``); ``barrier_timeout_seconds``: how long
+      the barrier waits for every peer (``launcher.barrierTimeoutSeconds``, default 600)
 
     Deprecated (for one release, with a DeprecationWarning): ``workers`` (now ``worker``) and
     ``image`` (now ``cpu_image``).
@@ -120,6 +123,8 @@ class TFCluster(Workload):
         topology: Optional[str] = None,
         strategy: Optional[str] = None,
         storage: Optional[str] = None,
+        launcher: Optional[bool] = None,
+        barrier_timeout_seconds: Optional[int] = None,
         image_pull_policy: Optional[str] = None,
         image_pull_secrets: Optional[Sequence[str]] = None,
         service_account: Optional[str] = None,
@@ -150,6 +155,10 @@ class TFCluster(Workload):
             s["topology"] = topology
         if storage is not None:
             s.setdefault("storage", {})["size"] = storage
+        if launcher is not None:
+            s.setdefault("launcher", {})["enabled"] = bool(launcher)
+        if barrier_timeout_seconds is not None:
+            s.setdefault("launcher", {})["barrierTimeoutSeconds"] = int(barrier_timeout_seconds)
         if strategy is not None:
             s["strategy"] = strategy
         elif "strategy" not in s:

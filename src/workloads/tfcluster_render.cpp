@@ -8,6 +8,7 @@
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/validation.hpp"
 #include "workloads/kinds.hpp"
+#include "workloads/launcher_source.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/spec_json.hpp"
 #include "workloads/tfcluster_internal.hpp"
@@ -114,10 +115,14 @@ void TFClusterSpec::Validate() const {
     if (!r.script.empty() && !r.command.empty()) {
       throw ValidationError(f + ".script", "…", "give either a script or a command, not both");
     }
-    validation::ValidateEnv(f + ".env", r.env, [](std::string_view env_name) -> std::string {
+    validation::ValidateEnv(f + ".env", r.env, [this](std::string_view env_name) -> std::string {
       for (const char* reserved : {"TF_CONFIG", "TF_CLUSTER", "CLUSTER_SPEC", "TASK_NAME",
                                    "TASK_INDEX", "RESOURCE_TYPE", "RESOURCE_NAME"}) {
         if (env_name == reserved) return "is set by tfk8s for every replica";
+      }
+      if (launcher.enabled &&
+          (env_name == "TFK8S_BARRIER_TIMEOUT" || env_name == "TFK8S_STRATEGY")) {
+        return "is set by tfk8s for the launcher (use spec.launcher and spec.strategy)";
       }
       return {};
     });
@@ -136,6 +141,14 @@ void TFClusterSpec::Validate() const {
     throw ValidationError("ps.replicas", std::to_string(ps.replicas),
                           "the multi-worker-mirrored strategy has no parameter servers");
   }
+  if (launcher.barrier_timeout_seconds < 0) {
+    throw ValidationError("launcher.barrierTimeoutSeconds",
+                          std::to_string(launcher.barrier_timeout_seconds),
+                          "must be >= 0 (0: no start-up barrier)");
+  }
+  if (launcher.enabled && launcher.python.empty()) {
+    throw ValidationError("launcher.python", "", "must name the image's Python 3 interpreter");
+  }
   if (topology == TFTopology::kStatefulSet) {
     for (const char* role : kTFRoles) {
       if (RoleOf(*this, role).replicas == 0) continue;
@@ -143,13 +156,11 @@ void TFClusterSpec::Validate() const {
                                          RoleName(*this, role));
     }
   }
-  // Every derived Service / Job name must be a DNS-1123 label (Services: at most 63).
+  // Every derived Job name and pod hostname must be a DNS-1123 label (at most 63).
   for (const char* role : kTFRoles) {
     const TFRoleSpec& r = RoleOf(*this, role);
     if (r.replicas == 0) continue;
-    std::string longest = topology == TFTopology::kPerReplica
-                              ? ReplicaName(*this, role, r.replicas - 1)
-                              : ReplicaName(*this, role, r.replicas - 1);  // pod hostname
+    std::string longest = ReplicaName(*this, role, r.replicas - 1);
     if (longest.size() > validation::kDns1123LabelMaxLength) {
       throw ValidationError(
           "name", name,
@@ -288,6 +299,14 @@ Json TFClusterSpec::ToJson() const {
   }
   // Written only when set, so specs stored before the option existed read back unchanged.
   if (expand_variable_references) j["expandVariableReferences"] = true;
+  const TFLauncherSpec default_launcher;
+  if (launcher.enabled != default_launcher.enabled ||
+      launcher.barrier_timeout_seconds != default_launcher.barrier_timeout_seconds ||
+      launcher.python != default_launcher.python) {
+    j["launcher"] = {{"enabled", launcher.enabled},
+                     {"barrierTimeoutSeconds", launcher.barrier_timeout_seconds},
+                     {"python", launcher.python}};
+  }
   internal::AddToSpecJson(&j, pod);
   return j;
 }
@@ -317,6 +336,13 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     throw ValidationError("topology", topology, "must be per-replica or statefulset");
   }
   s.expand_variable_references = Field<bool>(j, "expandVariableReferences", "", false);
+  if (auto x = j.find("launcher"); x != j.end()) {
+    if (!x->is_object()) throw ValidationError("launcher", x->dump(), "must be a JSON object");
+    s.launcher.enabled = Field<bool>(*x, "enabled", "launcher.", s.launcher.enabled);
+    s.launcher.barrier_timeout_seconds = Field<int>(
+        *x, "barrierTimeoutSeconds", "launcher.", s.launcher.barrier_timeout_seconds);
+    s.launcher.python = Field<std::string>(*x, "python", "launcher.", s.launcher.python);
+  }
   s.cpu_image = Field<std::string>(j, "cpuImage", "", s.cpu_image);
   s.gpu_image = Field<std::string>(j, "gpuImage", "", s.gpu_image);
   for (const char* role : kTFRoles) {
@@ -369,12 +395,12 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
 
 namespace {
 
+// `<cluster>-<role>-<i>.<cluster>-<role>:<port>` in both topologies: the pod's hostname under
+// its role's headless Service (a StatefulSet's pods get these names; per-replica pods set
+// hostname and subdomain).
 std::string Address(const TFClusterSpec& spec, const std::string& role, int index) {
-  int port = RoleOf(spec, role).port;
-  if (spec.topology == TFTopology::kPerReplica) {
-    return fmt::format("{}:{}", ReplicaName(spec, role, index), port);
-  }
-  return fmt::format("{}.{}:{}", ReplicaName(spec, role, index), RoleName(spec, role), port);
+  return fmt::format("{}.{}:{}", ReplicaName(spec, role, index), RoleName(spec, role),
+                     RoleOf(spec, role).port);
 }
 
 std::vector<std::string> Addresses(const TFClusterSpec& spec, const std::string& role) {
@@ -443,18 +469,40 @@ Placement PlacementFor(const TFClusterSpec& spec, const std::string& cputype,
   return p;
 }
 
-Json Volumes(const TFClusterSpec& spec) {
-  if (!spec.storage) return Json::array();
-  return Json::array(
-      {{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", ClaimName(spec)}}}}});
+// The launcher reaches a replica as one file of the root ConfigMap, read-only.
+constexpr const char* kLauncherVolume = "tfk8s-launcher";
+constexpr const char* kLauncherDir = "/var/run/tfk8s/launcher";
+
+// Whether a part's pods run through the launcher (the TensorFlow replicas, not the session or
+// TensorBoard).
+enum class Launched { kNo, kYes };
+
+Json Volumes(const TFClusterSpec& spec, Launched launched) {
+  Json out = Json::array();
+  if (spec.storage) {
+    out.push_back(
+        {{"name", "data"}, {"persistentVolumeClaim", {{"claimName", ClaimName(spec)}}}});
+  }
+  if (launched == Launched::kYes) {
+    out.push_back({{"name", kLauncherVolume},
+                   {"configMap",
+                    {{"name", spec.name},
+                     {"items", Json::array({{{"key", kLauncherKey}, {"path", kLauncherKey}}})},
+                     {"defaultMode", 0444}}}});
+  }
+  return out;
 }
 
-Json VolumeMounts(const TFClusterSpec& spec) {
-  if (!spec.storage) return Json::array();
-  return Json::array({{{"name", "data"}, {"mountPath", spec.storage->mount_path}}});
+Json VolumeMounts(const TFClusterSpec& spec, Launched launched) {
+  Json out = Json::array();
+  if (spec.storage) out.push_back({{"name", "data"}, {"mountPath", spec.storage->mount_path}});
+  if (launched == Launched::kYes) {
+    out.push_back({{"name", kLauncherVolume}, {"mountPath", kLauncherDir}, {"readOnly", true}});
+  }
+  return out;
 }
 
-Json Env(std::initializer_list<std::pair<const char*, std::string>> vars,
+Json Env(std::vector<std::pair<const char*, std::string>> vars,
          const std::vector<EnvVar>& extra) {
   std::vector<EnvVar> env;
   for (const auto& [k, v] : vars) env.push_back({k, v});
@@ -462,9 +510,10 @@ Json Env(std::initializer_list<std::pair<const char*, std::string>> vars,
   return internal::EnvJson(env);
 }
 
-// In the StatefulSet topology the task index is only known at start-up (the pod's ordinal),
-// so the container command is wrapped: the wrapper derives TASK_INDEX from the hostname, builds
-// TF_CONFIG from TF_CLUSTER, and execs the user's command unchanged.
+// Without the launcher, in the StatefulSet topology the task index is only known at start-up
+// (the pod's ordinal), so the container command is wrapped: the wrapper derives TASK_INDEX from
+// the hostname, builds TF_CONFIG from TF_CLUSTER, and execs the user's command unchanged. (The
+// launcher does the same itself.)
 constexpr const char* kOrdinalWrapper =
     "TASK_INDEX=\"${HOSTNAME##*-}\"; export TASK_INDEX; "
     "TF_CONFIG=\"{\\\"cluster\\\":${TF_CLUSTER},\\\"task\\\":{\\\"type\\\":\\\"${RESOURCE_NAME}\\\","
@@ -485,22 +534,36 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
   // The kubelet would expand $(VAR) and $$ in what the user wrote.
   command = internal::KubeletArgv(std::move(command), spec.expand_variable_references);
   args = internal::KubeletArgv(std::move(args), spec.expand_variable_references);
-  std::string cluster_json = TFClusterAddresses(spec).dump();
+  std::vector<std::pair<const char*, std::string>> env;
   if (spec.topology == TFTopology::kPerReplica) {
-    c["env"] = Env({{"TF_CONFIG", TFConfigFor(spec, role, index).dump()},
-                    {"CLUSTER_SPEC", SeedClusterSpec(spec)},
-                    {"TASK_NAME", spec.name},
-                    {"RESOURCE_TYPE", "compute"},
-                    {"RESOURCE_NAME", role},
-                    {"TASK_INDEX", std::to_string(index)}},
-                   r.env);
+    env = {{"TF_CONFIG", TFConfigFor(spec, role, index).dump()},
+           {"CLUSTER_SPEC", SeedClusterSpec(spec)},
+           {"TASK_NAME", spec.name},
+           {"RESOURCE_TYPE", "compute"},
+           {"RESOURCE_NAME", role},
+           {"TASK_INDEX", std::to_string(index)}};
   } else {
-    c["env"] = Env({{"TF_CLUSTER", cluster_json},
-                    {"CLUSTER_SPEC", SeedClusterSpec(spec)},
-                    {"TASK_NAME", spec.name},
-                    {"RESOURCE_TYPE", "compute"},
-                    {"RESOURCE_NAME", role}},
-                   r.env);
+    env = {{"TF_CLUSTER", TFClusterAddresses(spec).dump()},
+           {"CLUSTER_SPEC", SeedClusterSpec(spec)},
+           {"TASK_NAME", spec.name},
+           {"RESOURCE_TYPE", "compute"},
+           {"RESOURCE_NAME", role}};
+  }
+  if (spec.launcher.enabled) {
+    env.emplace_back("TFK8S_BARRIER_TIMEOUT", std::to_string(spec.launcher.barrier_timeout_seconds));
+    env.emplace_back("TFK8S_STRATEGY", ToString(spec.strategy));
+    // `python3 launcher.py [-- program...]`: the launcher runs the program (command, then args)
+    // after the barrier, or the role's default without one.
+    std::vector<std::string> argv = internal::KubeletArgv(
+        {spec.launcher.python, std::string(kLauncherDir) + "/" + kLauncherKey});
+    if (!command.empty() || !args.empty()) {
+      argv.push_back("--");
+      argv.insert(argv.end(), command.begin(), command.end());
+      argv.insert(argv.end(), args.begin(), args.end());
+    }
+    command = std::move(argv);
+    args.clear();
+  } else if (spec.topology == TFTopology::kStatefulSet) {
     if (!command.empty()) {
       // tfk8s's own script is always passed verbatim.
       std::vector<std::string> wrapped =
@@ -511,12 +574,13 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
       args.clear();
     }
   }
+  c["env"] = Env(std::move(env), r.env);
   if (!command.empty()) c["command"] = command;
   if (!args.empty()) c["args"] = args;
   c["ports"] = Json::array({{{"name", "grpc"}, {"containerPort", r.port}, {"protocol", "TCP"}}});
   Json res = internal::ResourcesJson(r.resources);
   if (!res.empty()) c["resources"] = res;
-  Json mounts = VolumeMounts(spec);
+  Json mounts = VolumeMounts(spec, spec.launcher.enabled ? Launched::kYes : Launched::kNo);
   if (!mounts.empty()) c["volumeMounts"] = mounts;
   return c;
 }
@@ -529,13 +593,14 @@ Json PodLabels(const TFClusterSpec& spec, const Json& labels) {
 }
 
 Json PodSpec(const TFClusterSpec& spec, Json container, bool gpu, const std::string& cputype,
-             const std::string& gputype, const std::string& restart_policy) {
+             const std::string& gputype, const std::string& restart_policy,
+             Launched launched = Launched::kNo) {
   internal::AddContainerOptions(&container, spec.pod);
   Json pod = {{"restartPolicy", restart_policy},
               {"containers", Json::array({std::move(container)})}};
   internal::AddPlacement(&pod, PlacementFor(spec, cputype, gputype), gpu);
   internal::AddPodOptions(&pod, spec.pod);
-  Json volumes = Volumes(spec);
+  Json volumes = Volumes(spec, launched);
   if (!volumes.empty()) pod["volumes"] = volumes;
   return pod;
 }
@@ -605,7 +670,11 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                       l[kComponentLabel] = "root";
                       return l;
                     }()}}},
-                 {"data", {{kSpecKey, spec.ToJson().dump(2) + "\n"}}}});
+                 {"data", [&] {
+                    Json data = {{kSpecKey, spec.ToJson().dump(2) + "\n"}};
+                    if (spec.launcher.enabled) data[kLauncherKey] = internal::LauncherSource();
+                    return data;
+                  }()}});
 
   if (spec.storage && spec.storage->existing_claim.empty()) {
     Json pvc = {{"apiVersion", "v1"},
@@ -628,23 +697,27 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     std::string cputype = r.cputype.empty() ? spec.placement.cputype : r.cputype;
     std::string gputype = r.gputype.empty() ? spec.placement.gputype : r.gputype;
     Json role_labels = {{kComponentLabel, "tensorflow"}, {kRoleLabel, role}};
+    Launched launched = spec.launcher.enabled ? Launched::kYes : Launched::kNo;
+    // One headless Service per role: the subdomain of its pods' addresses.
+    std::string role_name = RoleName(spec, role);
+    Json role_selector = {{kClusterLabel, spec.name}, {kRoleLabel, role}};
+    out.push_back(HeadlessService(spec, o, role_name, role_labels, role_selector, r.port));
     if (spec.topology == TFTopology::kPerReplica) {
       for (int i = 0; i < r.replicas; ++i) {
         std::string name = ReplicaName(spec, role, i);
         Json labels = role_labels;
         labels[kIndexLabel] = std::to_string(i);
-        Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, role},
-                         {kIndexLabel, std::to_string(i)}};
-        out.push_back(HeadlessService(spec, o, name, labels, selector, r.port));
+        Json pod = PodSpec(spec, TFContainer(spec, role, i), gpu, cputype, gputype,
+                           r.restart_policy, launched);
+        pod["hostname"] = name;
+        pod["subdomain"] = role_name;
         out.push_back(OneShotJob(spec, o, name, labels, r.backoff_limit,
                                  PodMetadata(PodLabels(spec, labels), r.pod_annotations),
-                                 PodSpec(spec, TFContainer(spec, role, i), gpu, cputype,
-                                         gputype, r.restart_policy)));
+                                 std::move(pod)));
       }
     } else {
-      std::string name = RoleName(spec, role);
-      Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, role}};
-      out.push_back(HeadlessService(spec, o, name, role_labels, selector, r.port));
+      const std::string& name = role_name;
+      const Json& selector = role_selector;
       Json pod_labels = PodLabels(spec, role_labels);
       out.push_back({{"apiVersion", "apps/v1"},
                      {"kind", "StatefulSet"},
@@ -657,7 +730,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                        {"template",
                         {{"metadata", PodMetadata(pod_labels, r.pod_annotations)},
                          {"spec", PodSpec(spec, TFContainer(spec, role, 0), gpu, cputype,
-                                          gputype, "Always")}}}}}});
+                                          gputype, "Always", launched)}}}}}});
     }
   }
 
@@ -682,7 +755,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
          {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
     Json res = internal::ResourcesJson(s.resources);
     if (!res.empty()) c["resources"] = res;
-    Json mounts = VolumeMounts(spec);
+    Json mounts = VolumeMounts(spec, Launched::kNo);
     if (!mounts.empty()) c["volumeMounts"] = mounts;
     out.push_back(OneShotJob(spec, o, name, labels, 0, {{"labels", PodLabels(spec, labels)}},
                              PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
@@ -710,7 +783,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                                       {"protocol", "TCP"}}})}};
     Json res = internal::ResourcesJson(t.resources);
     if (!res.empty()) c["resources"] = res;
-    Json mounts = VolumeMounts(spec);
+    Json mounts = VolumeMounts(spec, Launched::kNo);
     if (!mounts.empty()) c["volumeMounts"] = mounts;
     Json pod_labels = PodLabels(spec, labels);
     out.push_back({{"apiVersion", "apps/v1"},

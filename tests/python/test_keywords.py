@@ -108,6 +108,8 @@ TFCLUSTER: Table = {
     # test_strategy_keyword_reaches_the_spec for a value that differs from the default.
     "strategy": ("parameter-server", ("strategy",), "parameter-server", {"ps": 1}),
     "storage": ("5Gi", ("storage", "size"), "5Gi"),
+    "launcher": (False, ("launcher", "enabled"), False),
+    "barrier_timeout_seconds": (90, ("launcher", "barrierTimeoutSeconds"), 90),
 }
 
 DEVINSTANCE_BASE: Dict[str, Any] = {"owner": "alice", "name": "lab", "namespace": "team-a"}

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,27 @@ inline void CheckGolden(const std::string& name, const nlohmann::json& actual) {
                                           : patch.dump(1);
     FAIL_CHECK("rendering differs from " << path << ": " << shown);
   }
+}
+
+/// python/tfk8s/launcher.py as it is in the source tree (the library embeds it at build time).
+inline std::string LauncherFile() {
+  std::ifstream in(TFK8S_LAUNCHER_FILE);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << TFK8S_LAUNCHER_FILE);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A TFCluster's rendering with the root ConfigMap's copy of the launcher replaced by a marker,
+/// after checking it is the source tree's file: golden files record where the launcher goes,
+/// its own tests (tests/python/test_launcher.py) what it does.
+inline std::vector<nlohmann::json> WithLauncherMarker(std::vector<nlohmann::json> objects) {
+  for (auto& o : objects) {
+    if (o["kind"] != "ConfigMap" || !o["data"].contains("launcher.py")) continue;
+    CHECK(o["data"]["launcher.py"] == LauncherFile());
+    o["data"]["launcher.py"] = "<python/tfk8s/launcher.py>";
+  }
+  return objects;
 }
 
 }  // namespace tfk8s::testing

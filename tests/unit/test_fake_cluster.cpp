@@ -543,13 +543,15 @@ TEST_SUITE("fake_cluster") {
     using S = std::set<std::string>;
     const S replicas{"mnist-chief-0", "mnist-ps-0", "mnist-worker-0", "mnist-worker-1"};
     CHECK(Names(fake.Objects("batch/v1", "Job", "team-a")) == replicas);
-    CHECK(Names(fake.Objects("v1", "Service", "team-a")) == replicas);
+    // One headless Service per role: the pods' subdomain.
+    CHECK(Names(fake.Objects("v1", "Service", "team-a")) ==
+          S{"mnist-chief", "mnist-ps", "mnist-worker"});
     for (const auto& job : fake.Objects("batch/v1", "Job", "team-a")) {
       // Every child is owned by the root, so one delete cascades.
       REQUIRE(job["metadata"].contains("ownerReferences"));
       CHECK(job["metadata"]["ownerReferences"][0]["uid"] == root_uid);
     }
-    // The worker's TF_CONFIG names every replica's Service.
+    // The worker's TF_CONFIG names every replica by hostname under its role's Service.
     Json worker = fake.Find("batch/v1", "Job", "team-a", "mnist-worker-1").value();
     std::string tf_config;
     for (const auto& e : worker["spec"]["template"]["spec"]["containers"][0]["env"]) {
@@ -559,13 +561,14 @@ TEST_SUITE("fake_cluster") {
     CHECK(parsed["task"] == Json{{"type", "worker"}, {"index", 1}});
     CHECK(parsed["cluster"]["ps"].size() == 1);
     CHECK(parsed["cluster"]["worker"].size() == 2);
+    CHECK(parsed["cluster"]["worker"][1] == "mnist-worker-1.mnist-worker:2222");
 
     // The writes were server-side applies.
     int applies = 0;
     for (const auto& r : fake.requests()) {
       if (r.method == "PATCH" && r.content_type == "application/apply-patch+yaml") ++applies;
     }
-    CHECK(applies == 1 + 4 + 4);  // root, Jobs, Services
+    CHECK(applies == 1 + 4 + 3);  // root, Jobs, a Service per role
 
     // The cluster can be loaded back and listed from what the fake stores.
     CHECK(TFCluster::List(client, "team-a") == std::vector<std::string>{"mnist"});

@@ -96,10 +96,15 @@ void CheckInvalid(TFClusterSpec s, const std::string& field) {
 TEST_SUITE("tfcluster") {
   TEST_CASE("scripts, commands and args reach every replica verbatim ($ escaped for the kubelet)") {
     const std::map<std::string, std::string> env = {{"TF_CONFIG", "{}"}, {"HOME", "/root"}};
-    for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
+    for (auto [topology, launcher] : {std::pair{TFTopology::kPerReplica, true},
+                                      std::pair{TFTopology::kStatefulSet, true},
+                                      std::pair{TFTopology::kPerReplica, false},
+                                      std::pair{TFTopology::kStatefulSet, false}}) {
       CAPTURE(ToString(topology));
+      CAPTURE(launcher);
       TFClusterSpec s = GpuExample();
       s.topology = topology;
+      s.launcher.enabled = launcher;
       s.worker.script = "echo \"pid=[$$] $(TF_CONFIG) ${HOME}\"";
       s.ps.command = {"python3", "-c", "print('$(TF_CONFIG)')"};
       s.ps.args = {"$$", "$"};
@@ -127,7 +132,13 @@ TEST_SUITE("tfcluster") {
           CHECK(has("$$"));
           CHECK(has("$"));
         }
-        if (topology == TFTopology::kStatefulSet && (role == "worker" || role == "ps")) {
+        if (launcher && (role == "worker" || role == "ps")) {
+          // The launcher comes first; the program follows "--" unchanged.
+          REQUIRE(received.size() > 3);
+          CHECK(received[0] == "python3");
+          CHECK(received[1] == "/var/run/tfk8s/launcher/launcher.py");
+          CHECK(received[2] == "--");
+        } else if (topology == TFTopology::kStatefulSet && (role == "worker" || role == "ps")) {
           // The ordinal wrapper (tfk8s's own script) also arrives intact.
           REQUIRE(received.size() > 2);
           CHECK(received[2].find("TASK_INDEX=\"${HOSTNAME##*-}\"") == 0);
@@ -141,13 +152,13 @@ TEST_SUITE("tfcluster") {
   TEST_CASE("golden: the seed's example (statefulset topology)") {
     TFRenderOptions o;
     o.root_uid = "00000000-1111-2222-3333-444444444444";
-    CheckGolden("tfcluster_seed_statefulset", RenderTFCluster(SeedExample(), o));
+    CheckGolden("tfcluster_seed_statefulset", testing::WithLauncherMarker(RenderTFCluster(SeedExample(), o)));
   }
 
   TEST_CASE("golden: GPU cluster with chief, evaluator, session and TensorBoard") {
     TFRenderOptions o;
     o.root_uid = "00000000-1111-2222-3333-444444444444";
-    CheckGolden("tfcluster_gpu_per_replica", RenderTFCluster(GpuExample(), o));
+    CheckGolden("tfcluster_gpu_per_replica", testing::WithLauncherMarker(RenderTFCluster(GpuExample(), o)));
   }
 
   TEST_CASE("the seed example renders the document's names and addresses") {
@@ -179,9 +190,11 @@ TEST_SUITE("tfcluster") {
   TEST_CASE("per-replica: TF_CONFIG and CLUSTER_SPEC for every replica") {
     TFClusterSpec s = GpuExample();
     auto objects = RenderTFCluster(s);
-    Json cluster = {{"chief", {"resnet-chief-0:2222"}},
-                    {"ps", {"resnet-ps-0:2222", "resnet-ps-1:2222"}},
-                    {"worker", {"resnet-worker-0:2222", "resnet-worker-1:2222"}}};
+    // `<cluster>-<role>-<i>.<cluster>-<role>`: the pod's hostname under its role's Service.
+    Json cluster = {{"chief", {"resnet-chief-0.resnet-chief:2222"}},
+                    {"ps", {"resnet-ps-0.resnet-ps:2222", "resnet-ps-1.resnet-ps:2222"}},
+                    {"worker", {"resnet-worker-0.resnet-worker:2222",
+                                "resnet-worker-1.resnet-worker:2222"}}};
     CHECK(TFClusterAddresses(s) == cluster);  // the evaluator is not in the cluster
     int checked = 0;
     for (const char* role : {"chief", "ps", "worker", "evaluator"}) {
@@ -190,23 +203,34 @@ TEST_SUITE("tfcluster") {
         std::string name = std::string("resnet-") + role + "-" + std::to_string(i);
         const Json* job = Find(objects, "Job", name);
         REQUIRE_MESSAGE(job, name);
-        const Json* svc = Find(objects, "Service", name);
+        // One headless Service per role, not per replica.
+        CHECK_FALSE(Find(objects, "Service", name));
+        const Json* svc = Find(objects, "Service", std::string("resnet-") + role);
         REQUIRE(svc);
         CHECK((*svc)["spec"]["clusterIP"] == "None");
-        CHECK((*svc)["spec"]["selector"]["tfk8s.io/index"] == std::to_string(i));
-        const Json& c = (*job)["spec"]["template"]["spec"]["containers"][0];
+        CHECK((*svc)["spec"]["publishNotReadyAddresses"] == true);
+        CHECK((*svc)["spec"]["selector"] ==
+              Json{{"tfk8s.io/cluster", "resnet"}, {"tfk8s.io/role", role}});
+        const Json& pod = (*job)["spec"]["template"]["spec"];
+        CHECK(pod["hostname"] == name);
+        CHECK(pod["subdomain"] == std::string("resnet-") + role);
+        const Json& c = pod["containers"][0];
         Json tf_config = Json::parse(EnvOf(c, "TF_CONFIG"));
         CHECK(tf_config["cluster"] == cluster);
         CHECK(tf_config["task"] == Json{{"type", role}, {"index", i}});
         CHECK(tf_config["environment"] == "cloud");
         CHECK(EnvOf(c, "TASK_INDEX") == std::to_string(i));
         CHECK(EnvOf(c, "CLUSTER_SPEC") ==
-              "ps|resnet-ps-0:2222;resnet-ps-1:2222,worker|resnet-worker-0:2222;"
-              "resnet-worker-1:2222,chief|resnet-chief-0:2222");
+              "ps|resnet-ps-0.resnet-ps:2222;resnet-ps-1.resnet-ps:2222,"
+              "worker|resnet-worker-0.resnet-worker:2222;resnet-worker-1.resnet-worker:2222,"
+              "chief|resnet-chief-0.resnet-chief:2222");
         ++checked;
       }
     }
     CHECK(checked == 6);
+    int services = 0;
+    for (const auto& o : objects) services += o["kind"] == "Service" ? 1 : 0;
+    CHECK(services == 4 + 3);  // one per role (chief, ps, worker, evaluator) + session ×2 + TensorBoard
   }
 
   TEST_CASE("placement: seed labels as required node affinity; GPU gets toleration and limits") {
@@ -230,8 +254,10 @@ TEST_SUITE("tfcluster") {
     CHECK(ps["containers"][0]["resources"]["limits"]["memory"] == "16Gi");  // = request
   }
 
-  TEST_CASE("statefulset topology wraps the command so TF_CONFIG gets the pod ordinal") {
+  TEST_CASE("statefulset topology without the launcher wraps the command so TF_CONFIG gets the "
+            "pod ordinal") {
     TFClusterSpec s = SeedExample();
+    s.launcher.enabled = false;
     s.worker.command = {"python", "train.py"};
     auto objects = RenderTFCluster(s);
     const Json& c =
@@ -243,6 +269,77 @@ TEST_SUITE("tfcluster") {
     CHECK(c["command"][4] == "python");
     CHECK(c["command"][5] == "train.py");
     CHECK(EnvOf(c, "TF_CLUSTER") == TFClusterAddresses(s).dump());
+  }
+
+  TEST_CASE("the launcher: one file of the root ConfigMap, mounted read-only in every replica") {
+    for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
+      CAPTURE(ToString(topology));
+      TFClusterSpec s = GpuExample();
+      s.topology = topology;
+      s.ps.command.clear();  // no program: the launcher's default for the role
+      s.launcher.barrier_timeout_seconds = 90;
+      auto objects = RenderTFCluster(s);
+      const Json& root = objects[0];
+      REQUIRE(root["kind"] == "ConfigMap");
+      CHECK(root["data"]["launcher.py"] == testing::LauncherFile());
+      int replicas = 0;
+      for (const auto& o : objects) {
+        if (o["kind"] != "Job" && o["kind"] != "StatefulSet") continue;
+        const std::string role = o["metadata"]["labels"]["tfk8s.io/role"];
+        const Json& pod = o["spec"]["template"]["spec"];
+        const Json& c = pod["containers"][0];
+        bool launched = role != "session";
+        CAPTURE(role);
+        auto volume = std::find_if(pod["volumes"].begin(), pod["volumes"].end(),
+                                   [](const Json& v) { return v["name"] == "tfk8s-launcher"; });
+        auto mount = std::find_if(c["volumeMounts"].begin(), c["volumeMounts"].end(),
+                                  [](const Json& m) { return m["name"] == "tfk8s-launcher"; });
+        CHECK((volume != pod["volumes"].end()) == launched);
+        CHECK((mount != c["volumeMounts"].end()) == launched);
+        if (!launched) continue;
+        ++replicas;
+        CHECK((*volume)["configMap"]["name"] == "resnet");
+        CHECK((*volume)["configMap"]["items"] ==
+              Json::array({{{"key", "launcher.py"}, {"path", "launcher.py"}}}));
+        CHECK((*mount)["mountPath"] == "/var/run/tfk8s/launcher");
+        CHECK((*mount)["readOnly"] == true);
+        CHECK(EnvOf(c, "TFK8S_BARRIER_TIMEOUT") == "90");
+        CHECK(EnvOf(c, "TFK8S_STRATEGY") == "parameter-server");
+        CHECK_FALSE(c.contains("args"));
+        std::vector<std::string> command = c["command"];
+        if (role == "ps") {
+          CHECK(command == std::vector<std::string>{"python3",
+                                                    "/var/run/tfk8s/launcher/launcher.py"});
+        } else if (role == "chief") {
+          CHECK(command == std::vector<std::string>{"python3",
+                                                    "/var/run/tfk8s/launcher/launcher.py", "--",
+                                                    "python", "/data/train.py", "--chief"});
+        } else if (role == "worker") {
+          CHECK(command == std::vector<std::string>{
+                               "python3", "/var/run/tfk8s/launcher/launcher.py", "--", "/bin/sh",
+                               "-c", "python /data/train.py --epochs 10"});
+        }
+      }
+      CHECK(replicas == (topology == TFTopology::kPerReplica ? 6 : 4));
+    }
+  }
+
+  TEST_CASE("launcher off: no launcher file, volume, command or variables") {
+    TFClusterSpec s = GpuExample();
+    s.launcher.enabled = false;
+    auto objects = RenderTFCluster(s);
+    CHECK_FALSE(objects[0]["data"].contains("launcher.py"));
+    const Json& c = (*Find(objects, "Job", "resnet-chief-0"))["spec"]["template"]["spec"]
+                                                                ["containers"][0];
+    CHECK(c["command"] == Json::array({"python", "/data/train.py"}));
+    CHECK(c["args"] == Json::array({"--chief"}));
+    CHECK(EnvOf(c, "TFK8S_BARRIER_TIMEOUT") == "<unset>");
+    CHECK(c["volumeMounts"].size() == 1);  // the shared volume only
+    // Stored only when it differs from the default, so older specs read back unchanged.
+    CHECK(s.ToJson()["launcher"] ==
+          Json{{"enabled", false}, {"barrierTimeoutSeconds", 600}, {"python", "python3"}});
+    CHECK_FALSE(GpuExample().ToJson().contains("launcher"));
+    CHECK(TFClusterSpec::FromJson(s.ToJson()).ToJson() == s.ToJson());
   }
 
   TEST_CASE("every object is owned by the root and labelled") {
@@ -320,6 +417,23 @@ TEST_SUITE("tfcluster") {
       auto s = ok;
       s.worker.resources.cpu_limit = "1";  // below the request of 8
       CheckInvalid(s, "worker.resources.cpuLimit");
+    }
+    {
+      auto s = ok;
+      s.launcher.barrier_timeout_seconds = -1;
+      CheckInvalid(s, "launcher.barrierTimeoutSeconds");
+    }
+    {
+      auto s = ok;
+      s.launcher.python = "";
+      CheckInvalid(s, "launcher.python");
+    }
+    {
+      auto s = ok;
+      s.worker.env.push_back({"TFK8S_BARRIER_TIMEOUT", "5"});
+      CheckInvalid(s, "worker.env[1].name");
+      s.launcher.enabled = false;  // then it is the user's own variable
+      s.Validate();
     }
     {
       auto s = ok;
