@@ -34,6 +34,10 @@ REAL_LABEL = "tfk8s.io/real-node"
 RUNTIME_IMAGE = "tfk8s.local/runtime:1"
 DEV_IMAGE = "tfk8s.local/dev:1"
 STORAGE_CLASS = "tfk8s-local-path"
+# The real node gets a nodetype of its own, so workloads placed with it never land on a
+# simulated node (whose nodetype is "tensorflow").
+REAL_NODETYPE = "tfk8s-real"
+ON_REAL_NODE = {"nodetype": REAL_NODETYPE, "pool": ""}
 T_UP = 3600
 
 
@@ -106,6 +110,13 @@ def real_cluster():
 @pytest.fixture(scope="session")
 def client(real_cluster) -> tfk8s.Client:
     return real_cluster.client()
+
+
+@pytest.fixture(scope="session")
+def real_node(client) -> Dict[str, str]:
+    """A placement that selects the real node only."""
+    tfk8s.set_node_labels(client, NODE, {"nodetype": REAL_NODETYPE})
+    return ON_REAL_NODE
 
 
 @pytest.fixture()

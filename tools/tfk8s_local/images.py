@@ -21,6 +21,8 @@ Hook for the tfk8s Python package: `extra_trees(name)` returns host folders copi
 `tfk8s` package (e.g. build/dev/python of this checkout, with its compiled _core module) and
 the runtime and dev images get it as /usr/local/lib/python3.11/dist-packages/tfk8s (the shared
 libraries _core needs are in RUNTIME_PACKAGES already). Unset: no tfk8s in the images.
+The runtime and dev images always get the reference trainer (examples/trainer of this checkout)
+as /opt/tfk8s/examples/trainer, the program the end-to-end tests and the quickstart train with.
 
 Run directly to build (and print) the archives:  /usr/bin/python3 images.py [--force] [NAME...]
 """
@@ -79,6 +81,9 @@ IMAGES = {
 ORDER = ["pause", "runtime", "dev"]
 TFK8S_PACKAGE_ENV = "TFK8S_IMAGE_TFK8S_PACKAGE"
 TFK8S_PACKAGE_DEST = "/usr/local/lib/python3.11/dist-packages/tfk8s"
+TRAINER_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                           "examples", "trainer")
+TRAINER_DEST = "/opt/tfk8s/examples/trainer"
 
 
 def log(msg):
@@ -120,6 +125,10 @@ def debian_mirror():
 def extra_trees(name):
     """Hook: [(host folder, path in image)] copied into image `name` and hashed into its key."""
     out = []
+    if name in ("runtime", "dev"):
+        if not os.path.isfile(os.path.join(TRAINER_SRC, "ps_sgd.py")):
+            raise ImageError("the reference trainer %s/ps_sgd.py is missing" % TRAINER_SRC)
+        out.append((TRAINER_SRC, TRAINER_DEST))
     pkg = os.environ.get(TFK8S_PACKAGE_ENV)
     if pkg and name in ("runtime", "dev"):
         src = os.path.join(pkg, "tfk8s")
