@@ -67,6 +67,72 @@ void WriteStderr(const std::string& text) {
   }
 }
 
+/// Reads the options dict that tfk8s.ScheduledJobWatcher builds from its keywords: a key that
+/// is present overrides the value it is read into, converted as a keyword argument would be.
+class OptionsDict {
+ public:
+  explicit OptionsDict(const py::dict& options) : options_(options) {}
+
+  template <typename T>
+  void Read(const char* key, T* out) {
+    known_.emplace_back(key);
+    if (!options_.contains(key)) return;
+    try {
+      *out = options_[key].template cast<T>();
+    } catch (const py::cast_error&) {
+      throw py::type_error(std::string("ScheduledJobWatcher: option '") + key +
+                           "' has the wrong type");
+    }
+  }
+
+  /// Whole seconds, from a number of seconds.
+  void Read(const char* key, std::chrono::seconds* out) {
+    auto seconds = static_cast<double>(out->count());
+    Read(key, &seconds);
+    *out = std::chrono::seconds(static_cast<std::int64_t>(seconds));
+  }
+
+  /// Raises TypeError for a key no Read() asked for (a misspelt option).
+  void RejectUnknown() const {
+    for (const auto& [key, value] : options_) {
+      const auto name = py::str(key).cast<std::string>();
+      if (std::find(known_.begin(), known_.end(), name) == known_.end()) {
+        throw py::type_error("ScheduledJobWatcher: unknown option '" + name + "'");
+      }
+    }
+  }
+
+ private:
+  const py::dict& options_;
+  std::vector<std::string> known_;
+};
+
+/// The watcher's options from tfk8s.ScheduledJobWatcher's keywords (callbacks apart).
+ScheduledJobWatcherOptions WatcherOptions(const py::dict& keywords) {
+  OptionsDict in(keywords);
+  ScheduledJobWatcherOptions options;
+  in.Read("namespace", &options.namespace_name);
+  in.Read("scheduled_job", &options.scheduled_job);
+  std::optional<std::string> webhook_url;
+  std::map<std::string, std::string> webhook_headers;
+  in.Read("webhook_url", &webhook_url);
+  in.Read("webhook_headers", &webhook_headers);
+  if (webhook_url) {
+    AlertWebhook webhook;
+    webhook.url = *webhook_url;
+    webhook.headers = std::move(webhook_headers);
+    options.webhook = std::move(webhook);
+  }
+  in.Read("alert_on_failure", &options.alert_on_failure);
+  in.Read("alert_on_timeout", &options.alert_on_timeout);
+  in.Read("alert_on_missed_schedule", &options.alert_on_missed_schedule);
+  in.Read("missed_schedule_grace", &options.missed_schedule_grace);
+  in.Read("max_alert_age", &options.max_alert_age);
+  in.Read("identity", &options.identity);
+  in.RejectUnknown();
+  return options;
+}
+
 /// The C++ watcher plus the Python callables it calls. The callables are owned here (not by
 /// the C++ std::function) so that they are released with the GIL held, after the watcher's
 /// threads are gone.
@@ -276,40 +342,15 @@ void BindScheduledJob(py::module_& m) {
 
   py::class_<PyWatcher>(m, "ScheduledJobWatcher",
                         "The C++ ScheduledJobWatcher. Use tfk8s.ScheduledJobWatcher.")
-      .def(py::init([](Client client, const std::string& ns, const std::string& scheduled_job,
-                       py::object on_alert, py::object on_error,
-                       const std::optional<std::string>& webhook_url,
-                       const std::map<std::string, std::string>& webhook_headers,
-                       bool alert_on_failure, bool alert_on_timeout,
-                       bool alert_on_missed_schedule, double missed_schedule_grace,
-                       double max_alert_age, const std::string& identity) {
-             ScheduledJobWatcherOptions options;
-             options.namespace_name = ns;
-             options.scheduled_job = scheduled_job;
-             if (webhook_url) {
-               AlertWebhook webhook;
-               webhook.url = *webhook_url;
-               webhook.headers = webhook_headers;
-               options.webhook = std::move(webhook);
-             }
-             options.alert_on_failure = alert_on_failure;
-             options.alert_on_timeout = alert_on_timeout;
-             options.alert_on_missed_schedule = alert_on_missed_schedule;
-             options.missed_schedule_grace =
-                 std::chrono::seconds(static_cast<std::int64_t>(missed_schedule_grace));
-             options.max_alert_age =
-                 std::chrono::seconds(static_cast<std::int64_t>(max_alert_age));
-             options.identity = identity;
-             return std::make_unique<PyWatcher>(std::move(client), std::move(options),
+      .def(py::init([](Client client, const py::dict& options, py::object on_alert,
+                       py::object on_error) {
+             return std::make_unique<PyWatcher>(std::move(client), WatcherOptions(options),
                                                 std::move(on_alert), std::move(on_error));
            }),
-           py::arg("client"), py::arg("namespace"), py::arg("scheduled_job") = "",
-           py::arg("on_alert") = py::none(), py::arg("on_error") = py::none(),
-           py::arg("webhook_url") = py::none(),
-           py::arg("webhook_headers") = std::map<std::string, std::string>{},
-           py::arg("alert_on_failure") = true, py::arg("alert_on_timeout") = true,
-           py::arg("alert_on_missed_schedule") = true, py::arg("missed_schedule_grace") = 60.0,
-           py::arg("max_alert_age") = 86400.0, py::arg("identity") = "")
+           py::arg("client"), py::arg("options"), py::arg("on_alert") = py::none(),
+           py::arg("on_error") = py::none(),
+           "`options`: the keywords of tfk8s.ScheduledJobWatcher (namespace, scheduled_job, "
+           "webhook_url, ...); an absent one keeps the C++ default.")
       .def("start", &PyWatcher::Start, "Runs the watcher on a background thread.")
       .def("stop", &PyWatcher::Stop, "Stops the background thread (idempotent).")
       .def_property_readonly("alerts_sent", &PyWatcher::AlertsSent)

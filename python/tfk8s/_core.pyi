@@ -706,19 +706,12 @@ class ScheduledJobWatcher:
     def __init__(
         self,
         client: Client,
-        namespace: str,
-        scheduled_job: str = "",
+        options: dict[str, Any],
         on_alert: Callable[[_Object], Any] | None = None,
         on_error: Callable[[str], Any] | None = None,
-        webhook_url: str | None = None,
-        webhook_headers: dict[str, str] = ...,
-        alert_on_failure: bool = True,
-        alert_on_timeout: bool = True,
-        alert_on_missed_schedule: bool = True,
-        missed_schedule_grace: float = 60.0,
-        max_alert_age: float = 86400.0,
-        identity: str = "",
-    ) -> None: ...
+    ) -> None:
+        """``options``: the keywords of tfk8s.ScheduledJobWatcher (``namespace``,
+        ``scheduled_job``, ``webhook_url``, ...); an absent one keeps the C++ default."""
     def start(self) -> None: ...
     def stop(self) -> None: ...
     @property

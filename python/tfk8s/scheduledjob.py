@@ -299,11 +299,19 @@ class ScheduledJobWatcher:
         identity: str = "",
     ) -> None:
         ns = client.namespace if namespace is None else namespace
-        self._core = _core.ScheduledJobWatcher(
-            client.core, ns or "", scheduled_job, on_alert, on_error, webhook_url,
-            dict(webhook_headers or {}), alert_on_failure, alert_on_timeout,
-            alert_on_missed_schedule, missed_schedule_grace, max_alert_age, identity,
-        )
+        options = {
+            "namespace": ns or "",
+            "scheduled_job": scheduled_job,
+            "webhook_url": webhook_url,
+            "webhook_headers": dict(webhook_headers or {}),
+            "alert_on_failure": alert_on_failure,
+            "alert_on_timeout": alert_on_timeout,
+            "alert_on_missed_schedule": alert_on_missed_schedule,
+            "missed_schedule_grace": missed_schedule_grace,
+            "max_alert_age": max_alert_age,
+            "identity": identity,
+        }
+        self._core = _core.ScheduledJobWatcher(client.core, options, on_alert, on_error)
 
     def start(self) -> "ScheduledJobWatcher":
         """Starts watching on a background thread."""

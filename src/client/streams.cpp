@@ -17,30 +17,47 @@ using internal::HttpStream;
 using internal::Query;
 using internal::RequestSpec;
 
-// ---- WatchStream --------------------------------------------------------------------------
+namespace {
 
-struct WatchStream::Impl {
+// What WatchStream and LogStream share: the open response, and whether it ended or was
+// cancelled. Destroying it aborts the response.
+struct OpenResponse {
   std::shared_ptr<HttpStream> stream;
-  internal::WatchDecoder decoder;
-  std::deque<WatchEvent> ready;
   std::atomic<bool> cancelled{false};
   bool ended = false;
+
+  OpenResponse() = default;
+  OpenResponse(const OpenResponse&) = delete;
+  OpenResponse& operator=(const OpenResponse&) = delete;
+  ~OpenResponse() {
+    if (stream) stream->Cancel();
+  }
+
+  // Thread-safe, idempotent: the reader sees `cancelled`, and Read() returns kEnd.
+  void Cancel() {
+    cancelled = true;
+    stream->Cancel();
+  }
+};
+
+}  // namespace
+
+// ---- WatchStream --------------------------------------------------------------------------
+
+struct WatchStream::Impl : OpenResponse {
+  internal::WatchDecoder decoder;
+  std::deque<WatchEvent> ready;
   std::string context;
 };
 
 WatchStream::WatchStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 WatchStream::WatchStream(WatchStream&&) noexcept = default;
 WatchStream& WatchStream::operator=(WatchStream&&) noexcept = default;
-WatchStream::~WatchStream() {
-  if (impl_) impl_->stream->Cancel();
-}
+WatchStream::~WatchStream() = default;
 
 bool WatchStream::ended() const { return impl_->ended; }
 
-void WatchStream::Cancel() {
-  impl_->cancelled = true;
-  impl_->stream->Cancel();
-}
+void WatchStream::Cancel() { impl_->Cancel(); }
 
 std::optional<WatchEvent> WatchStream::Next(std::chrono::milliseconds timeout) {
   if (impl_->cancelled) {
@@ -100,7 +117,8 @@ WatchStream Client::Watch(const ResourceType& type, std::string_view ns,
 
 namespace {
 
-std::string LogPath(std::string_view ns, std::string_view pod, const LogOptions& o) {
+// The request for the log of pod ns/pod.
+RequestSpec LogRequest(std::string_view ns, std::string_view pod, const LogOptions& o) {
   Query q;
   q.AddIf(!o.container.empty(), "container", o.container);
   q.AddIf(o.follow, "follow", "true");
@@ -110,7 +128,12 @@ std::string LogPath(std::string_view ns, std::string_view pod, const LogOptions&
   q.AddIf(o.timestamps, "timestamps", "true");
   q.AddIf(o.previous, "previous", "true");
   static const ResourceType kPods{"", "v1", "Pod", "pods", true};
-  return kPods.ObjectPath(ns, pod, "log") + q.str();
+  RequestSpec spec;
+  spec.path = kPods.ObjectPath(ns, pod, "log") + q.str();
+  spec.accept = "*/*";
+  spec.idempotent = true;
+  spec.context = fmt::format("logs of pod {}/{}", ns, pod);
+  return spec;
 }
 
 }  // namespace
@@ -118,34 +141,21 @@ std::string LogPath(std::string_view ns, std::string_view pod, const LogOptions&
 std::string Client::ReadLogs(std::string_view ns, std::string_view pod, LogOptions options) {
   options.follow = false;
   std::string n = ns.empty() ? default_namespace() : std::string(ns);
-  RequestSpec spec;
-  spec.path = LogPath(n, pod, options);
-  spec.accept = "*/*";
-  spec.idempotent = true;
-  spec.context = fmt::format("logs of pod {}/{}", n, pod);
-  return conn_->Execute(spec).body;
+  return conn_->Execute(LogRequest(n, pod, options)).body;
 }
 
-struct LogStream::Impl {
-  std::shared_ptr<HttpStream> stream;
+struct LogStream::Impl : OpenResponse {
   std::string buffer;
-  std::atomic<bool> cancelled{false};
-  bool ended = false;
 };
 
 LogStream::LogStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LogStream::LogStream(LogStream&&) noexcept = default;
 LogStream& LogStream::operator=(LogStream&&) noexcept = default;
-LogStream::~LogStream() {
-  if (impl_) impl_->stream->Cancel();
-}
+LogStream::~LogStream() = default;
 
 bool LogStream::ended() const { return impl_->ended; }
 
-void LogStream::Cancel() {
-  impl_->cancelled = true;
-  impl_->stream->Cancel();
-}
+void LogStream::Cancel() { impl_->Cancel(); }
 
 std::optional<std::string> LogStream::NextLine(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -181,13 +191,8 @@ std::optional<std::string> LogStream::NextLine(std::chrono::milliseconds timeout
 LogStream Client::StreamLogs(std::string_view ns, std::string_view pod,
                              const LogOptions& options) {
   std::string n = ns.empty() ? default_namespace() : std::string(ns);
-  RequestSpec spec;
-  spec.path = LogPath(n, pod, options);
-  spec.accept = "*/*";
-  spec.idempotent = true;
-  spec.context = fmt::format("logs of pod {}/{}", n, pod);
   auto impl = std::make_unique<LogStream::Impl>();
-  impl->stream = conn_->OpenStream(spec);
+  impl->stream = conn_->OpenStream(LogRequest(n, pod, options));
   return LogStream(std::move(impl));
 }
 
