@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "tfk8s/devinstance.hpp"
 #include "tfk8s/pod.hpp"
 #include "tfk8s/quota.hpp"
 #include "tfk8s/workload.hpp"
@@ -78,10 +79,17 @@ struct TFStorageSpec {
   std::string mount_path = "/data";   ///< Where every pod sees it.
 };
 
-/// The seed's client: a Job running Jupyter (and sshd) with two Services.
+/// The seed's client: a Job running Jupyter and sshd with two Services. Without a command it
+/// runs the DevInstance start script (the same code): Jupyter with a salted hash of
+/// a random password, sshd with root password login, both reading the hashes from the Secret
+/// `<cluster>-session-credentials` (created by Apply, never printed; TFCluster::Session() tells
+/// the password and the addresses). The image needs Jupyter and sshd (e.g. tfk8s.local/dev:1);
+/// without Jupyter the session stops at once with the reason, which Wait reports.
 struct TFSessionSpec {
   std::string image;                  ///< Empty: the cluster's cpu_image.
-  std::vector<std::string> command;   ///< Empty: the image's entrypoint (RESOURCE_TYPE=session).
+  /// Empty: tfk8s's start script (above). Given: run as written, with PASSWORD taken from
+  /// the credentials Secret (for images with their own start script, as in the seed).
+  std::vector<std::string> command;
   std::vector<std::string> args;
   Resources resources;
   int jupyter_port = 8888;
@@ -165,6 +173,9 @@ std::string SeedClusterSpec(const TFClusterSpec& spec);
 /// Extra inputs of rendering that come from the server.
 struct TFRenderOptions {
   std::string root_uid;  ///< UID of the root object; empty renders no ownerReferences.
+  /// With a session: render its credentials Secret with this material (Apply does; Render()
+  /// and ToYaml() never include it).
+  std::optional<DevCredentials> session_credentials;
 };
 
 /// Renders every object of the cluster, root ConfigMap first. Pure: validates, then builds JSON.
@@ -291,6 +302,10 @@ class TFCluster {
   void Delete(const TFDeleteOptions& options = {});
   /// After success: deletes the ps/worker/evaluator replicas (TFJob's cleanPodPolicy Running).
   void CleanUpAfterSuccess();
+  /// The session's password (from its Secret) and where to reach Jupyter and SSH (the
+  /// Services' cluster addresses; node ports with the NodePort type). Throws
+  /// ValidationError without a session, NotFound before Apply.
+  DevStartResult Session();
   /// Every object of the cluster, root ConfigMap first, as Apply() sends them (pure: sends
   /// nothing).
   [[nodiscard]] std::vector<Json> Render() const;

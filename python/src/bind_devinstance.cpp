@@ -28,10 +28,6 @@ namespace {
 using NoGil = py::call_guard<py::gil_scoped_release>;
 using Ms = std::chrono::milliseconds;
 
-Json StartToJson(const DevStartResult& r) {
-  return {{"password", r.password}, {"access", r.access.ToJson()}};
-}
-
 /// Raises the Python exception for `error`; a DevInstanceFailed becomes tfk8s.WorkloadFailed
 /// with `.status` set to the status dict.
 [[noreturn]] void RaiseStored(const std::exception_ptr& error) {

@@ -173,6 +173,10 @@ void BindTFCluster(py::module_& m) {
           py::arg("wait") = py::none(), NoGil(),
           "Deletes the cluster (cascading); `wait` seconds for every object to be gone.")
       .def("clean_up_after_success", &TFCluster::CleanUpAfterSuccess, NoGil())
+      .def(
+          "session",
+          [](TFCluster& c) { return StartToJson(CallNoGil([&] { return c.Session(); })); },
+          "The session's password and access (Jupyter and SSH).")
       .def("to_yaml", &TFCluster::ToYaml);
 }
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tfk8s/devinstance.hpp"
 #include "tfk8s/error.hpp"
 #include "tfk8s/workload.hpp"
 
@@ -31,6 +32,11 @@ namespace py = pybind11;
 template <typename T>
 nlohmann::json ToJsonOf(const T& value) {
   return value.ToJson();
+}
+/// The password and access of a DevInstance start or a TFCluster session (the Python record
+/// keeps the password out of repr).
+inline nlohmann::json StartToJson(const DevStartResult& r) {
+  return {{"password", r.password}, {"access", r.access.ToJson()}};
 }
 /// [ToJson() of each].
 template <typename T>

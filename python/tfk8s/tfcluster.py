@@ -14,6 +14,7 @@ from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
 from tfk8s._records import FitResult, Record, dicts, field, text
 from tfk8s._workload import Workload, set_pod_options, showing_progress
+from tfk8s.devinstance import DevCredentials
 
 Object = Dict[str, Any]
 
@@ -243,6 +244,13 @@ class TFCluster(Workload):
     def clean_up_after_success(self) -> None:
         """After success: deletes the ps / worker / evaluator replicas."""
         self._core.clean_up_after_success()
+
+    def session(self) -> DevCredentials:
+        """The session's password (read from its Secret; repr shows it REDACTED, read
+        ``.password``) and where to reach Jupyter and SSH. Needs a session in the spec and
+        :meth:`apply` first."""
+        with self._failures():
+            return DevCredentials(self._core.session())
 
     def __repr__(self) -> str:
         s = self._core.spec

@@ -16,6 +16,7 @@
 #include "util/base64.hpp"
 #include "workloads/common.hpp"
 #include "workloads/devinstance_internal.hpp"
+#include "workloads/start_script.hpp"
 
 namespace tfk8s {
 
@@ -257,21 +258,6 @@ Json ApplyStatefulSet(Client& client, const DevInstanceSpec& spec, bool running)
   return client.Apply(RenderDevInstance(spec, o).front(), Forced());
 }
 
-// The current credentials from the Secret (to re-render it without changing the password).
-std::optional<DevCredentials> CredentialsFrom(const Json& secret) {
-  const Json& data = secret.value("data", Json::object());
-  auto field = [&](const char* key) -> std::optional<std::string> {
-    auto it = data.find(key);
-    if (it == data.end() || !it->is_string()) return std::nullopt;
-    return internal::Base64Decode(it->get<std::string>());
-  };
-  auto password = field(internal::kPasswordKey);
-  auto jupyter = field(internal::kJupyterHashKey);
-  auto ssh = field(internal::kSshHashKey);
-  if (!password || !jupyter || !ssh) return std::nullopt;
-  return DevCredentials{*password, *jupyter, *ssh};
-}
-
 DevAccess BaseAccess(const DevInstanceSpec& spec) {
   DevAccess a;
   for (const auto& p : DevPorts(spec)) {
@@ -282,19 +268,6 @@ DevAccess BaseAccess(const DevInstanceSpec& spec) {
     a.endpoints.push_back(e);
   }
   return a;
-}
-
-void FillConnect(DevAccess* a) {
-  for (auto& e : a->endpoints) {
-    std::string address = e.external_address.empty() ? e.cluster_address : e.external_address;
-    if (e.tool == "ssh") {
-      auto colon = address.rfind(':');
-      e.connect = fmt::format("ssh -p {} {}@{}", address.substr(colon + 1), a->user,
-                              address.substr(0, colon));
-    } else {
-      e.connect = "http://" + address + "/";
-    }
-  }
 }
 
 // FailedCreate events saying "exceeded quota" about this StatefulSet since tfk8s last applied
@@ -456,7 +429,7 @@ DevStartResult DevInstance::Started(std::string password) {
   } catch (const Error&) {
     // The password must reach the caller even if the exposure cannot be read back.
     result.access = BaseAccess(spec_);
-    FillConnect(&result.access);
+    internal::FillConnect(&result.access);
   }
   return result;
 }
@@ -521,7 +494,7 @@ void DevInstance::Apply() {
   // Keep the password; re-render the Secret so changed authorized keys reach it.
   std::optional<DevCredentials> credentials;
   if (auto secret = GetOptional(client_, kSecrets, ns, DevSecretName(spec_))) {
-    credentials = CredentialsFrom(*secret);
+    credentials = internal::CredentialsFromSecret(*secret);
   }
   ApplyObjects(running, credentials);
   if (spec_.expose.backend != DevExposure::kNodePort) {
@@ -766,7 +739,7 @@ DevAccess DevInstance::Access() {
       }
     }
   }
-  FillConnect(&a);
+  internal::FillConnect(&a);
   return a;
 }
 

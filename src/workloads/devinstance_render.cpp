@@ -11,6 +11,7 @@
 #include "tfk8s/validation.hpp"
 #include "util/base64.hpp"
 #include "workloads/devinstance_internal.hpp"
+#include "workloads/start_script.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/spec_json.hpp"
 
@@ -73,16 +74,7 @@ std::string DevSelector(const DevInstanceSpec& spec) {
   return std::string(kInstanceLabel) + "=" + spec.name;
 }
 
-std::vector<DevPort> DevPorts(const DevInstanceSpec& spec) {
-  std::vector<DevPort> out;
-  const DevTools& t = spec.tools;
-  if (t.jupyter) out.push_back({"jupyter", t.jupyter_port});
-  if (t.ssh) out.push_back({"ssh", t.ssh_port});
-  if (t.code_server) out.push_back({"code-server", t.code_server_port});
-  if (t.tensorboard) out.push_back({"tensorboard", t.tensorboard_port});
-  for (const auto& p : t.custom_ports) out.push_back(p);
-  return out;
-}
+std::vector<DevPort> DevPorts(const DevInstanceSpec& spec) { return ToolPorts(spec.tools); }
 
 std::vector<DevPort> DevExposedPorts(const DevInstanceSpec& spec) {
   std::vector<DevPort> out;
@@ -96,15 +88,7 @@ std::vector<DevPort> DevExposedPorts(const DevInstanceSpec& spec) {
 }
 
 Json DevSecretData(const DevInstanceSpec& spec, const DevCredentials& credentials) {
-  Json data = {{kPasswordKey, Base64Encode(credentials.password)},
-               {kJupyterHashKey, Base64Encode(credentials.jupyter_hash)},
-               {kSshHashKey, Base64Encode(credentials.ssh_hash)}};
-  if (!spec.security.ssh_authorized_keys.empty()) {
-    std::string keys;
-    for (const auto& k : spec.security.ssh_authorized_keys) keys += k + "\n";
-    data[kAuthorizedKeysKey] = Base64Encode(keys);
-  }
-  return data;
+  return CredentialsSecretData(credentials, spec.security.ssh_authorized_keys);
 }
 
 // Every setting comes from TFK8S_* variables and every secret from the Secret as files (the
@@ -661,24 +645,12 @@ Json Env(const DevInstanceSpec& spec) {
   add("HADOOP_USER", spec.hadoop_user.empty() ? spec.owner : spec.hadoop_user);
   add("TFK8S_INSTANCE", spec.name);
   add("TFK8S_OWNER", spec.owner);
-  add("TFK8S_HOME", spec.home.enabled ? spec.home.mount_path : "/root");
-  add("TFK8S_CREDENTIALS_DIR", internal::kCredentialsDir);
-  const DevTools& t = spec.tools;
-  if (t.jupyter) add("TFK8S_JUPYTER_PORT", std::to_string(t.jupyter_port));
-  if (t.ssh) {
-    add("TFK8S_SSH_PORT", std::to_string(t.ssh_port));
-    add("TFK8S_SSH_PASSWORD_LOGIN", spec.security.ssh_password_login ? "yes" : "no");
-  }
-  if (t.code_server) add("TFK8S_CODE_SERVER_PORT", std::to_string(t.code_server_port));
-  if (t.tensorboard) {
-    add("TFK8S_TENSORBOARD_PORT", std::to_string(t.tensorboard_port));
-    add("TFK8S_TENSORBOARD_LOGDIR", t.tensorboard_log_dir);
-  }
-  if (spec.command.empty()) {
-    // The tool the readiness probe checks: the start script stops at once without it.
-    auto ports = DevPorts(spec);
-    if (!ports.empty()) add("TFK8S_READINESS_TOOL", ports.front().name);
-  }
+  internal::StartScriptTools tools;
+  tools.tools = &spec.tools;
+  tools.home = spec.home.enabled ? spec.home.mount_path : "/root";
+  tools.ssh_password_login = spec.security.ssh_password_login;
+  tools.readiness_tool = spec.command.empty();
+  for (auto& e : internal::StartScriptEnv(tools)) env.push_back(std::move(e));
   for (const auto& e : spec.env) add(e.name, e.value);
   if (!spec.command.empty()) {
     // An image's own start script (GoblinLab's) reads PASSWORD: by reference to the Secret.
@@ -707,8 +679,7 @@ Json Container(const DevInstanceSpec& spec) {
   Json c = {{"name", internal::kDevContainer}, {"image", spec.image}};
   internal::AddContainerOptions(&c, spec.pod);
   if (spec.command.empty()) {
-    // tfk8s's own script is always passed verbatim (it uses $((…)) and ${…}).
-    c["command"] = internal::KubeletArgv({"/bin/sh", "-c", internal::DevStartScript()});
+    c["command"] = internal::StartScriptCommand();
   } else {
     c["command"] = internal::KubeletArgv(spec.command, spec.expand_variable_references);
   }
@@ -729,19 +700,14 @@ Json Container(const DevInstanceSpec& spec) {
     if (!m.sub_path.empty()) vm["subPath"] = m.sub_path;
     mounts.push_back(vm);
   }
-  mounts.push_back(
-      {{"name", "credentials"}, {"mountPath", internal::kCredentialsDir}, {"readOnly", true}});
+  mounts.push_back(internal::CredentialsMount());
   if (spec.host_localtime) {
     mounts.push_back({{"name", "localtime"}, {"mountPath", "/etc/localtime"}, {"readOnly", true}});
   }
   c["volumeMounts"] = mounts;
   // The pod counts as ready once the first interactive tool accepts connections.
   auto all = DevPorts(spec);
-  if (!all.empty()) {
-    c["readinessProbe"] = {{"tcpSocket", {{"port", all.front().port}}},
-                           {"initialDelaySeconds", 5},
-                           {"periodSeconds", 10}};
-  }
+  if (!all.empty()) c["readinessProbe"] = internal::ToolReadinessProbe(all.front().port);
   return c;
 }
 
@@ -764,20 +730,9 @@ Json Volumes(const DevInstanceSpec& spec) {
   }
   // The hashes (and public keys) are projected into root-only files; the plaintext only for
   // code-server started by tfk8s's script (it has no hashed password option here).
-  Json items =
-      Json::array({{{"key", internal::kJupyterHashKey}, {"path", internal::kJupyterHashKey}},
-                   {{"key", internal::kSshHashKey}, {"path", internal::kSshHashKey}}});
-  if (spec.command.empty() && spec.tools.code_server) {
-    items.push_back({{"key", internal::kPasswordKey}, {"path", internal::kPasswordKey}});
-  }
-  if (!spec.security.ssh_authorized_keys.empty()) {
-    items.push_back(
-        {{"key", internal::kAuthorizedKeysKey}, {"path", internal::kAuthorizedKeysKey}});
-  }
-  volumes.push_back(
-      {{"name", "credentials"},
-       {"secret",
-        {{"secretName", internal::DevSecretName(spec)}, {"defaultMode", 0400}, {"items", items}}}});
+  volumes.push_back(internal::CredentialsVolume(internal::DevSecretName(spec),
+                                                spec.command.empty() && spec.tools.code_server,
+                                                !spec.security.ssh_authorized_keys.empty()));
   if (spec.host_localtime) {
     volumes.push_back({{"name", "localtime"}, {"hostPath", {{"path", "/etc/localtime"}}}});
   }

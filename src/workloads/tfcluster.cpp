@@ -10,12 +10,14 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/validation.hpp"
 #include "tfk8s/yaml.hpp"
 #include "util/concurrent.hpp"
 #include "workloads/common.hpp"
+#include "workloads/start_script.hpp"
 #include "workloads/tfcluster_internal.hpp"
 
 namespace tfk8s {
@@ -32,8 +34,9 @@ namespace {
 
 
 // Every kind a cluster may own besides the root (for pruning and status).
-const ResourceType* const kOwnedKinds[] = {&kServices, &kJobs,        &kStatefulSets,
-                                           &kDeployments, &kReplicaSets, &kPvcs};
+const ResourceType* const kOwnedKinds[] = {&kServices,    &kJobs,        &kStatefulSets,
+                                           &kDeployments, &kReplicaSets, &kPvcs,
+                                           &kSecrets};
 
 std::string Selector(const TFClusterSpec& spec) {
   return std::string(kClusterLabel) + "=" + spec.name;
@@ -350,7 +353,13 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   // the same listing serves the quota check and pruning.
   Survey survey;
   FitResult fit;
-  auto rendered = RenderTFCluster(spec_);
+  TFRenderOptions ro;
+  if (spec_.session) {
+    // The session keeps the password of its Secret across applies; a new session gets a new
+    // one. (For the pre-flight the Secret counts as an object; its content does not.)
+    ro.session_credentials = DevCredentials{};
+  }
+  auto rendered = RenderTFCluster(spec_, ro);
   if (options.preflight || prune) {
     std::vector<Json> children(rendered.begin() + 1, rendered.end());
     survey = SurveyCluster(client_, spec_, children, options.preflight, rendered);
@@ -370,8 +379,16 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   apply.dry_run = options.dry_run;
   apply.force = true;  // tfk8s owns these objects' fields
   Json root = client_.Apply(rendered.front(), apply);
-  TFRenderOptions ro;
   ro.root_uid = root["metadata"].value("uid", "");
+  if (spec_.session) {
+    std::optional<DevCredentials> kept;
+    try {
+      kept = internal::CredentialsFromSecret(
+          client_.Get(kSecrets, spec_.namespace_name, internal::TFSessionSecretName(spec_)));
+    } catch (const NotFound&) {
+    }
+    ro.session_credentials = kept ? *kept : DevCredentials::Generate();
+  }
   rendered = RenderTFCluster(spec_, ro);
   std::vector<Json> children(rendered.begin() + 1, rendered.end());
   auto results = client_.ApplyAll(children, apply);
@@ -730,6 +747,39 @@ void TFCluster::CleanUpAfterSuccess() {
       }
     }
   }
+}
+
+DevStartResult TFCluster::Session() {
+  if (!spec_.session) {
+    throw ValidationError("session", "", "this cluster has no session");
+  }
+  const TFSessionSpec& s = *spec_.session;
+  const std::string& ns = spec_.namespace_name;
+  auto credentials = internal::CredentialsFromSecret(
+      client_.Get(kSecrets, ns, internal::TFSessionSecretName(spec_)));
+  if (!credentials) {
+    throw ValidationError("session", internal::TFSessionSecretName(spec_),
+                          "the credentials Secret is incomplete");
+  }
+  DevStartResult out;
+  out.password = credentials->password;
+  const std::string name = spec_.name + "-session";
+  for (const auto& [tool, service, port] :
+       {std::tuple{"jupyter", name, s.jupyter_port}, std::tuple{"ssh", name + "-ssh", s.ssh_port}}) {
+    DevEndpoint e;
+    e.tool = tool;
+    e.port = port;
+    e.cluster_address = fmt::format("{}.{}.svc:{}", service, ns, port);
+    if (s.service_type == "NodePort") {
+      Json svc = client_.Get(kServices, ns, service);
+      for (const auto& p : svc["spec"].value("ports", Json::array())) {
+        if (p.value("name", "") == tool) e.external_port = p.value("nodePort", 0);
+      }
+    }
+    out.access.endpoints.push_back(std::move(e));
+  }
+  internal::FillConnect(&out.access);
+  return out;
 }
 
 WorkloadLogStream TFCluster::StreamLogs(TFLogOptions options) const {

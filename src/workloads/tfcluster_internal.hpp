@@ -23,6 +23,8 @@ TFRoleSpec& MutableRoleOf(TFClusterSpec& spec, const std::string& role);
 std::string ReplicaName(const TFClusterSpec& spec, const std::string& role, int index);
 /// `<cluster>-<role>`: the StatefulSet and its governing Service.
 std::string RoleName(const TFClusterSpec& spec, const std::string& role);
+/// `<cluster>-session-credentials`: the session's password and its hashes.
+std::string TFSessionSecretName(const TFClusterSpec& spec);
 /// The PVC mounted by every pod ("" without storage).
 std::string ClaimName(const TFClusterSpec& spec);
 /// Labels on every object of the cluster.

@@ -7,10 +7,12 @@
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/devinstance_internal.hpp"
 #include "workloads/kinds.hpp"
 #include "workloads/launcher_source.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/spec_json.hpp"
+#include "workloads/start_script.hpp"
 #include "workloads/tfcluster_internal.hpp"
 
 namespace tfk8s {
@@ -46,6 +48,10 @@ std::string ReplicaName(const TFClusterSpec& spec, const std::string& role, int 
 
 std::string RoleName(const TFClusterSpec& spec, const std::string& role) {
   return fmt::format("{}-{}", spec.name, role);
+}
+
+std::string TFSessionSecretName(const TFClusterSpec& spec) {
+  return spec.name + "-session-credentials";
 }
 
 std::string ClaimName(const TFClusterSpec& spec) {
@@ -737,29 +743,60 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
   if (spec.session) {
     const TFSessionSpec& s = *spec.session;
     std::string name = spec.name + "-session";
+    std::string secret = internal::TFSessionSecretName(spec);
     Json labels = {{kComponentLabel, "session"}, {kRoleLabel, "session"}};
     Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, "session"}};
+    if (o.session_credentials) {
+      out.push_back({{"apiVersion", "v1"},
+                     {"kind", "Secret"},
+                     {"metadata", Metadata(spec, o, secret, labels)},
+                     {"type", "Opaque"},
+                     {"data", internal::CredentialsSecretData(*o.session_credentials)}});
+    }
     Json c = {{"name", "session"}, {"image", s.image.empty() ? spec.cpu_image : s.image}};
-    c["env"] = Env({{"TF_CLUSTER", TFClusterAddresses(spec).dump()},
+    Json env = Env({{"TF_CLUSTER", TFClusterAddresses(spec).dump()},
                     {"CLUSTER_SPEC", SeedClusterSpec(spec)},
                     {"TASK_NAME", spec.name},
                     {"RESOURCE_TYPE", "session"},
                     {"RESOURCE_NAME", "session"}},
                    {});
-    if (!s.command.empty()) {
+    Json mounts = VolumeMounts(spec, Launched::kNo);
+    if (s.command.empty()) {
+      // The DevInstance start script: Jupyter and sshd, reading the hashes from the Secret.
+      DevTools tools;
+      tools.jupyter_port = s.jupyter_port;
+      tools.ssh_port = s.ssh_port;
+      tools.code_server = false;
+      tools.tensorboard = false;
+      internal::StartScriptTools script;
+      script.tools = &tools;
+      script.home = spec.storage ? spec.storage->mount_path : "/root";
+      for (auto& e : internal::StartScriptEnv(script)) env.push_back(std::move(e));
+      c["command"] = internal::StartScriptCommand();
+      mounts.push_back(internal::CredentialsMount());
+      c["readinessProbe"] = internal::ToolReadinessProbe(s.jupyter_port);
+    } else {
       c["command"] = internal::KubeletArgv(s.command, spec.expand_variable_references);
+      // An image's own start script reads PASSWORD: by reference to the Secret.
+      env.push_back({{"name", "PASSWORD"},
+                     {"valueFrom",
+                      {{"secretKeyRef", {{"name", secret}, {"key", internal::kPasswordKey}}}}}});
     }
+    c["env"] = std::move(env);
     if (!s.args.empty()) c["args"] = internal::KubeletArgv(s.args, spec.expand_variable_references);
     c["ports"] = Json::array(
         {{{"name", "jupyter"}, {"containerPort", s.jupyter_port}, {"protocol", "TCP"}},
          {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
     Json res = internal::ResourcesJson(s.resources);
     if (!res.empty()) c["resources"] = res;
-    Json mounts = VolumeMounts(spec, Launched::kNo);
     if (!mounts.empty()) c["volumeMounts"] = mounts;
+    Json pod = PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
+                       spec.placement.gputype, "Never");
+    if (s.command.empty()) {
+      pod["volumes"].push_back(internal::CredentialsVolume(secret, false, false));
+    }
     out.push_back(OneShotJob(spec, o, name, labels, 0, {{"labels", PodLabels(spec, labels)}},
-                             PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
-                                     spec.placement.gputype, "Never")));
+                             std::move(pod)));
     out.push_back(ExposedService(spec, o, name, labels, selector, "jupyter", s.jupyter_port,
                                  s.service_type));
     out.push_back(ExposedService(spec, o, name + "-ssh", labels, selector, "ssh", s.ssh_port,

@@ -178,3 +178,34 @@ def test_wait_rejects_unknown_condition(client: tfk8s.Client) -> None:
     cluster = tfk8s.TFCluster(client, name="x", namespace="default", worker=1)
     with pytest.raises(tfk8s.ValidationError):
         cluster.wait("done", timeout=1, progress=False)
+
+
+def test_session_password_lives_in_a_secret(client: tfk8s.Client, namespace: str) -> None:
+    spec = small_spec(namespace, "sess")
+    spec["session"] = {"serviceType": "NodePort"}
+    cluster = tfk8s.TFCluster(client, spec)
+    with pytest.raises(tfk8s.NotFound):
+        cluster.session()  # nothing applied yet
+    cluster.apply()
+    first = cluster.session()
+    assert len(first.password) >= 32
+    assert first.password not in repr(first) and "REDACTED" in repr(first)
+    jupyter, ssh = first.access["jupyter"], first.access["ssh"]
+    assert jupyter["cluster_address"] == f"sess-session.{namespace}.svc:8888"
+    assert ssh["cluster_address"] == f"sess-session-ssh.{namespace}.svc:22"
+    assert jupyter["external_port"] > 0 and ssh["external_port"] > 0  # node ports
+    assert ssh["connect"] == f"ssh -p 22 root@sess-session-ssh.{namespace}.svc"
+    secret = client.get("v1", "Secret", "sess-session-credentials", namespace)
+    assert secret["metadata"]["labels"]["tfk8s.io/cluster"] == "sess"
+    # The pod spec holds no password, only the hashes' Secret as files.
+    job = client.get("batch/v1", "Job", "sess-session", namespace)
+    assert first.password not in str(job)
+    # Re-applying keeps the password; the Secret goes with the cluster.
+    cluster.apply()
+    assert cluster.session().password == first.password
+    cluster.delete(foreground=True, wait=60)
+    with pytest.raises(tfk8s.NotFound):
+        client.get("v1", "Secret", "sess-session-credentials", namespace)
+    no_session = tfk8s.TFCluster(client, small_spec(namespace, "plain"))
+    with pytest.raises(tfk8s.ValidationError):
+        no_session.session()

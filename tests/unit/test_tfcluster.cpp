@@ -342,6 +342,52 @@ TEST_SUITE("tfcluster") {
     CHECK(TFClusterSpec::FromJson(s.ToJson()).ToJson() == s.ToJson());
   }
 
+  TEST_CASE("session: the DevInstance start script with the password only in a Secret") {
+    TFClusterSpec s = GpuExample();
+    TFRenderOptions o;
+    o.root_uid = "uid-1";
+    o.session_credentials = DevCredentials{"pw-plain", "sha512:salt:hash", "$6$salt$hash"};
+    auto objects = RenderTFCluster(s, o);
+    const Json* secret = Find(objects, "Secret", "resnet-session-credentials");
+    REQUIRE(secret);
+    CHECK((*secret)["metadata"]["ownerReferences"][0]["uid"] == "uid-1");
+    CHECK((*secret)["metadata"]["labels"]["tfk8s.io/role"] == "session");
+    CHECK((*secret)["data"]["password"] == "cHctcGxhaW4=");  // base64 of pw-plain
+    const Json& pod = (*Find(objects, "Job", "resnet-session"))["spec"]["template"]["spec"];
+    const Json& c = pod["containers"][0];
+    REQUIRE(c["command"].size() == 3);
+    CHECK(c["command"][0] == "/bin/sh");
+    CHECK(c["command"][2].get<std::string>().rfind("# tfk8s dev instance", 0) == 0);
+    CHECK(EnvOf(c, "TFK8S_JUPYTER_PORT") == "8888");
+    CHECK(EnvOf(c, "TFK8S_SSH_PORT") == "22");
+    CHECK(EnvOf(c, "TFK8S_SSH_PASSWORD_LOGIN") == "yes");
+    CHECK(EnvOf(c, "TFK8S_HOME") == "/data");
+    CHECK(EnvOf(c, "TFK8S_READINESS_TOOL") == "jupyter");
+    CHECK(EnvOf(c, "TFK8S_CODE_SERVER_PORT") == "<unset>");
+    CHECK(c["readinessProbe"]["tcpSocket"]["port"] == 8888);
+    // Nothing in the pod spec holds the password: only hashes, projected as files.
+    CHECK(pod.dump().find("pw-plain") == std::string::npos);
+    for (const auto& e : c["env"]) CHECK(e["name"] != "PASSWORD");
+    const Json& volume = pod["volumes"].back();
+    CHECK(volume["secret"]["secretName"] == "resnet-session-credentials");
+    for (const auto& item : volume["secret"]["items"]) CHECK(item["key"] != "password");
+
+    // Render() (and ToYaml) never include the Secret.
+    CHECK_FALSE(Find(RenderTFCluster(s), "Secret", "resnet-session-credentials"));
+
+    // An image's own start script gets PASSWORD by reference to the Secret, as in the seed.
+    s.session->command = {"/start-session.sh"};
+    auto own = RenderTFCluster(s, o);
+    const Json& oc = (*Find(own, "Job", "resnet-session"))["spec"]["template"]["spec"]
+                                                             ["containers"][0];
+    CHECK(oc["command"] == Json::array({"/start-session.sh"}));
+    CHECK(oc["env"].back() ==
+          Json{{"name", "PASSWORD"},
+               {"valueFrom", {{"secretKeyRef", {{"name", "resnet-session-credentials"},
+                                                {"key", "password"}}}}}});
+    CHECK_FALSE(oc.contains("readinessProbe"));
+  }
+
   TEST_CASE("every object is owned by the root and labelled") {
     TFRenderOptions o;
     o.root_uid = "uid-1";

@@ -1,0 +1,115 @@
+// The pod parts of tfk8s's interactive start script, shared by DevInstance and the TFCluster
+// session (the script itself: DevStartScript in devinstance_render.cpp).
+
+#include "workloads/start_script.hpp"
+
+#include <fmt/format.h>
+
+#include "util/base64.hpp"
+#include "workloads/devinstance_internal.hpp"
+#include "workloads/pod.hpp"
+
+namespace tfk8s::internal {
+
+std::vector<DevPort> ToolPorts(const DevTools& t) {
+  std::vector<DevPort> out;
+  if (t.jupyter) out.push_back({"jupyter", t.jupyter_port});
+  if (t.ssh) out.push_back({"ssh", t.ssh_port});
+  if (t.code_server) out.push_back({"code-server", t.code_server_port});
+  if (t.tensorboard) out.push_back({"tensorboard", t.tensorboard_port});
+  for (const auto& p : t.custom_ports) out.push_back(p);
+  return out;
+}
+
+Json StartScriptEnv(const StartScriptTools& s) {
+  const DevTools& t = *s.tools;
+  Json env = Json::array();
+  auto add = [&](const char* name, const std::string& value) {
+    env.push_back({{"name", name}, {"value", value}});
+  };
+  add("TFK8S_HOME", s.home);
+  add("TFK8S_CREDENTIALS_DIR", kCredentialsDir);
+  if (t.jupyter) add("TFK8S_JUPYTER_PORT", std::to_string(t.jupyter_port));
+  if (t.ssh) {
+    add("TFK8S_SSH_PORT", std::to_string(t.ssh_port));
+    add("TFK8S_SSH_PASSWORD_LOGIN", s.ssh_password_login ? "yes" : "no");
+  }
+  if (t.code_server) add("TFK8S_CODE_SERVER_PORT", std::to_string(t.code_server_port));
+  if (t.tensorboard) {
+    add("TFK8S_TENSORBOARD_PORT", std::to_string(t.tensorboard_port));
+    add("TFK8S_TENSORBOARD_LOGDIR", t.tensorboard_log_dir);
+  }
+  if (s.readiness_tool) {
+    // The tool the readiness probe checks: the start script stops at once without it.
+    auto ports = ToolPorts(t);
+    if (!ports.empty()) add("TFK8S_READINESS_TOOL", ports.front().name);
+  }
+  return env;
+}
+
+Json StartScriptCommand() {
+  // tfk8s's own script is always passed verbatim (it uses $((…)) and ${…}).
+  return KubeletArgv({"/bin/sh", "-c", DevStartScript()});
+}
+
+Json CredentialsVolume(const std::string& secret_name, bool with_password,
+                       bool with_authorized_keys) {
+  Json items = Json::array({{{"key", kJupyterHashKey}, {"path", kJupyterHashKey}},
+                            {{"key", kSshHashKey}, {"path", kSshHashKey}}});
+  if (with_password) items.push_back({{"key", kPasswordKey}, {"path", kPasswordKey}});
+  if (with_authorized_keys) {
+    items.push_back({{"key", kAuthorizedKeysKey}, {"path", kAuthorizedKeysKey}});
+  }
+  return {{"name", "credentials"},
+          {"secret", {{"secretName", secret_name}, {"defaultMode", 0400}, {"items", items}}}};
+}
+
+Json CredentialsMount() {
+  return {{"name", "credentials"}, {"mountPath", kCredentialsDir}, {"readOnly", true}};
+}
+
+Json ToolReadinessProbe(int port) {
+  return {{"tcpSocket", {{"port", port}}}, {"initialDelaySeconds", 5}, {"periodSeconds", 10}};
+}
+
+Json CredentialsSecretData(const DevCredentials& credentials,
+                           const std::vector<std::string>& authorized_keys) {
+  Json data = {{kPasswordKey, Base64Encode(credentials.password)},
+               {kJupyterHashKey, Base64Encode(credentials.jupyter_hash)},
+               {kSshHashKey, Base64Encode(credentials.ssh_hash)}};
+  if (!authorized_keys.empty()) {
+    std::string keys;
+    for (const auto& k : authorized_keys) keys += k + "\n";
+    data[kAuthorizedKeysKey] = Base64Encode(keys);
+  }
+  return data;
+}
+
+std::optional<DevCredentials> CredentialsFromSecret(const Json& secret) {
+  const Json& data = secret.value("data", Json::object());
+  auto field = [&](const char* key) -> std::optional<std::string> {
+    auto it = data.find(key);
+    if (it == data.end() || !it->is_string()) return std::nullopt;
+    return Base64Decode(it->get<std::string>());
+  };
+  auto password = field(kPasswordKey);
+  auto jupyter = field(kJupyterHashKey);
+  auto ssh = field(kSshHashKey);
+  if (!password || !jupyter || !ssh) return std::nullopt;
+  return DevCredentials{*password, *jupyter, *ssh};
+}
+
+void FillConnect(DevAccess* a) {
+  for (auto& e : a->endpoints) {
+    std::string address = e.external_address.empty() ? e.cluster_address : e.external_address;
+    if (e.tool == "ssh") {
+      auto colon = address.rfind(':');
+      e.connect = fmt::format("ssh -p {} {}@{}", address.substr(colon + 1), a->user,
+                              address.substr(0, colon));
+    } else {
+      e.connect = "http://" + address + "/";
+    }
+  }
+}
+
+}  // namespace tfk8s::internal

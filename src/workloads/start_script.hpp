@@ -1,0 +1,53 @@
+#pragma once
+// Internal: what tfk8s's interactive start script (DevStartScript) needs in a pod, shared by a
+// DevInstance and a TFCluster's session, so both start Jupyter and sshd the same way.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tfk8s/devinstance.hpp"
+
+namespace tfk8s::internal {
+
+/// Every enabled tool's port, in Service order: jupyter, ssh, code-server, tensorboard, custom.
+std::vector<DevPort> ToolPorts(const DevTools& tools);
+
+/// What the start script starts and where.
+struct StartScriptTools {
+  const DevTools* tools = nullptr;  ///< The enabled tools and their ports.
+  std::string home;                 ///< TFK8S_HOME: Jupyter's root, the script's state folder.
+  bool ssh_password_login = true;   ///< TFK8S_SSH_PASSWORD_LOGIN.
+  /// Set TFK8S_READINESS_TOOL (the first enabled tool): the script stops at once without it.
+  bool readiness_tool = true;
+};
+
+/// The TFK8S_* variables the script reads, as `{name, value}` env entries.
+Json StartScriptEnv(const StartScriptTools& t);
+
+/// The container command that runs the script.
+Json StartScriptCommand();
+
+/// The credentials volume `credentials`: the Secret's hashes (and authorized keys, and the
+/// plaintext only when code-server started by the script needs it) as root-only files.
+Json CredentialsVolume(const std::string& secret_name, bool with_password,
+                       bool with_authorized_keys);
+/// Its mount at kCredentialsDir, read-only.
+Json CredentialsMount();
+
+/// The readiness probe: the first interactive tool accepts connections.
+Json ToolReadinessProbe(int port);
+
+/// A credentials Secret's data: the password, its two hashes and the authorized keys (if any).
+Json CredentialsSecretData(const DevCredentials& credentials,
+                           const std::vector<std::string>& authorized_keys = {});
+
+/// The credentials a Secret of CredentialsSecretData's format holds, if complete (to re-render it without
+/// changing the password, or to tell the user).
+std::optional<DevCredentials> CredentialsFromSecret(const Json& secret);
+
+/// Fills every endpoint's `connect`: `ssh -p <port> <user>@<host>` for SSH, `http://…/` for
+/// the rest (the external address when there is one).
+void FillConnect(DevAccess* access);
+
+}  // namespace tfk8s::internal
