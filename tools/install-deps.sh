@@ -26,6 +26,8 @@ PACKAGES=(
   # (nftables: `down` deletes the iptables-nft tables that did not exist before `up`)
   containerd runc containernetworking-plugins iptables nftables conntrack dnsmasq-base
   debootstrap gcc libc6-dev
+  # e2e: SSH logins to dev instances (tests/e2e/test_devinstance_access.py)
+  openssh-client sshpass
 )
 
 # kubectl is used by the local cluster's tests and the benchmarks. Machines of this project's
