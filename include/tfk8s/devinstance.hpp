@@ -126,6 +126,14 @@ struct DevInstanceSpec {
   /// "rw" grant, read-write mounts an "rw" grant.
   std::vector<VolumeMount> mounts;
   bool host_localtime = true;    ///< Mount the node's /etc/localtime (GoblinLab).
+  /// In-cluster launching: the instance gets its own ServiceAccount `<name>`, a Role
+  /// `<name>-workloads` allowing exactly what tfk8s workloads need in the namespace
+  /// (DevInstanceWorkloadRules()) and a RoleBinding, all owned by the instance; the pod runs as
+  /// that account with its token mounted, so `tfk8s.Client()` inside it (in-cluster config)
+  /// can launch TFClusters, ScheduledJobs and DevInstances without an administrator's
+  /// kubeconfig. Excludes `serviceAccount`; the token is mounted (the default pod options do
+  /// not mount one).
+  bool launch_workloads = false;
   Placement placement;           ///< Node labels the pod requires.
   DevSecurity security;          ///< SSH login modes.
   DevExposeSpec expose;          ///< Exposure outside the cluster.
@@ -155,6 +163,12 @@ struct DevCredentials {
   /// "DevCredentials{password=REDACTED, …}".
   [[nodiscard]] std::string ToString() const;
 };
+
+/// The rules of the Role a DevInstance with `launch_workloads` gets: read, create, change and
+/// delete what tfk8s workloads are made of in the namespace (ConfigMaps, Secrets, Services,
+/// PVCs, Jobs, CronJobs, StatefulSets, Deployments, ReplicaSets); read pods, their logs,
+/// events, quotas and limit ranges; nothing cluster-scoped, no RBAC objects, no exec.
+Json DevInstanceWorkloadRules();
 
 /// Extra inputs of rendering that come from the server or the lifecycle.
 struct DevRenderOptions {

@@ -208,14 +208,15 @@ class WorkloadRef(Record):
 
 class FitResult(Record):
     """Result of a pre-flight check: ``fits``, ``shortfalls`` (dicts with resource, quota,
-    requested, used, hard, remaining as strings), ``problems`` (strings) and ``message``.
-    True when it fits."""
+    requested, used, hard, remaining as strings), ``problems`` (strings), ``notes`` (what could
+    not be checked, e.g. nodes the credentials cannot list) and ``message``. True when it fits."""
 
     __slots__ = ()
 
     fits: bool = field(bool)
     shortfalls: List[Dict[str, str]] = field(dicts)
     problems: List[str] = field(strings)
+    notes: List[str] = field(strings)
     message: str = field(text)
 
     def __bool__(self) -> bool:

@@ -157,6 +157,8 @@ class DevInstance(Workload):
     - ``expose`` (``expose.backend``): "none", "ingress-tcp" or "node-port";
       ``external_host`` (``expose.externalHost``)
     - ``pod_annotations``, ``env`` (a mapping)
+    - ``launch_workloads`` (``launchWorkloads``): the instance's own ServiceAccount, Role and
+      RoleBinding, so ``tfk8s.Client()`` inside it can launch workloads in its namespace
 
     Validated at once (ValidationError); nothing is sent until :meth:`create`.
     """
@@ -191,6 +193,7 @@ class DevInstance(Workload):
         image_pull_secrets: Optional[Sequence[str]] = None,
         service_account: Optional[str] = None,
         security_context: Optional[Mapping[str, Any]] = None,
+        launch_workloads: Optional[bool] = None,
         _core_instance: Any = None,
     ) -> None:
         s = self._start_spec(client, _core_instance, spec, name, namespace)
@@ -221,6 +224,8 @@ class DevInstance(Workload):
             s.setdefault("expose", {})["backend"] = expose
         if external_host is not None:
             s.setdefault("expose", {})["externalHost"] = external_host
+        if launch_workloads is not None:
+            s["launchWorkloads"] = bool(launch_workloads)
         set_pod_extras(s, pod_annotations, env)
         set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         spec_json = _core.DevInstance.normalize_spec(s)  # validates at once

@@ -281,6 +281,10 @@ void DevInstanceSpec::Validate() const {
     throw ValidationError("image", image, "must be a non-empty image reference without spaces");
   }
   validation::ValidatePodOptions("", pod);
+  if (launch_workloads && !pod.service_account.empty()) {
+    throw ValidationError("serviceAccount", pod.service_account,
+                          "launchWorkloads runs the instance as its own service account");
+  }
   for (std::size_t i = 0; i < command.size(); ++i) {
     if (command[i].empty() && i == 0) {
       throw ValidationError("command[0]", "", "must name a program");
@@ -525,6 +529,7 @@ Json DevInstanceSpec::ToJson() const {
             {"externalHost", expose.external_host}}}};
   // Written only when set, so specs stored before the option existed read back unchanged.
   if (expand_variable_references) j["expandVariableReferences"] = true;
+  if (launch_workloads) j["launchWorkloads"] = true;
   internal::AddToSpecJson(&j, pod);
   return j;
 }
@@ -578,6 +583,7 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
     }
   }
   s.host_localtime = Field<bool>(j, "hostLocaltime", "", s.host_localtime);
+  s.launch_workloads = Field<bool>(j, "launchWorkloads", "", false);
   s.placement = internal::PlacementFromSpecJson(Section(j, "placement"), "placement.");
   const Json& sec = Section(j, "security");
   s.security.ssh_password_login = Field<bool>(sec, "sshPasswordLogin", "security.", true);
@@ -742,7 +748,13 @@ Json Volumes(const DevInstanceSpec& spec) {
 Json PodSpec(const DevInstanceSpec& spec) {
   Json pod = {{"enableServiceLinks", false}};
   internal::AddPlacement(&pod, spec.placement, spec.resources.gpus > 0);
-  internal::AddPodOptions(&pod, spec.pod);
+  PodOptions options = spec.pod;
+  if (spec.launch_workloads) {
+    // Its own account, whose token tfk8s.Client() finds (in-cluster config).
+    options.service_account = spec.name;
+    options.automount_service_account_token = true;
+  }
+  internal::AddPodOptions(&pod, options);
   pod["containers"] = Json::array({Container(spec)});
   pod["volumes"] = Volumes(spec);
   return pod;
@@ -759,6 +771,26 @@ Json ServicePorts(const std::vector<DevPort>& ports) {
 }
 
 }  // namespace
+
+Json DevInstanceWorkloadRules() {
+  const std::vector<std::string> manage = {"get",   "list",  "watch", "create",
+                                           "update", "patch", "delete"};
+  const std::vector<std::string> read = {"get", "list", "watch"};
+  auto rule = [](const char* group, std::vector<std::string> resources,
+                 const std::vector<std::string>& verbs) {
+    return Json{{"apiGroups", {group}}, {"resources", std::move(resources)}, {"verbs", verbs}};
+  };
+  return Json::array(
+      {// What the workloads are made of (a TFCluster's root ConfigMap, a session's and a
+       // DevInstance's credentials, Services, shared storage).
+       rule("", {"configmaps", "secrets", "services", "persistentvolumeclaims"}, manage),
+       // Their controllers' objects.
+       rule("batch", {"jobs", "cronjobs"}, manage),
+       rule("apps", {"statefulsets", "deployments", "replicasets"}, manage),
+       // Status, logs and failure reasons; the quota pre-flight. Pods are deleted through
+       // their controllers; no exec or port-forward.
+       rule("", {"pods", "pods/log", "events", "resourcequotas", "limitranges"}, read)});
+}
 
 std::vector<Json> RenderDevInstance(const DevInstanceSpec& spec, const DevRenderOptions& o) {
   spec.Validate();
@@ -803,6 +835,26 @@ std::vector<Json> RenderDevInstance(const DevInstanceSpec& spec, const DevRender
                    {"metadata", Metadata(spec, o, internal::DevSecretName(spec), "credentials")},
                    {"type", "Opaque"},
                    {"data", internal::DevSecretData(spec, *o.credentials)}});
+  }
+
+  if (spec.launch_workloads) {
+    // In-cluster launching: the pod's own account, bound to the workloads' Role.
+    std::string role = spec.name + "-workloads";
+    out.push_back({{"apiVersion", "v1"},
+                   {"kind", "ServiceAccount"},
+                   {"metadata", Metadata(spec, o, spec.name, "launcher")}});
+    out.push_back({{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                   {"kind", "Role"},
+                   {"metadata", Metadata(spec, o, role, "launcher")},
+                   {"rules", DevInstanceWorkloadRules()}});
+    out.push_back({{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                   {"kind", "RoleBinding"},
+                   {"metadata", Metadata(spec, o, role, "launcher")},
+                   {"roleRef",
+                    {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role}}},
+                   {"subjects", Json::array({{{"kind", "ServiceAccount"},
+                                              {"name", spec.name},
+                                              {"namespace", spec.namespace_name}}})}});
   }
 
   if (spec.home.enabled) {

@@ -601,7 +601,19 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
 FitResult CheckPlacement(Client& client, const std::vector<Json>& objects) {
   // Parse first, so bad input fails before any request.
   (void)internal::PodGroupsOf(objects);
-  return EvaluatePlacement(objects, Items(client.ListAll(kNodes, "")));
+  std::vector<Json> nodes;
+  try {
+    nodes = Items(client.ListAll(kNodes, ""));
+  } catch (const Forbidden& e) {
+    // Nodes are cluster-scoped: credentials limited to a namespace (a DevInstance's launching
+    // Role) cannot read them. The server still schedules; only the early check is skipped.
+    FitResult unchecked;
+    unchecked.notes.push_back(
+        fmt::format("node placement not checked: these credentials cannot list nodes ({})",
+                    e.what()));
+    return unchecked;
+  }
+  return EvaluatePlacement(objects, nodes);
 }
 
 // ---- results as JSON -----------------------------------------------------------------------

@@ -437,6 +437,7 @@ void FitResult::Merge(const FitResult& other) {
   fits = fits && other.fits;
   shortfalls.insert(shortfalls.end(), other.shortfalls.begin(), other.shortfalls.end());
   problems.insert(problems.end(), other.problems.begin(), other.problems.end());
+  notes.insert(notes.end(), other.notes.begin(), other.notes.end());
 }
 
 namespace {
@@ -841,6 +842,7 @@ Json FitResult::ToJson() const {
   return {{"fits", fits},
           {"shortfalls", std::move(out_shortfalls)},
           {"problems", problems},
+          {"notes", notes},
           {"message", Message()}};
 }
 

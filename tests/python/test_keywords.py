@@ -135,6 +135,7 @@ DEVINSTANCE: Table = {
     "external_host": ("dev.example.com", ("expose", "externalHost"), "dev.example.com"),
     "pod_annotations": ({"a": "b"}, ("podAnnotations",), {"a": "b"}),
     "env": ({"A": "1"}, ("env",), [{"name": "A", "value": "1"}]),
+    "launch_workloads": (True, ("launchWorkloads",), True),
 }
 
 SCHEDULEDJOB_BASE: Dict[str, Any] = {

@@ -31,6 +31,7 @@ def fit_raw(fits: bool = False) -> Dict[str, Any]:
                                         "requested": "4", "used": "30", "hard": "32",
                                         "remaining": "2"}],
         "problems": [] if fits else [HOSTILE],
+        "notes": [] if fits else [HOSTILE],
         "message": "" if fits else HOSTILE,
     }
 

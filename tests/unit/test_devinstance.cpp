@@ -136,6 +136,64 @@ TEST_SUITE("devinstance") {
     CheckGolden("devinstance_gpu", Rendered(GpuSpec()));
   }
 
+  TEST_CASE("launchWorkloads: its own service account, a namespaced Role and a RoleBinding") {
+    DevInstanceSpec s = CpuSpec();
+    s.launch_workloads = true;
+    DevRenderOptions o;
+    o.root_uid = "sts-uid";
+    auto objects = RenderDevInstance(s, o);
+    auto find = [&](const std::string& kind) -> const Json* {
+      for (const auto& x : objects) {
+        if (x["kind"] == kind) return &x;
+      }
+      return nullptr;
+    };
+    const Json* sa = find("ServiceAccount");
+    const Json* role = find("Role");
+    const Json* binding = find("RoleBinding");
+    REQUIRE(sa);
+    REQUIRE(role);
+    REQUIRE(binding);
+    CHECK((*sa)["metadata"]["name"] == "notebook-test");
+    CHECK((*role)["metadata"]["name"] == "notebook-test-workloads");
+    for (const Json* x : {sa, role, binding}) {
+      CHECK((*x)["metadata"]["namespace"] == "team-a");
+      CHECK((*x)["metadata"]["ownerReferences"][0]["uid"] == "sts-uid");
+    }
+    CHECK((*binding)["roleRef"] == Json{{"apiGroup", "rbac.authorization.k8s.io"},
+                                        {"kind", "Role"},
+                                        {"name", "notebook-test-workloads"}});
+    CHECK((*binding)["subjects"] == Json::array({{{"kind", "ServiceAccount"},
+                                                   {"name", "notebook-test"},
+                                                   {"namespace", "team-a"}}}));
+    CHECK((*role)["rules"] == DevInstanceWorkloadRules());
+    // Least privilege: nothing cluster-scoped, no RBAC, no exec, pods only read.
+    std::set<std::string> granted;
+    for (const auto& rule : DevInstanceWorkloadRules()) {
+      for (const auto& r : rule["resources"]) {
+        for (const auto& v : rule["verbs"]) granted.insert(r.get<std::string>() + ":" + v.get<std::string>());
+      }
+      CHECK_FALSE(rule["apiGroups"][0] == "rbac.authorization.k8s.io");
+    }
+    CHECK(granted.count("jobs:create"));
+    CHECK(granted.count("configmaps:delete"));
+    CHECK(granted.count("pods/log:get"));
+    CHECK_FALSE(granted.count("pods:create"));
+    CHECK_FALSE(granted.count("pods/exec:create"));
+    CHECK_FALSE(granted.count("nodes:list"));
+    const Json& pod = objects[0]["spec"]["template"]["spec"];
+    CHECK(pod["serviceAccountName"] == "notebook-test");
+    CHECK(pod["automountServiceAccountToken"] == true);
+    // Stored only when set, and read back.
+    CHECK(s.ToJson()["launchWorkloads"] == true);
+    CHECK_FALSE(CpuSpec().ToJson().contains("launchWorkloads"));
+    CHECK(DevInstanceSpec::FromJson(s.ToJson()).launch_workloads);
+    // Without it: none of the three, no token.
+    for (const auto& x : RenderDevInstance(CpuSpec(), o)) CHECK(x["kind"] != "Role");
+    s.pod.service_account = "someone";
+    CHECK_THROWS_AS(s.Validate(), ValidationError);
+  }
+
   TEST_CASE("rendering: the shape GoblinLab needs") {
     Json objects = Rendered(CpuSpec());
     REQUIRE(objects.size() == 4);  // StatefulSet, Service, Secret, home PVC
