@@ -131,6 +131,13 @@ mkdir -p "$state" /tmp/tfk8s
 started=0
 if [ -n "${TFK8S_SSH_PORT:-}" ]; then
   if [ -x "$sshd_bin" ]; then
+    # SSH sessions start with a clean environment: give them the API server's address (no
+    # secret) through pam_env, so kubectl and tfk8s.Client() find in-cluster config there too.
+    if [ -n "${KUBERNETES_SERVICE_HOST:-}" ]; then
+      { grep -v '^KUBERNETES_SERVICE_' /etc/environment 2>/dev/null
+        env | grep '^KUBERNETES_SERVICE_'; } > /tmp/tfk8s/environment &&
+        cat /tmp/tfk8s/environment > /etc/environment 2>/dev/null
+    fi
     login=prohibit-password
     if [ "$TFK8S_SSH_PASSWORD_LOGIN" = yes ]; then
       printf 'root:%s\n' "$(cat "$cred/ssh-password-hash")" | chpasswd -e && login=yes

@@ -157,6 +157,11 @@ TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
       r.restarts = internal::PodRestarts(pod);
       bool fatal = false;
       r.reason = PodProblem(pod, &fatal);
+      if (key.role == "session" && r.phase == "Running" && !internal::PodReady(pod)) {
+        // The session is usable once Jupyter accepts connections (its readiness probe).
+        r.phase = "Pending";
+        if (r.reason.empty()) r.reason = "ContainersNotReady: Jupyter is not accepting connections yet";
+      }
       if (fatal && fatal_reasons) {
         fatal_reasons->push_back(fmt::format("{}-{}: {}", r.role, r.index, r.reason));
       }

@@ -5,76 +5,20 @@ password works and what was written in the home volume (/root) is still there.""
 
 from __future__ import annotations
 
-import http.cookiejar
-import os
-import shutil
-import socket
-import subprocess
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
-from typing import Dict, Tuple
+from typing import Dict
 
 import tfk8s
+from access import (SSHPASS_WRONG_PASSWORD, T_CMD, jupyter_status, need_ssh_tools, port_open,
+                    ssh)
 from conftest import DEV_IMAGE, NODE, STORAGE_CLASS, wait_for
 
-SSH_OPTIONS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-               "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR",
-               "-o", "PreferredAuthentications=password,keyboard-interactive",
-               "-o", "PubkeyAuthentication=no"]
-# sshpass(1) exits 5 ("Invalid/incorrect password") when ssh asks for the password again, i.e.
-# the server refused it; a connection failure would be ssh's 255.
-SSHPASS_WRONG_PASSWORD = 5
 T_READY = 240  # create/start -> ready (image local, PVC on the node's disk)
-T_CMD = 60     # one SSH command or one Jupyter login
 # delete(wait=…): the foreground deletion ends when the kubelet has removed the pod object,
 # measured 9-70 s on this machine after the container had stopped within a second.
 T_DELETE = 180
 
-
-def _need_ssh_tools() -> None:
-    missing = [tool for tool in ("ssh", "sshpass") if shutil.which(tool) is None]
-    assert not missing, (f"{', '.join(missing)} not installed: run tools/install-deps.sh "
-                         "(Debian packages openssh-client, sshpass)")
-
-
-def _ssh(host: str, user: str, password: str, command: str) -> Tuple[int, str, str]:
-    """Runs ``command`` as ``user``@``host`` over SSH with password login; returns (exit code,
-    stdout, stderr). sshpass reads the password from its environment, never from its argv."""
-    r = subprocess.run(["sshpass", "-e", "ssh", *SSH_OPTIONS, "-p", "22", f"{user}@{host}",
-                        command],
-                       env=dict(os.environ, SSHPASS=password), stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=T_CMD)
-    return r.returncode, r.stdout, r.stderr
-
-
-def _jupyter_status(base: str, password: str) -> int:
-    """Logs in to Jupyter with ``password`` (a fresh cookie jar, no proxy); returns the status
-    of GET /api/contents: 200 logged in, 403 refused."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
-                                         urllib.request.HTTPCookieProcessor(jar))
-    opener.open(base + "/login", timeout=T_CMD).read()
-    xsrf = next((c.value for c in jar if c.name == "_xsrf"), "")
-    form = urllib.parse.urlencode({"password": password, "_xsrf": xsrf}).encode()
-    try:
-        opener.open(base + "/login", data=form, timeout=T_CMD).read()
-    except urllib.error.HTTPError:
-        pass  # a refused login answers with an error page; the API call below tells
-    try:
-        return opener.open(base + "/api/contents", timeout=T_CMD).status
-    except urllib.error.HTTPError as e:
-        return e.code
-
-
-def _port_open(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return True
-    except OSError:
-        return False
 
 
 def _gone(read) -> bool:
@@ -91,26 +35,26 @@ def _running_pod(client, ns: str, name: str) -> Dict:
     ip = pod["status"]["podIP"]
     assert ip.startswith("10.245.0."), ip
     # sshd starts in the background next to Jupyter (the readiness probe checks Jupyter).
-    wait_for(f"sshd listening on {ip}:22", lambda: _port_open(ip, 22), T_CMD, 0.5)
+    wait_for(f"sshd listening on {ip}:22", lambda: port_open(ip, 22), T_CMD, 0.5)
     return pod
 
 
 def _check_logins(host: str, user: str, good: str, bad: str, marker: str) -> None:
     base = f"http://{host}:8888"
-    assert _jupyter_status(base, good) == 200, "Jupyter refused the instance's password"
-    assert _jupyter_status(base, bad) == 403, "Jupyter accepted a wrong password"
-    assert _jupyter_status(base, "") == 403, "Jupyter accepted an empty password"
-    rc, out, err = _ssh(host, user, good, f"echo ok-{marker}; id -un; pwd")
+    assert jupyter_status(base, good) == 200, "Jupyter refused the instance's password"
+    assert jupyter_status(base, bad) == 403, "Jupyter accepted a wrong password"
+    assert jupyter_status(base, "") == 403, "Jupyter accepted an empty password"
+    rc, out, err = ssh(host, user, good, f"echo ok-{marker}; id -un; pwd")
     assert rc == 0, f"ssh login with the password failed (exit {rc}): {err}"
     assert out.splitlines() == [f"ok-{marker}", user, "/root"], out
-    rc, out, err = _ssh(host, user, bad, f"echo ok-{marker}")
+    rc, out, err = ssh(host, user, bad, f"echo ok-{marker}")
     assert rc == SSHPASS_WRONG_PASSWORD, \
         f"ssh with a wrong password: exit {rc}, not refused as a wrong password: {out!r} {err!r}"
     assert f"ok-{marker}" not in out
 
 
 def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace, real_node):
-    _need_ssh_tools()
+    need_ssh_tools()
     ns = namespace
     dev = tfk8s.DevInstance(
         client,
@@ -143,7 +87,7 @@ def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace,
 
         # Something written over SSH in the home volume.
         content = "kept-" + uuid.uuid4().hex
-        rc, out, err = _ssh(host, user, first.password,
+        rc, out, err = ssh(host, user, first.password,
                             f"mkdir -p /root/work && printf %s {content} > /root/work/note.txt "
                             "&& sync && cat /root/work/note.txt")
         assert rc == 0 and out == content, (rc, out, err)
@@ -170,7 +114,7 @@ def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace,
 
         # The old password is refused everywhere, the new one works, the file is there.
         _check_logins(new_host, user, second.password, first.password, "second")
-        rc, out, err = _ssh(new_host, user, second.password, "cat /root/work/note.txt")
+        rc, out, err = ssh(new_host, user, second.password, "cat /root/work/note.txt")
         assert rc == 0, f"the file written before stop() is gone: exit {rc}: {err}"
         assert out == content
 

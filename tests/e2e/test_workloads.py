@@ -3,17 +3,14 @@ script with the tools a Debian image ships, and failing fast when a tool is miss
 
 from __future__ import annotations
 
-import http.cookiejar
 import json
 import re
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 
 import pytest
 
 import tfk8s
+from access import jupyter_status
 from conftest import DEV_IMAGE, NODE, RUNTIME_IMAGE, STORAGE_CLASS
 
 # Words the kubelet would rewrite ($(VAR) expanded, $$ -> $) and words a shell would.
@@ -54,23 +51,6 @@ def test_scheduledjob_expansion_when_asked_for(client, namespace, real_node) -> 
     assert argv == ["/root/entry.py", "expanded-by-kubelet", "$"]
 
 
-def _jupyter_session(base: str, password: str) -> int:
-    """Logs in to a Jupyter server with ``password``; returns the status of /api/contents."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    opener.open(base + "/login", timeout=10).read()
-    xsrf = next((c.value for c in jar if c.name == "_xsrf"), "")
-    form = urllib.parse.urlencode({"password": password, "_xsrf": xsrf}).encode()
-    try:
-        opener.open(base + "/login", data=form, timeout=10).read()
-    except urllib.error.HTTPError:
-        pass  # a refused login answers with an error page; the API call below tells
-    try:
-        return opener.open(base + "/api/contents", timeout=10).status
-    except urllib.error.HTTPError as e:
-        return e.code
-
-
 def test_devinstance_with_python_m_notebook_becomes_ready(client, namespace, real_node) -> None:
     """Debian's notebook package has no `jupyter` command: the start script finds
     `python3 -m notebook`, the instance becomes ready, and the password logs in."""
@@ -94,9 +74,9 @@ def test_devinstance_with_python_m_notebook_becomes_ready(client, namespace, rea
     logs = "\n".join(line for _, line in dev.logs())
     assert "starting Jupyter with: python3 -m notebook" in logs, logs
     base = f"http://{pod['status']['podIP']}:8888"
-    assert _jupyter_session(base, "") == 403
-    assert _jupyter_session(base, "not-the-password") == 403
-    assert _jupyter_session(base, created.password) == 200
+    assert jupyter_status(base, "") == 403
+    assert jupyter_status(base, "not-the-password") == 403
+    assert jupyter_status(base, created.password) == 200
     dev.delete(delete_home_volume=True, wait=120)
 
 

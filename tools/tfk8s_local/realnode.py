@@ -44,6 +44,9 @@ CLUSTER_DOMAIN = "cluster.local"
 STORAGE_CLASS = "tfk8s-local-path"
 PROVISIONER_NAME = "tfk8s.io/local-path"
 REAL_LABEL = "tfk8s.io/real-node"
+# The real node's nodetype (the seed's label): workloads placed with it never land on a simulated
+# node, whose nodetype is "tensorflow".
+REAL_NODETYPE = "tfk8s-real"
 FORWARD_CHAIN = "TFK8S-FORWARD"
 HOST_STATE = "/run/tfk8s-local-realnode"
 
@@ -349,7 +352,7 @@ def commands(inst, binp, state, ports):
             "--image-service-endpoint=" + sock, "--runtime-request-timeout=5m",
             "--pod-infra-container-image=" + images.PAUSE_REF,
             "--hostname-override=" + NODE_NAME, "--node-ip=" + NODE_IP,
-            "--node-labels=%s=true" % REAL_LABEL, "--v=1",
+            "--node-labels=%s=true,nodetype=%s" % (REAL_LABEL, REAL_NODETYPE), "--v=1",
         ],
         "kube-proxy": [
             os.path.join(binp, "kube-proxy"), "--kubeconfig=" + kc, "--hostname-override=" + NODE_NAME,
