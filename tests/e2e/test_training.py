@@ -6,7 +6,9 @@ barrier's verdict."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import time
 from typing import Dict, List, Tuple
 
@@ -134,3 +136,25 @@ def test_a_peer_that_cannot_start_fails_the_wait_with_the_barrier(client, namesp
     ps_row = next(r for r in failed.value.status.replicas if r["role"] == "ps")
     assert ps_row["node"] and ps_row["node"] != NODE, ps_row
     cluster.delete(wait=120)
+
+
+def test_the_quickstart_trains_for_real(real_cluster, real_node) -> None:
+    """examples/quickstart.cpp as tools/quickstart.sh runs it on the real node: the reference
+    trainer in real containers, the chief's final loss in the merged logs, everything deleted."""
+    binary = os.environ.get("TFK8S_QUICKSTART", "")
+    assert binary and os.access(binary, os.X_OK), \
+        "TFK8S_QUICKSTART must name the built quickstart program (CTest's e2e_pytest sets it)"
+    kubeconfig = real_cluster.kubeconfig
+    started = time.monotonic()
+    run = subprocess.run([binary, "--kubeconfig", kubeconfig, "--namespace", "e2e-quickstart",
+                          "--trainer-image", RUNTIME_IMAGE, "--nodetype", real_node["nodetype"],
+                          "--pull-policy", "Never"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    took = time.monotonic() - started
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    final = re.search(r"\[chief-0\] chief final loss (\S+) \(initial (\S+), fell", run.stdout)
+    assert final and float(final.group(2)) / float(final.group(1)) >= MIN_FACTOR, run.stdout[-3000:]
+    for replica in ("chief-0", "ps-0", "ps-1", "worker-0", "worker-1"):
+        assert f"[{replica}] tfk8s launcher: {replica} passed the start-up barrier" in run.stdout
+    assert "deleted; done in" in run.stdout
+    print(f"\ne2e: the quickstart trained for real in {took:.0f}s")
