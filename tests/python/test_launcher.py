@@ -22,7 +22,7 @@ from typing import Dict, Iterator, List, Optional
 
 import pytest
 
-from ports import free_ports
+from local_processes import free_ports, kill_group
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "python" / "tfk8s" / "launcher.py"
@@ -97,7 +97,7 @@ class Runner:
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.kill(p)
+            kill_group(p)
             out, err = p.communicate()
             pytest.fail(f"the launcher did not finish in {timeout} s\nstdout: {out}\nstderr: {err}")
         return p.returncode, out, err
@@ -105,18 +105,9 @@ class Runner:
     def run(self, args: List[str], timeout: float = TIMEOUT, **env: str):
         return self.finish(self.start(args, **env), timeout)
 
-    @staticmethod
-    def kill(p: subprocess.Popen) -> None:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            p.wait(timeout=10)
-
     def close(self) -> None:
         for p in self.procs:
-            self.kill(p)
+            kill_group(p)
             for f in (p.stdout, p.stderr):
                 if f:
                     f.close()

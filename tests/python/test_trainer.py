@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Dict, Tuple
 
-from ports import free_ports
+from local_processes import free_ports, kill_group
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "python" / "tfk8s" / "launcher.py"
@@ -78,12 +77,7 @@ def test_ps_sgd_cluster_through_the_launcher(tmp_path: Path) -> None:
         elapsed = time.monotonic() - start
     finally:
         for p in procs.values():
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                p.wait(timeout=10)
+            kill_group(p)
 
     codes = {f"{r}-{i}": p.returncode for (r, i), p in procs.items()}
     assert all(c == 0 for c in codes.values()), f"exit codes {codes}" + describe(logs)
