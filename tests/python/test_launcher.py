@@ -359,6 +359,12 @@ def test_exit_code_is_the_programs(runner: Runner) -> None:
     assert code == 0
 
 
+def test_a_cluster_of_one_passes_at_once_and_says_so(runner: Runner) -> None:
+    code, out, err = runner.run(["--", PYTHON, "-c", "print('ran')"], TF_CONFIG=one_replica())
+    assert code == 0 and out.strip() == "ran"
+    assert "tfk8s launcher: worker-0 passed the start-up barrier in 0.0 s (0 peers)" in err
+
+
 def test_programs_own_termination_message_is_kept(runner: Runner, tmp_path: Path) -> None:
     log = tmp_path / "termination-log"
     program = f"open({str(log)!r}, 'w').write('out of memory in step 7'); raise SystemExit(1)"
@@ -461,7 +467,7 @@ def test_program_not_found_exits_127(runner: Runner) -> None:
     code, _, err = runner.run(["--", "/nonexistent/train"], TF_CONFIG=one_replica())
     assert code == 127
     message = "tfk8s: cannot start /nonexistent/train: No such file or directory"
-    assert err.strip() == message
+    assert err.strip().splitlines()[-1] == message
     assert runner.termination_log == message
 
 
@@ -471,7 +477,7 @@ def test_program_not_executable_exits_126(runner: Runner, tmp_path: Path) -> Non
     script.chmod(0o644)
     code, _, err = runner.run(["--", str(script)], TF_CONFIG=one_replica())
     assert code == 126
-    assert err.strip() == f"tfk8s: cannot start {script}: Permission denied"
+    assert err.strip().splitlines()[-1] == f"tfk8s: cannot start {script}: Permission denied"
 
 
 # ---- (h) names that do not resolve ------------------------------------------------------------
