@@ -228,7 +228,12 @@ struct Informer::Impl {
   std::deque<WatchEvent> pending;        // events produced by a (re)list
   bool listed = false;
   int relists = 0;
+  // Failures in a row (watches that could not open, failed, or closed at once), and when the
+  // last one was: the backoff grows with them and starts over after a healthy period.
   int consecutive_failures = 0;
+  std::chrono::steady_clock::time_point last_failure{};
+  std::chrono::steady_clock::time_point watch_opened{};
+  bool watch_delivered = false;  // the current watch produced at least one event
 
   Impl(Client c, ResourceType t, std::string n, ListOptions s)
       : client(std::move(c)), type(std::move(t)), ns(std::move(n)), selectors(std::move(s)) {
@@ -285,17 +290,38 @@ struct Informer::Impl {
                                                    client.connection()->Random01() * min));
     WatchStream s = client.Watch(type, ns, w);
     std::lock_guard lock(mu);
+    watch_opened = std::chrono::steady_clock::now();
+    watch_delivered = false;
     watch.emplace(std::move(s));
     if (cancelled) watch->Cancel();
   }
 
-  void Backoff() {
+  // client-go's reflector: 0.8 s doubling to 30 s, with jitter; forgotten after 2 healthy
+  // minutes (no failure), so one hiccup a day never waits long.
+  static constexpr std::chrono::milliseconds kInitialBackoff{800};
+  static constexpr std::chrono::milliseconds kMaxBackoff{30'000};
+  static constexpr std::chrono::minutes kBackoffReset{2};
+  // A watch the server ends sooner than this without sending anything is a failure (a
+  // struggling server, a proxy cutting streams): reopening it at once would be a hot loop.
+  static constexpr std::chrono::seconds kShortWatch{1};
+
+  // The wait before the next attempt after a failure (counted here).
+  std::chrono::milliseconds NextBackoff() {
+    auto now = std::chrono::steady_clock::now();
+    if (consecutive_failures > 0 && now - last_failure > kBackoffReset) consecutive_failures = 0;
+    last_failure = now;
     ++consecutive_failures;
-    auto base = std::chrono::milliseconds(200) * (1 << std::min(consecutive_failures, 7));
-    auto wait = std::min<std::chrono::milliseconds>(base, std::chrono::seconds(30));
-    auto jittered = std::chrono::milliseconds(static_cast<std::int64_t>(
-        wait.count() * (0.5 + client.connection()->Random01())));
-    auto until = std::chrono::steady_clock::now() + jittered;
+    auto base = std::min<std::chrono::milliseconds>(
+        kInitialBackoff * (1 << std::min(consecutive_failures - 1, 6)), kMaxBackoff);
+    // Jitter in [0.5, 1.5) spreads the reconnects of many informers.
+    return std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(static_cast<std::int64_t>(
+            base.count() * (0.5 + client.connection()->Random01()))),
+        kMaxBackoff);
+  }
+
+  void Backoff() {
+    auto until = std::chrono::steady_clock::now() + NextBackoff();
     while (!cancelled && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -396,12 +422,17 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
       if (!ev) {
         if (d.watch->ended()) {
           // A clean close (server timeout): resume from the last version, nothing redelivered.
-          std::lock_guard lock(d.mu);
-          d.watch.reset();
+          bool short_lived = !d.watch_delivered &&
+                             std::chrono::steady_clock::now() - d.watch_opened < Impl::kShortWatch;
+          {
+            std::lock_guard lock(d.mu);
+            d.watch.reset();
+          }
+          if (short_lived) d.Backoff();
         }
         continue;
       }
-      d.consecutive_failures = 0;
+      d.watch_delivered = true;
       if (ev->type == WatchEventType::kError) {
         int code = ev->object.value("code", 0);
         if (code == 410) {

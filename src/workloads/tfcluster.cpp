@@ -160,7 +160,9 @@ TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
       if (key.role == "session" && r.phase == "Running" && !internal::PodReady(pod)) {
         // The session is usable once Jupyter accepts connections (its readiness probe).
         r.phase = "Pending";
-        if (r.reason.empty()) r.reason = "ContainersNotReady: Jupyter is not accepting connections yet";
+        if (r.reason.empty()) {
+          r.reason = "ContainersNotReady: Jupyter is not accepting connections yet";
+        }
       }
       if (fatal && fatal_reasons) {
         fatal_reasons->push_back(fmt::format("{}-{}: {}", r.role, r.index, r.reason));
@@ -769,8 +771,8 @@ DevStartResult TFCluster::Session() {
   DevStartResult out;
   out.password = credentials->password;
   const std::string name = spec_.name + "-session";
-  for (const auto& [tool, service, port] :
-       {std::tuple{"jupyter", name, s.jupyter_port}, std::tuple{"ssh", name + "-ssh", s.ssh_port}}) {
+  for (const auto& [tool, service, port] : {std::tuple{"jupyter", name, s.jupyter_port},
+                                            std::tuple{"ssh", name + "-ssh", s.ssh_port}}) {
     DevEndpoint e;
     e.tool = tool;
     e.port = port;
