@@ -10,13 +10,28 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tfk8s/client.hpp"
+
 namespace tfk8s::testing {
+
+/// A client configuration for a scripted server: its URL, a token sent over plain HTTP on
+/// loopback, no rate limit, 5 s per request.
+inline ClientConfig LoopbackConfig(const std::string& url) {
+  ClientConfig c;
+  c.server = url;
+  c.token = "t0ken";
+  c.allow_token_over_http = true;
+  c.rate_limit.qps = 0;
+  c.request_timeout = std::chrono::seconds(5);
+  return c;
+}
 
 class ScriptedServer {
  public:

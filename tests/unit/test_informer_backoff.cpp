@@ -11,19 +11,10 @@
 #include "tfk8s/client.hpp"
 
 using namespace tfk8s;
+using tfk8s::testing::LoopbackConfig;
 using tfk8s::testing::ScriptedServer;
 
 namespace {
-
-ClientConfig LoopbackConfig(const std::string& server) {
-  ClientConfig c;
-  c.server = server;
-  c.token = "t0ken";
-  c.allow_token_over_http = true;  // plain HTTP on loopback
-  c.rate_limit.qps = 0;            // the backoff under test, not the limiter
-  c.request_timeout = std::chrono::seconds(5);
-  return c;
-}
 
 const ResourceType kConfigMaps{"", "v1", "ConfigMap", "configmaps", true};
 const std::string kEmptyList =

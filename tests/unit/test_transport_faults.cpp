@@ -14,14 +14,9 @@ using tfk8s::testing::ScriptedServer;
 namespace {
 
 ClientConfig ConfigFor(const std::string& server) {
-  ClientConfig c;
-  c.server = server;
-  c.token = "t0ken";
-  c.allow_token_over_http = true;  // the scripted servers speak plain HTTP on loopback
-  c.rate_limit.qps = 0;
+  ClientConfig c = tfk8s::testing::LoopbackConfig(server);
   c.retry.initial_backoff = std::chrono::milliseconds(10);
   c.retry.max_backoff = std::chrono::milliseconds(2000);
-  c.request_timeout = std::chrono::seconds(5);
   return c;
 }
 
