@@ -78,7 +78,13 @@ TEST_SUITE("client_layer") {
     CHECK(HasHeader(reqs[0], "Authorization: Bearer s3cr3t-token"));
     CHECK(Path(reqs[1]) ==
           "/api/v1/namespaces/x/pods?labelSelector=a%3Db&fieldSelector=spec.nodeName%3Dn1"
-          "&limit=10&resourceVersion=0");
+          "&limit=10&resourceVersion=0&timeout=60s");  // the client's request timeout
+    // The caller's own timeoutSeconds replaces it.
+    o.timeout_seconds = 5;
+    client.List(kPods, "x", o);
+    CHECK(Path(fake->requests().back()) ==
+          "/api/v1/namespaces/x/pods?labelSelector=a%3Db&fieldSelector=spec.nodeName%3Dn1"
+          "&limit=10&resourceVersion=0&timeoutSeconds=5");
   }
 
   TEST_CASE("ListAll follows continue tokens and keeps the first page's resourceVersion") {
@@ -346,7 +352,7 @@ TEST_SUITE("client_layer") {
       CHECK(what.find("list nodes") != std::string::npos);
       CHECK(what.find("team-a") == std::string::npos);
     }
-    CHECK(Path(fake->requests().back()) == "/api/v1/nodes");
+    CHECK(Path(fake->requests().back()) == "/api/v1/nodes?timeout=60s");
   }
 
   TEST_CASE("TLS errors are not retried") {

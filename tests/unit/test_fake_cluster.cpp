@@ -414,7 +414,7 @@ TEST_SUITE("fake_cluster") {
     REQUIRE(requests.size() == 2);
     CHECK(requests[0].method == "GET");
     CHECK(requests[0].path == "/api/v1/namespaces/default/pods");
-    CHECK(requests[0].query == "labelSelector=app%3Dweb");
+    CHECK(requests[0].query == "labelSelector=app%3Dweb&timeout=60s");
     CHECK(requests[0].body.is_null());
     CHECK(requests[1].method == "POST");
     CHECK(requests[1].content_type == "application/json");

@@ -247,7 +247,7 @@ TEST_SUITE("path_safety") {
     auto url = fake->requests().back().url;
     CHECK(url == kServer +
                      "/api/v1/namespaces/victim/configmaps?labelSelector=a%3Db%26limit%3D1%2F.."
-                     "%2Fx%23y&fieldSelector=metadata.name%3D..");
+                     "%2Fx%23y&fieldSelector=metadata.name%3D..&timeout=60s");
   }
 
   TEST_CASE("workloads check names before any request") {
