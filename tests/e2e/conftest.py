@@ -155,3 +155,100 @@ def wait_phase(client, ns: str, name: str, phases=("Succeeded",), timeout: float
             raise AssertionError(f"pod {ns}/{name} failed: {client.get('v1', 'Pod', name, ns).get('status')}")
         return p if p in phases else None
     return wait_for(f"pod {ns}/{name} in {phases}", check, timeout)
+
+
+def _diagnose(client, ns: str, home: str) -> str:
+    """What a failed test's namespace looked like: pods (IPs, states), endpoints, the cluster
+    DNS records of the namespace, the node's neighbour table, the addresses the CNI holds, the
+    kubelet's and containerd's lines about the namespace and each container's last lines."""
+    out = []
+
+    def section(title, fn):
+        try:
+            out.append(f"--- {title}\n{fn()}")
+        except Exception as e:  # noqa: BLE001 - a diagnostic must not hide the failure
+            out.append(f"--- {title}: {type(e).__name__}: {e}")
+
+    pods = []
+    try:
+        pods = client.list("v1", "Pod", ns)["items"]
+    except Exception as e:  # noqa: BLE001
+        out.append(f"--- pods: {type(e).__name__}: {e}")
+
+    def pod_lines():
+        lines = []
+        for p in pods:
+            st = p.get("status") or {}
+            states = []
+            for cs in st.get("containerStatuses") or []:
+                state = cs.get("state") or {}
+                kind = next(iter(state), "?")
+                detail = state.get(kind) or {}
+                states.append(f"{cs['name']}:{kind}"
+                              f"({detail.get('reason', '')} exit={detail.get('exitCode', '')}"
+                              f" restarts={cs.get('restartCount', 0)})")
+            lines.append(f"{p['metadata']['name']} {st.get('phase')} ip={st.get('podIP')} "
+                         f"deleting={bool(p['metadata'].get('deletionTimestamp'))} {' '.join(states)}")
+        return "\n".join(lines)
+
+    def endpoints():
+        lines = []
+        for e in client.list("v1", "Endpoints", ns)["items"]:
+            for s in e.get("subsets") or []:
+                for key in ("addresses", "notReadyAddresses"):
+                    for a in s.get(key) or []:
+                        lines.append(f"{e['metadata']['name']} {key} {a.get('hostname', '')} {a['ip']} "
+                                     f"{(a.get('targetRef') or {}).get('name', '')}")
+        return "\n".join(lines)
+
+    def dns():
+        path = os.path.join(home, INSTANCE, "realnode", "dns", "hosts", "cluster")
+        with open(path) as f:
+            return "".join(l for l in f if f".{ns}." in l)
+
+    def neighbours():
+        return subprocess.run(["ip", "neigh", "show", "dev", "tfk8s0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=10).stdout
+
+    def ipam():
+        d = os.path.join(home, INSTANCE, "realnode", "cni", "ipam", "tfk8s-pods")
+        ips = sorted(n for n in os.listdir(d) if n[0].isdigit())
+        return f"{len(ips)} addresses held: " + " ".join(ips)
+
+    def node_log(component, lines=40):
+        def read():
+            path = os.path.join(home, INSTANCE, "logs", component + ".log")
+            with open(path, errors="replace") as f:
+                hits = [l for l in f if ns in l]
+            return "".join(hits[-lines:])
+        return read
+
+    section("pods", pod_lines)
+    section("endpoints", endpoints)
+    section("cluster DNS records", dns)
+    section("neighbours on tfk8s0", neighbours)
+    section("pod addresses held by the CNI", ipam)
+    section("kubelet log lines of the namespace (last 40)", node_log("kubelet"))
+    section("containerd log lines of the namespace (last 40)", node_log("containerd"))
+    for p in pods:
+        for c in p["spec"].get("containers") or []:
+            section(f"log {p['metadata']['name']}/{c['name']} (last 15 lines)",
+                    lambda p=p, c=c: client.logs(p["metadata"]["name"], ns, container=c["name"],
+                                                 tail_lines=15))
+    return "\n".join(out)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that had a namespace gets the namespace's state in its report (before the
+    fixture deletes it), so a failure on a CI machine can be understood from the log alone."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    funcargs = getattr(item, "funcargs", {})
+    ns, client, cluster = (funcargs.get(k) for k in ("namespace", "client", "real_cluster"))
+    if not (ns and client):
+        return
+    home = cluster.home if cluster else (os.environ.get("TFK8S_LOCAL_HOME") or "/tmp/tfk8s-e2e")
+    report.sections.append(("cluster state at failure", _diagnose(client, ns, home)))
