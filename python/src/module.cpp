@@ -23,5 +23,6 @@ PYBIND11_MODULE(_core, m) {
   tp::BindQuota(m);
   tp::BindDevInstance(m);
   tp::BindScheduledJob(m);
+  tp::BindPodSecurity(m);
   tp::BindTesting(m);
 }

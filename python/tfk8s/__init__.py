@@ -56,6 +56,7 @@ from tfk8s._core import (
     ValidationError,
     WorkloadFailed,
     __version__,
+    check_pod_security,
     load_default_config,
     load_in_cluster_config,
     load_kubeconfig,
@@ -124,6 +125,8 @@ __all__ = [
     "validation",
     "load_yaml",
     "dump_yaml",
+    # security
+    "check_pod_security",
     # workloads (and, appended below, each workload module's own names)
     "WorkloadLogs",
     # errors

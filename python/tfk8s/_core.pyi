@@ -596,6 +596,12 @@ def where_fits(
     client: Client, requests: dict[str, str], node_selector: dict[str, str] = ...
 ) -> list[str]: ...
 
+# ---- Pod Security Standards -----------------------------------------------------------------
+
+def check_pod_security(object: Any, level: str = "restricted") -> list[dict[str, str]]:
+    """Pod Security Standards violations ({'check', 'field', 'message'} dicts) of the pod that
+    `object` carries, at 'privileged', 'baseline' or 'restricted'."""
+
 # ---- DevInstance ----------------------------------------------------------------------------
 
 class DevInstance:
