@@ -125,7 +125,12 @@ struct DevInstanceSpec {
   /// shared with them (annotation `tfk8s.io/shared-with`): read-only mounts need an "ro" or
   /// "rw" grant, read-write mounts an "rw" grant.
   std::vector<VolumeMount> mounts;
-  bool host_localtime = true;    ///< Mount the node's /etc/localtime (GoblinLab).
+  /// The container's time zone, as `TZ`: an IANA name such as "Europe/Berlin"; "" = the
+  /// image's (usually UTC). What GoblinLab got by mounting the node's /etc/localtime.
+  std::string time_zone;
+  /// Mount the node's /etc/localtime, as GoblinLab does: a hostPath volume, which Pod Security
+  /// "baseline" refuses, so it is off by default (use time_zone).
+  bool host_localtime = false;
   /// In-cluster launching: the instance gets its own ServiceAccount `<name>`, a Role
   /// `<name>-workloads` allowing exactly what tfk8s workloads need in the namespace
   /// (DevInstanceWorkloadRules()) and a RoleBinding, all owned by the instance; the pod runs as

@@ -159,6 +159,7 @@ class DevInstance(Workload):
     - ``pod_annotations``, ``env`` (a mapping)
     - ``launch_workloads`` (``launchWorkloads``): the instance's own ServiceAccount, Role and
       RoleBinding, so ``tfk8s.Client()`` inside it can launch workloads in its namespace
+    - ``time_zone`` (``timeZone``): the container's ``TZ``, e.g. "Europe/Berlin"
 
     Validated at once (ValidationError); nothing is sent until :meth:`create`.
     """
@@ -194,6 +195,7 @@ class DevInstance(Workload):
         service_account: Optional[str] = None,
         security_context: Optional[Mapping[str, Any]] = None,
         launch_workloads: Optional[bool] = None,
+        time_zone: Optional[str] = None,
         _core_instance: Any = None,
     ) -> None:
         s = self._start_spec(client, _core_instance, spec, name, namespace)
@@ -226,6 +228,8 @@ class DevInstance(Workload):
             s.setdefault("expose", {})["externalHost"] = external_host
         if launch_workloads is not None:
             s["launchWorkloads"] = bool(launch_workloads)
+        if time_zone is not None:
+            s["timeZone"] = time_zone
         set_pod_extras(s, pod_annotations, env)
         set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         spec_json = _core.DevInstance.normalize_spec(s)  # validates at once

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 #include "http/crypto.hpp"
@@ -132,10 +133,11 @@ started=0
 if [ -n "${TFK8S_SSH_PORT:-}" ]; then
   if [ -x "$sshd_bin" ]; then
     # SSH sessions start with a clean environment: give them the API server's address (no
-    # secret) through pam_env, so kubectl and tfk8s.Client() find in-cluster config there too.
-    if [ -n "${KUBERNETES_SERVICE_HOST:-}" ]; then
-      { grep -v '^KUBERNETES_SERVICE_' /etc/environment 2>/dev/null
-        env | grep '^KUBERNETES_SERVICE_'; } > /tmp/tfk8s/environment &&
+    # secret) and the time zone through pam_env, so kubectl and tfk8s.Client() find in-cluster
+    # config there too and clocks read as in the container.
+    if [ -n "${KUBERNETES_SERVICE_HOST:-}${TZ:-}" ]; then
+      { grep -v -E '^(KUBERNETES_SERVICE_|TZ=)' /etc/environment 2>/dev/null
+        env | grep -E '^(KUBERNETES_SERVICE_|TZ=)'; } > /tmp/tfk8s/environment &&
         cat /tmp/tfk8s/environment > /etc/environment 2>/dev/null
     fi
     login=prohibit-password
@@ -305,14 +307,28 @@ void DevInstanceSpec::Validate() const {
   RequirePositiveQuantity("resources.memory", resources.memory, true);
 
   // Environment: tfk8s's own variables cannot be overridden (PASSWORD would defeat the Secret).
-  validation::ValidateEnv("env", env, [](std::string_view env_name) -> std::string {
+  validation::ValidateEnv("env", env, [this](std::string_view env_name) -> std::string {
     if (env_name == "PASSWORD" || env_name == "NOTEBOOK_TAG" || env_name == "HADOOP_USER" ||
         env_name.rfind("TFK8S_", 0) == 0) {
       return "is set by tfk8s (use notebookTag / hadoopUser; the password comes from the "
              "instance's Secret)";
     }
+    if (env_name == "TZ" && !time_zone.empty()) return "is set by timeZone";
     return {};
   });
+  if (!time_zone.empty()) {
+    // An IANA zone name ("UTC", "Europe/Berlin", "Etc/GMT+2"): no dots, so never a path out of
+    // the zone database.
+    static const std::regex kZone("[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*");
+    if (time_zone.size() > 64 || !std::regex_match(time_zone, kZone)) {
+      throw ValidationError("timeZone", time_zone,
+                            "must be an IANA time zone name such as Europe/Berlin or UTC");
+    }
+    if (host_localtime) {
+      throw ValidationError("timeZone", time_zone,
+                            "give either timeZone or hostLocaltime, not both");
+    }
+  }
   for (const auto& [k, v] : pod_annotations) validation::RequireLabelKey("podAnnotations", k);
 
   // Tools and ports: every port once, every name once.
@@ -537,6 +553,7 @@ Json DevInstanceSpec::ToJson() const {
   // Written only when set, so specs stored before the option existed read back unchanged.
   if (expand_variable_references) j["expandVariableReferences"] = true;
   if (launch_workloads) j["launchWorkloads"] = true;
+  if (!time_zone.empty()) j["timeZone"] = time_zone;
   internal::AddToSpecJson(&j, pod);
   return j;
 }
@@ -590,6 +607,7 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
     }
   }
   s.host_localtime = Field<bool>(j, "hostLocaltime", "", s.host_localtime);
+  s.time_zone = Field<std::string>(j, "timeZone", "", "");
   s.launch_workloads = Field<bool>(j, "launchWorkloads", "", false);
   s.placement = internal::PlacementFromSpecJson(Section(j, "placement"), "placement.");
   const Json& sec = Section(j, "security");
@@ -664,6 +682,7 @@ Json Env(const DevInstanceSpec& spec) {
   tools.ssh_password_login = spec.security.ssh_password_login;
   tools.readiness_tool = spec.command.empty();
   for (auto& e : internal::StartScriptEnv(tools)) env.push_back(std::move(e));
+  if (!spec.time_zone.empty()) add("TZ", spec.time_zone);
   for (const auto& e : spec.env) add(e.name, e.value);
   if (!spec.command.empty()) {
     // An image's own start script (GoblinLab's) reads PASSWORD: by reference to the Secret.

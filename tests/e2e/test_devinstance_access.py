@@ -58,9 +58,9 @@ def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace,
     ns = namespace
     dev = tfk8s.DevInstance(
         client,
-        {"placement": real_node, "home": {"storageClass": STORAGE_CLASS, "size": "1Gi"},
-         "hostLocaltime": False},
+        {"placement": real_node, "home": {"storageClass": STORAGE_CLASS, "size": "1Gi"}},
         owner="carol", name="access", namespace=ns, image=DEV_IMAGE, image_pull_policy="Never",
+        time_zone="Europe/Berlin",
         cpu="200m", memory="512Mi", tools=["jupyter", "ssh"],
     )
     deleted = False
@@ -91,6 +91,10 @@ def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace,
                             f"mkdir -p /root/work && printf %s {content} > /root/work/note.txt "
                             "&& sync && cat /root/work/note.txt")
         assert rc == 0 and out == content, (rc, out, err)
+        # time_zone reaches SSH sessions too (TZ, not a hostPath of the node's /etc/localtime).
+        rc, out, err = ssh(host, user, first.password, "date +%Z")
+        assert rc == 0 and out.strip() in ("CET", "CEST"), (rc, out, err)
+        assert not any("hostPath" in v for v in pod["spec"]["volumes"]), pod["spec"]["volumes"]
 
         # Stop: replicas 0, the pod goes, the volume stays.
         t2 = time.monotonic()

@@ -57,7 +57,7 @@ def test_session_jupyter_and_ssh_with_the_secret_password(client, namespace, rea
 def test_notebook_in_a_dev_instance_launches_training(client, namespace, real_node) -> None:
     need_ssh_tools()
     dev = tfk8s.DevInstance(
-        client, {"placement": real_node, "home": {"enabled": False}, "hostLocaltime": False},
+        client, {"placement": real_node, "home": {"enabled": False}},
         owner="dana", name="lab", namespace=namespace, image=DEV_IMAGE,
         image_pull_policy="Never", cpu="300m", memory="768Mi", tools=["jupyter", "ssh"],
         launch_workloads=True,

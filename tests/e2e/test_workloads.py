@@ -56,8 +56,7 @@ def test_devinstance_with_python_m_notebook_becomes_ready(client, namespace, rea
     `python3 -m notebook`, the instance becomes ready, and the password logs in."""
     dev = tfk8s.DevInstance(
         client,
-        {"placement": real_node, "home": {"storageClass": STORAGE_CLASS, "size": "1Gi"},
-         "hostLocaltime": False},
+        {"placement": real_node, "home": {"storageClass": STORAGE_CLASS, "size": "1Gi"}},
         owner="alice", name="lab", namespace=namespace, image=DEV_IMAGE,
         image_pull_policy="Never", cpu="200m", memory="512Mi", tools=["jupyter", "ssh"],
     )
@@ -84,7 +83,7 @@ def test_devinstance_without_jupyter_fails_fast_naming_it(client, namespace, rea
     """An image without Jupyter (the runtime image): the wait fails at once with the reason
     instead of running to its timeout."""
     dev = tfk8s.DevInstance(
-        client, {"placement": real_node, "home": {"enabled": False}, "hostLocaltime": False},
+        client, {"placement": real_node, "home": {"enabled": False}},
         owner="bob", name="nojupyter", namespace=namespace, image=RUNTIME_IMAGE,
         image_pull_policy="Never", cpu="100m", memory="128Mi", tools=["jupyter"],
     )

@@ -357,6 +357,20 @@ TEST_SUITE("devinstance") {
     check([](DevInstanceSpec& s) { s.env.push_back({"1BAD", "x"}); }, "env[1].name");
     check([](DevInstanceSpec& s) { s.env.push_back({"SPARK_HOME", "x"}); }, "env[1].name");
     check([](DevInstanceSpec& s) { s.tools.ssh_port = 70000; }, "tools.sshPort");
+    check([](DevInstanceSpec& s) { s.time_zone = "../../etc/shadow"; }, "timeZone");
+    check([](DevInstanceSpec& s) { s.time_zone = "Europe/Berlin extra"; }, "timeZone");
+    check(
+        [](DevInstanceSpec& s) {
+          s.time_zone = "Europe/Berlin";
+          s.host_localtime = true;
+        },
+        "timeZone");
+    check(
+        [](DevInstanceSpec& s) {
+          s.time_zone = "UTC";
+          s.env.push_back({"TZ", "Asia/Tokyo"});
+        },
+        "env[1].name");
     check([](DevInstanceSpec& s) { s.image = ""; }, "image");
     check([](DevInstanceSpec& s) { s.pod.image_pull_policy = "Sometimes"; }, "imagePullPolicy");
     check([](DevInstanceSpec& s) { s.labels["tfk8s.io/owner"] = "mallory"; }, "labels");
@@ -375,6 +389,36 @@ TEST_SUITE("devinstance") {
           "security.sshAuthorizedKeys[0]");
     check([](DevInstanceSpec& s) { s.tools.jupyter = s.tools.ssh = s.tools.code_server = false; },
           "expose.tools");  // exposure on, nothing authenticated to expose
+  }
+
+  TEST_CASE("time zone: TZ by default, the node's /etc/localtime only when asked") {
+    auto volumes_of = [](const DevInstanceSpec& spec) {
+      std::vector<std::string> host_paths;
+      const std::vector<Json> objects = RenderDevInstance(spec);
+      const Json& pod = objects.front()["spec"]["template"]["spec"];
+      for (const auto& v : pod["volumes"]) {
+        if (v.contains("hostPath")) host_paths.push_back(v["hostPath"]["path"]);
+      }
+      return host_paths;
+    };
+    auto env_of = [](const DevInstanceSpec& spec) {
+      std::map<std::string, std::string> env;
+      const std::vector<Json> objects = RenderDevInstance(spec);
+      const Json& c = objects.front()["spec"]["template"]["spec"]["containers"][0];
+      for (const auto& e : c["env"]) env[e["name"]] = e.value("value", "");
+      return env;
+    };
+    DevInstanceSpec spec = CpuSpec();
+    CHECK_FALSE(spec.host_localtime);
+    CHECK(volumes_of(spec).empty());  // no hostPath: Pod Security "baseline" admits the pod
+    CHECK_FALSE(env_of(spec).count("TZ"));
+    spec.time_zone = "America/Argentina/Buenos_Aires";
+    CHECK(env_of(spec)["TZ"] == "America/Argentina/Buenos_Aires");
+    CHECK(DevInstanceSpec::FromJson(spec.ToJson()).time_zone == spec.time_zone);
+    CHECK_FALSE(CpuSpec().ToJson().contains("timeZone"));  // stored specs without it unchanged
+    spec.time_zone.clear();
+    spec.host_localtime = true;  // GoblinLab's way, still possible
+    CHECK(volumes_of(spec) == std::vector<std::string>{"/etc/localtime"});
   }
 
   TEST_CASE("JSON round trip") {
