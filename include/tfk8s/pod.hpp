@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tfk8s/pod_security.hpp"
+
 namespace tfk8s {
 
 /// Compute resources of one container. Empty strings mean "not set"; a limit left empty equals
@@ -85,6 +87,13 @@ struct PodOptions {
   SecurityContext security_context;  ///< Applied to every container of the workload's pods.
   bool operator==(const PodOptions&) const = default;
 };
+
+/// The security context tfk8s fills in, field by field where the spec leaves one unset, for
+/// pods whose workload asks for Pod Security "restricted" (TFCluster replicas and TensorBoard,
+/// ScheduledJob runs, by default): user and group 1000, runAsNonRoot, fsGroup 1000 (mounted
+/// volumes that support it become writable by the group), no privilege escalation, every
+/// capability dropped, the runtime's default seccomp profile.
+SecurityContext RestrictedSecurityContext();
 
 /// The GPU resource name and the taint key of GPU nodes.
 inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";

@@ -57,6 +57,10 @@ struct ScheduledJobSpec {
   std::string image;                            ///< Container image (required).
   /// Pull policy and secrets, service account, security context (tfk8s/pod.hpp).
   PodOptions pod;
+  /// The Pod Security Standards level of the runs' pods (JSON `podSecurity`), as for
+  /// TFClusterSpec::pod_security: "restricted" by default, filling unset security fields from
+  /// RestrictedSecurityContext(); rendering refuses pods that break the level.
+  PodSecurityLevel pod_security = PodSecurityLevel::kRestricted;
 
   std::string home_claim;           ///< The user's PVC mounted at home_path ("" = none).
   std::string home_path = "/root";  ///< Where home_claim is mounted; entry_path is under it.

@@ -149,6 +149,13 @@ struct TFClusterSpec {
   Placement placement;
   /// Pull policy and secrets, service account, security context of every pod (tfk8s/pod.hpp).
   PodOptions pod;
+  /// The Pod Security Standards level the replicas' and TensorBoard's pods meet (JSON
+  /// `podSecurity`: "restricted", "baseline" or "privileged"). Restricted, the default, fills
+  /// every security field `pod` leaves unset from RestrictedSecurityContext(); a lower level
+  /// leaves them to the image (e.g. an image that must run as root). Rendering checks the pods
+  /// against the level (CheckPodSecurity) and refuses, naming the field, pods that break it. The
+  /// session runs sshd as root, so its pod is held to at most "baseline".
+  PodSecurityLevel pod_security = PodSecurityLevel::kRestricted;
   /// The start-up launcher of every ps / worker / chief / evaluator replica.
   TFLauncherSpec launcher;
 

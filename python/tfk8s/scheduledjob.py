@@ -118,7 +118,9 @@ class ScheduledJob(Workload):
     program, relative to the spec's ``homePath``), ``args``, ``schedule`` (cron; None = on
     demand), ``time_zone``, ``home_claim``, ``working_dir``, ``cpu``, ``memory``, ``gpus`` (in
     ``resources``), ``backoff_limit``, ``active_deadline_seconds``, ``pod_annotations``,
-    ``env`` (a mapping), ``concurrency_policy``, ``suspend``.
+    ``env`` (a mapping), ``concurrency_policy``, ``suspend``, ``pod_security`` (the runs' Pod
+    Security level: ``"restricted"`` by default, ``"baseline"`` or ``"privileged"`` for an image
+    that must run as root).
 
     Deprecated (for one release, with a DeprecationWarning): ``entry`` (now ``entry_path``)
     and ``timeout`` (now ``active_deadline_seconds``).
@@ -162,6 +164,7 @@ class ScheduledJob(Workload):
         image_pull_secrets: Optional[Sequence[str]] = None,
         service_account: Optional[str] = None,
         security_context: Optional[Mapping[str, Any]] = None,
+        pod_security: Optional[str] = None,
         _core_job: Any = None,
     ) -> None:
         s = self._start_spec(client, _core_job, spec, name, namespace)
@@ -181,6 +184,8 @@ class ScheduledJob(Workload):
         set_resources(s, cpu, memory, gpus)
         set_pod_extras(s, pod_annotations, env)
         set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
+        if pod_security is not None:
+            s["podSecurity"] = pod_security
         self._core = _core.ScheduledJob(client.core, _core.ScheduledJob.normalize_spec(s))
 
     # ---- construction -------------------------------------------------------------------

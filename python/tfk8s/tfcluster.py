@@ -91,6 +91,9 @@ class TFCluster(Workload):
     - ``launcher``: ``False`` runs each role's command as written, without the tfk8s launcher
       and its start-up barrier (``launcher.enabled``); ``barrier_timeout_seconds``: how long
       the barrier waits for every peer (``launcher.barrierTimeoutSeconds``, default 600)
+    - ``pod_security`` (``podSecurity``): the Pod Security level of the replicas' and
+      TensorBoard's pods, ``"restricted"`` (default: user 1000, no privileges) or, for an image
+      that must run as root, ``"baseline"`` / ``"privileged"``
 
     Deprecated (for one release, with a DeprecationWarning): ``workers`` (now ``worker``) and
     ``image`` (now ``cpu_image``).
@@ -130,6 +133,7 @@ class TFCluster(Workload):
         image_pull_secrets: Optional[Sequence[str]] = None,
         service_account: Optional[str] = None,
         security_context: Optional[Mapping[str, Any]] = None,
+        pod_security: Optional[str] = None,
         _core_cluster: Any = None,
     ) -> None:
         s = self._start_spec(client, _core_cluster, spec, name, namespace)
@@ -166,6 +170,8 @@ class TFCluster(Workload):
             has_ps = int((s.get("ps") or {}).get("replicas", 0) or 0) > 0
             s["strategy"] = "parameter-server" if has_ps else "multi-worker-mirrored"
         set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
+        if pod_security is not None:
+            s["podSecurity"] = pod_security
         self._core = _core.TFCluster(client.core, s)
 
     # ---- construction -------------------------------------------------------------------

@@ -4,8 +4,27 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "tfk8s/error.hpp"
 #include "workloads/spec_json.hpp"
+
+namespace tfk8s {
+
+SecurityContext RestrictedSecurityContext() {
+  SecurityContext c;
+  c.run_as_user = 1000;
+  c.run_as_group = 1000;
+  c.run_as_non_root = true;
+  c.fs_group = 1000;
+  c.allow_privilege_escalation = false;
+  c.drop_capabilities = {"ALL"};
+  c.seccomp_profile = "RuntimeDefault";
+  return c;
+}
+
+}  // namespace tfk8s
 
 namespace tfk8s::internal {
 
@@ -222,6 +241,46 @@ std::vector<EnvVar> EnvFromSpecJson(const Json& j, const std::string& path) {
                    Field<std::string>(j[i], "value", item, "")});
   }
   return env;
+}
+
+PodOptions WithSecurityDefaults(PodOptions options, PodSecurityLevel level) {
+  if (level != PodSecurityLevel::kRestricted) return options;
+  const SecurityContext d = RestrictedSecurityContext();
+  SecurityContext& c = options.security_context;
+  if (!c.run_as_user) c.run_as_user = d.run_as_user;
+  if (!c.run_as_group) c.run_as_group = d.run_as_group;
+  if (!c.run_as_non_root) c.run_as_non_root = d.run_as_non_root;
+  if (!c.fs_group) c.fs_group = d.fs_group;
+  if (!c.allow_privilege_escalation) c.allow_privilege_escalation = d.allow_privilege_escalation;
+  if (c.drop_capabilities.empty()) c.drop_capabilities = d.drop_capabilities;
+  if (c.seccomp_profile.empty()) c.seccomp_profile = d.seccomp_profile;
+  return options;
+}
+
+void RequirePodSecurity(const Json& object, PodSecurityLevel level) {
+  static const char* const kPodKinds[] = {"Pod",        "Job",       "CronJob",   "Deployment",
+                                          "ReplicaSet", "StatefulSet", "DaemonSet"};
+  const std::string kind = object.value("kind", "");
+  if (std::find(std::begin(kPodKinds), std::end(kPodKinds), kind) == std::end(kPodKinds)) return;
+  auto violations = CheckPodSecurity(object, level);
+  if (violations.empty()) return;
+  const auto& v = violations.front();
+  std::string name = object.contains("metadata") ? object["metadata"].value("name", "") : "";
+  throw ValidationError(
+      "podSecurity", std::string(ToString(level)),
+      fmt::format("the {} {} breaks it: {}: {}{} (change the securityContext, or lower "
+                  "podSecurity for an image that needs it)",
+                  kind, name, v.field, v.message,
+                  violations.size() > 1 ? fmt::format("; {} more", violations.size() - 1) : ""));
+}
+
+PodSecurityLevel PodSecurityFromSpecJson(const Json& spec, const std::string& path) {
+  const std::string value = Field<std::string>(spec, "podSecurity", path, "restricted");
+  if (value != "restricted" && value != "baseline" && value != "privileged") {
+    throw ValidationError(path + "podSecurity", value,
+                          "must be restricted, baseline or privileged (Pod Security Standards)");
+  }
+  return ParsePodSecurityLevel(value);
 }
 
 }  // namespace tfk8s::internal

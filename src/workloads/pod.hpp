@@ -38,6 +38,16 @@ void AddPodOptions(Json* pod_spec, const PodOptions& options);
 /// `securityContext` (privilege escalation, capabilities, read-only root), each only when set.
 void AddContainerOptions(Json* container, const PodOptions& options);
 
+/// `options` with every security field left unset filled from RestrictedSecurityContext() when
+/// `level` is restricted; unchanged otherwise.
+PodOptions WithSecurityDefaults(PodOptions options, PodSecurityLevel level);
+/// Throws ValidationError (field `podSecurity`) naming the object, the field and the rule when
+/// the pod `object` carries breaks `level`; objects that carry no pod are skipped.
+void RequirePodSecurity(const Json& object, PodSecurityLevel level);
+/// The JSON `podSecurity` of a spec (default restricted), as ParsePodSecurityLevel reads it but
+/// naming the field.
+PodSecurityLevel PodSecurityFromSpecJson(const Json& spec, const std::string& path);
+
 // ---- the specs' JSON ------------------------------------------------------------------------
 
 /// {"cpu", "memory", "cpuLimit", "memoryLimit", "gpus"}.

@@ -411,6 +411,7 @@ Json ScheduledJobSpec::ToJson() const {
   // Written only when set, so specs stored before the option existed read back unchanged.
   if (expand_variable_references) j["expandVariableReferences"] = true;
   internal::AddToSpecJson(&j, pod);
+  if (pod_security != PodSecurityLevel::kRestricted) j["podSecurity"] = ToString(pod_security);
   return j;
 }
 
@@ -423,6 +424,7 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
   s.labels = Field<std::map<std::string, std::string>>(j, "labels", root, {});
   s.image = Field<std::string>(j, "image", root, "");
   s.pod = internal::PodOptionsFromSpecJson(j, root);
+  s.pod_security = internal::PodSecurityFromSpecJson(j, root);
   s.home_claim = Field<std::string>(j, "homeClaim", root, "");
   s.home_path = Field<std::string>(j, "homePath", root, "/root");
   s.home_read_only = Field<bool>(j, "homeReadOnly", root, false);
@@ -500,18 +502,22 @@ Json PodTemplate(const ScheduledJobSpec& spec) {
     volumes.push_back({{"name", name}, {"persistentVolumeClaim", claim}});
   }
   if (!mounts.empty()) container["volumeMounts"] = mounts;
-  internal::AddContainerOptions(&container, spec.pod);
+  const PodOptions options = internal::WithSecurityDefaults(spec.pod, spec.pod_security);
+  internal::AddContainerOptions(&container, options);
 
   // Never: every attempt is a new pod, so attempts, logs and exit codes of each stay visible and
   // backoffLimit counts them (OnFailure would restart in place and hide the failed attempts).
   Json pod = {{"restartPolicy", "Never"}};
   internal::AddPlacement(&pod, spec.placement, spec.resources.gpus > 0);
-  internal::AddPodOptions(&pod, spec.pod);
+  internal::AddPodOptions(&pod, options);
   pod["containers"] = Json::array({container});
   if (!volumes.empty()) pod["volumes"] = volumes;
 
   Json metadata = {{"labels", CommonLabels(spec)}};
   if (!spec.pod_annotations.empty()) metadata["annotations"] = spec.pod_annotations;
+  // Every run's pod comes from here: nothing is sent when it would break the declared level.
+  internal::RequirePodSecurity({{"kind", "Pod"}, {"metadata", metadata}, {"spec", pod}},
+                               spec.pod_security);
   return {{"metadata", metadata}, {"spec", pod}};
 }
 

@@ -314,6 +314,7 @@ Json TFClusterSpec::ToJson() const {
                      {"python", launcher.python}};
   }
   internal::AddToSpecJson(&j, pod);
+  if (pod_security != PodSecurityLevel::kRestricted) j["podSecurity"] = ToString(pod_security);
   return j;
 }
 
@@ -324,6 +325,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   s.namespace_name = Field<std::string>(j, "namespace", "", "default");
   s.labels = Field<std::map<std::string, std::string>>(j, "labels", "", {});
   s.pod = internal::PodOptionsFromSpecJson(j, "");
+  s.pod_security = internal::PodSecurityFromSpecJson(j, "");
   std::string strategy = Field<std::string>(j, "strategy", "", "parameter-server");
   if (strategy == "parameter-server") {
     s.strategy = TFStrategy::kParameterServer;
@@ -598,14 +600,21 @@ Json PodLabels(const TFClusterSpec& spec, const Json& labels) {
   return out;
 }
 
+// The pods of the replicas and TensorBoard meet spec.pod_security; the session's (sshd as
+// root) are left as the spec says and held to at most baseline.
+enum class PodKind { kHardened, kSession };
+
 Json PodSpec(const TFClusterSpec& spec, Json container, bool gpu, const std::string& cputype,
              const std::string& gputype, const std::string& restart_policy,
-             Launched launched = Launched::kNo) {
-  internal::AddContainerOptions(&container, spec.pod);
+             Launched launched = Launched::kNo, PodKind kind = PodKind::kHardened) {
+  const PodOptions options = kind == PodKind::kHardened
+                                 ? internal::WithSecurityDefaults(spec.pod, spec.pod_security)
+                                 : spec.pod;
+  internal::AddContainerOptions(&container, options);
   Json pod = {{"restartPolicy", restart_policy},
               {"containers", Json::array({std::move(container)})}};
   internal::AddPlacement(&pod, PlacementFor(spec, cputype, gputype), gpu);
-  internal::AddPodOptions(&pod, spec.pod);
+  internal::AddPodOptions(&pod, options);
   Json volumes = Volumes(spec, launched);
   if (!volumes.empty()) pod["volumes"] = volumes;
   return pod;
@@ -791,7 +800,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     if (!res.empty()) c["resources"] = res;
     if (!mounts.empty()) c["volumeMounts"] = mounts;
     Json pod = PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
-                       spec.placement.gputype, "Never");
+                       spec.placement.gputype, "Never", Launched::kNo, PodKind::kSession);
     if (s.command.empty()) {
       pod["volumes"].push_back(internal::CredentialsVolume(secret, false, false));
     }
@@ -835,6 +844,14 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                                         spec.placement.gputype, "Always")}}}}}});
     out.push_back(
         ExposedService(spec, o, name, labels, selector, "tensorboard", t.port, t.service_type));
+  }
+  // Nothing is sent when a pod would break the level the spec declares.
+  for (const auto& object : out) {
+    const Json labels = object.value("metadata", Json::object()).value("labels", Json::object());
+    const bool session = labels.value(kComponentLabel, "") == "session";
+    internal::RequirePodSecurity(object, session ? std::min(spec.pod_security,
+                                                            PodSecurityLevel::kBaseline)
+                                                 : spec.pod_security);
   }
   return out;
 }

@@ -61,6 +61,8 @@ def test_parameter_server_training_end_to_end(client, namespace, real_node) -> N
     cluster.apply()
     status = cluster.wait(until="finished", timeout=300, progress=False)
     took = time.monotonic() - started
+    pods = client.list("v1", "Pod", namespace, label_selector="tfk8s.io/cluster=train")["items"]
+    assert pods and all(tfk8s.check_pod_security(p, "restricted") == [] for p in pods), pods
     assert status.phase == "Succeeded", status
     assert took < 300
 
@@ -84,13 +86,17 @@ def test_parameter_server_training_end_to_end(client, namespace, real_node) -> N
 
     # The shared volume: every replica wrote its file, and a pod that was not part of the
     # cluster reads the chief's summary of them.
-    reader = real_pod("reader", ["sh", "-c", "ls /data/run && cat /data/run/summary.json"],
+    # The replicas ran as Pod Security "restricted" by default: user 1000, not root.
+    reader = real_pod("reader", ["sh", "-c", "ls /data/run && stat -c 'owner %u' "
+                                 "/data/run/summary.json && cat /data/run/summary.json"],
                       volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "train-data"}}])
     reader["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
     client.create(reader, namespace)
     wait_phase(client, namespace, "reader", timeout=120)
     out = client.logs("reader", namespace)
     listing, _, summary_text = out.partition("{")
+    listing, _, owner = listing.partition("owner ")
+    assert owner.strip() == "1000", out
     assert sorted(listing.split()) == sorted([f"{r}.json" for r in replicas] + ["summary.json"])
     summary = json.loads("{" + summary_text)
     seen = json.dumps(summary)

@@ -110,6 +110,7 @@ TFCLUSTER: Table = {
     "storage": ("5Gi", ("storage", "size"), "5Gi"),
     "launcher": (False, ("launcher", "enabled"), False),
     "barrier_timeout_seconds": (90, ("launcher", "barrierTimeoutSeconds"), 90),
+    "pod_security": ("baseline", ("podSecurity",), "baseline"),
 }
 
 DEVINSTANCE_BASE: Dict[str, Any] = {"owner": "alice", "name": "lab", "namespace": "team-a"}
@@ -136,6 +137,7 @@ DEVINSTANCE: Table = {
     "pod_annotations": ({"a": "b"}, ("podAnnotations",), {"a": "b"}),
     "env": ({"A": "1"}, ("env",), [{"name": "A", "value": "1"}]),
     "launch_workloads": (True, ("launchWorkloads",), True),
+    "time_zone": ("Europe/Berlin", ("timeZone",), "Europe/Berlin"),
 }
 
 SCHEDULEDJOB_BASE: Dict[str, Any] = {
@@ -163,6 +165,7 @@ SCHEDULEDJOB: Table = {
     "env": ({"A": "1"}, ("env",), [{"name": "A", "value": "1"}]),
     "concurrency_policy": ("Allow", ("concurrencyPolicy",), "Allow"),
     "suspend": (True, ("suspend",), True),
+    "pod_security": ("privileged", ("podSecurity",), "privileged"),
 }
 
 CLASSES: List[Tuple[Type[Any], Dict[str, Any], Table]] = [

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tfk8s/devinstance.hpp"
+#include "tfk8s/pod_security.hpp"
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/validation.hpp"
@@ -122,8 +123,10 @@ TEST_SUITE("workload kit") {
     for (const Json& pod : pods) CheckCarriesOptions(pod);
   }
 
-  TEST_CASE("unset options render nothing; a DevInstance keeps its own defaults") {
-    for (const Json& pod : PodSpecs(RenderTFCluster(Cluster()))) {
+  TEST_CASE("unset options render nothing but the security defaults of each workload") {
+    TFClusterSpec cluster = Cluster();
+    cluster.pod_security = PodSecurityLevel::kBaseline;  // no restricted defaults
+    for (const Json& pod : PodSpecs(RenderTFCluster(cluster))) {
       CHECK_FALSE(pod.contains("serviceAccountName"));
       CHECK_FALSE(pod.contains("automountServiceAccountToken"));
       CHECK_FALSE(pod.contains("imagePullSecrets"));
@@ -136,6 +139,91 @@ TEST_SUITE("workload kit") {
     CHECK(dev[0]["automountServiceAccountToken"] == false);
     CHECK(dev[0]["securityContext"] == Json::parse(R"({"seccompProfile":{"type":"RuntimeDefault"}})"));
     CHECK(dev[0]["containers"][0]["imagePullPolicy"] == "IfNotPresent");
+  }
+
+  TEST_CASE("restricted by default: TFCluster replicas and TensorBoard, ScheduledJob runs") {
+    const Json restricted_pod = Json::parse(R"({"runAsUser":1000,"runAsGroup":1000,
+        "runAsNonRoot":true,"fsGroup":1000,"seccompProfile":{"type":"RuntimeDefault"}})");
+    const Json restricted_container = Json::parse(R"({"allowPrivilegeEscalation":false,
+        "capabilities":{"drop":["ALL"]}})");
+    auto objects_with_pods = [](const std::vector<Json>& objects) {
+      std::vector<Json> out;
+      for (const Json& o : objects) {
+        if (!PodSpecs(std::vector<Json>(1, o)).empty()) out.push_back(o);
+      }
+      return out;
+    };
+    for (auto topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
+      TFClusterSpec cluster = Cluster();
+      cluster.topology = topology;
+      cluster.worker.resources.gpus = 1;  // GPU pods too
+      CHECK(cluster.pod_security == PodSecurityLevel::kRestricted);
+      int sessions = 0;
+      for (const Json& o : objects_with_pods(RenderTFCluster(cluster))) {
+        CAPTURE(o["metadata"]["name"]);
+        const Json pod = PodSpecs(std::vector<Json>(1, o)).front();
+        if (o["metadata"]["labels"]["tfk8s.io/component"] == "session") {
+          // sshd runs as root: the session is held to baseline and keeps the spec's options.
+          ++sessions;
+          CHECK_FALSE(pod.contains("securityContext"));
+          CHECK(CheckPodSecurity(o, PodSecurityLevel::kBaseline).empty());
+          CHECK_FALSE(CheckPodSecurity(o, PodSecurityLevel::kRestricted).empty());
+          continue;
+        }
+        CHECK(pod["securityContext"] == restricted_pod);
+        CHECK(pod["containers"][0]["securityContext"] == restricted_container);
+        CHECK(CheckPodSecurity(o, PodSecurityLevel::kRestricted).empty());
+      }
+      CHECK(sessions == 1);
+    }
+    ScheduledJobSpec job = Job();
+    for (const Json& o : {RenderCronJob(job), RenderRunJob(job)}) {
+      CHECK(CheckPodSecurity(o, PodSecurityLevel::kRestricted).empty());
+      CHECK(PodSpecs(std::vector<Json>(1, o)).front()["securityContext"] == restricted_pod);
+    }
+
+    // What the spec sets wins over the defaults; the rest is still filled in.
+    TFClusterSpec own = Cluster();
+    own.pod.security_context.run_as_user = 4242;
+    own.pod.security_context.fs_group = 2000;
+    const Json pod = PodSpecs(RenderTFCluster(own)).front();
+    CHECK(pod["securityContext"]["runAsUser"] == 4242);
+    CHECK(pod["securityContext"]["fsGroup"] == 2000);
+    CHECK(pod["securityContext"]["runAsNonRoot"] == true);
+
+    // A spec that breaks its own level is refused before anything is sent, naming podSecurity;
+    // lowering the level is the named way to run an image as root.
+    TFClusterSpec root = Cluster();
+    root.pod.security_context.run_as_user = 0;
+    root.pod.security_context.run_as_non_root = false;
+    try {
+      RenderTFCluster(root);
+      FAIL("rendered a root pod under restricted");
+    } catch (const ValidationError& e) {
+      CHECK(e.field() == "podSecurity");
+      CHECK(std::string(e.what()).find("runAsNonRoot") != std::string::npos);
+    }
+    root.pod_security = PodSecurityLevel::kBaseline;
+    CHECK_FALSE(PodSpecs(RenderTFCluster(root)).empty());
+    ScheduledJobSpec root_job = Job();
+    root_job.pod.security_context.add_capabilities = {"SYS_ADMIN"};
+    CHECK_THROWS_AS(RenderRunJob(root_job), ValidationError);
+    root_job.pod_security = PodSecurityLevel::kPrivileged;
+    CHECK(RenderRunJob(root_job)["kind"] == "Job");
+
+    // The level in the specs' JSON: written only when lowered; a bad value names the field.
+    CHECK_FALSE(Cluster().ToJson().contains("podSecurity"));
+    CHECK(TFClusterSpec::FromJson(root.ToJson()).pod_security == PodSecurityLevel::kBaseline);
+    CHECK(ScheduledJobSpec::FromJson(root_job.ToJson()).pod_security ==
+          PodSecurityLevel::kPrivileged);
+    Json bad = Job().ToJson();
+    bad["podSecurity"] = "strict";
+    try {
+      ScheduledJobSpec::FromJson(bad);
+      FAIL("accepted podSecurity: strict");
+    } catch (const ValidationError& e) {
+      CHECK(e.field() == "podSecurity");
+    }
   }
 
   TEST_CASE("bad options are refused naming the field, for every workload") {
@@ -180,7 +268,7 @@ TEST_SUITE("workload kit") {
     CHECK_NOTHROW(validation::ValidatePodOptions("", good));
   }
 
-  TEST_CASE("the options survive every spec's JSON round trip; wrong types name the field") {
+  TEST_CASE("the options survive every spec's JSON round trip, wrong types name the field") {
     TFClusterSpec cluster = Cluster();
     cluster.pod = Options();
     CHECK(TFClusterSpec::FromJson(cluster.ToJson()).pod == Options());

@@ -608,10 +608,9 @@ namespace {
 // when all of the file's pod-carrying objects do). A golden absent from this table, or a row that
 // differs, fails the test, which prints the actual row to paste.
 //
-// This table is issue #18's to-do list: it shrinks as "secure by default" rendering lands
-// (securityContext on TFCluster/ScheduledJob/TensorBoard pods, no hostPath /etc/localtime on
-// DevInstance). Whoever changes the rendering updates the rows; an empty row means the golden's
-// pods pass that level.
+// What remains are the pods that run sshd as root by design (DevInstance, the TFCluster
+// session). Whoever changes the rendering updates the rows; an empty row means the golden's pods
+// pass that level.
 struct GoldenVerdict {
   std::map<std::string, std::string> baseline;
   std::map<std::string, std::string> restricted;
@@ -630,43 +629,24 @@ const std::map<std::string, GoldenVerdict> kGoldenVerdicts = {
       {{"allowPrivilegeEscalation", "every pod"},
        {"capabilities_restricted", "every pod"},
        {"runAsNonRoot", "every pod"}}}},
-    // ScheduledJob and TFCluster (replicas, session, TensorBoard): no securityContext at all.
-    {"scheduledjob_cron_batch_v1",
-     {{},
-      {{"allowPrivilegeEscalation", "every pod"},
-       {"capabilities_restricted", "every pod"},
-       {"runAsNonRoot", "every pod"},
-       {"seccompProfile_restricted", "every pod"}}}},
-    {"scheduledjob_cron_batch_v1beta1",
-     {{},
-      {{"allowPrivilegeEscalation", "every pod"},
-       {"capabilities_restricted", "every pod"},
-       {"runAsNonRoot", "every pod"},
-       {"seccompProfile_restricted", "every pod"}}}},
-    {"scheduledjob_manual_run",
-     {{},
-      {{"allowPrivilegeEscalation", "every pod"},
-       {"capabilities_restricted", "every pod"},
-       {"runAsNonRoot", "every pod"},
-       {"seccompProfile_restricted", "every pod"}}}},
-    {"scheduledjob_run_job",
-     {{},
-      {{"allowPrivilegeEscalation", "every pod"},
-       {"capabilities_restricted", "every pod"},
-       {"runAsNonRoot", "every pod"},
-       {"seccompProfile_restricted", "every pod"}}}},
+    // ScheduledJob runs, TFCluster replicas and TensorBoard: restricted by default
+    // (podSecurity). The TFCluster session runs sshd as root: baseline, by design.
+    {"scheduledjob_cron_batch_v1", {{}, {}}},
+    {"scheduledjob_cron_batch_v1beta1", {{}, {}}},
+    {"scheduledjob_manual_run", {{}, {}}},
+    {"scheduledjob_run_job", {{}, {}}},
     {"tfcluster_gpu_per_replica",
      {{},
-      {{"allowPrivilegeEscalation", "every pod"},
-       {"capabilities_restricted", "every pod"},
-       {"runAsNonRoot", "every pod"},
-       {"seccompProfile_restricted", "every pod"}}}},
+      {{"allowPrivilegeEscalation", "Job/resnet-session"},
+       {"capabilities_restricted", "Job/resnet-session"},
+       {"runAsNonRoot", "Job/resnet-session"},
+       {"seccompProfile_restricted", "Job/resnet-session"}}}},
     {"tfcluster_seed_statefulset",
      {{},
-      {{"allowPrivilegeEscalation", "every pod"},
-       {"capabilities_restricted", "every pod"},
-       {"runAsNonRoot", "every pod"},
-       {"seccompProfile_restricted", "every pod"}}}},
+      {{"allowPrivilegeEscalation", "Job/tf-dis-task-session"},
+       {"capabilities_restricted", "Job/tf-dis-task-session"},
+       {"runAsNonRoot", "Job/tf-dis-task-session"},
+       {"seccompProfile_restricted", "Job/tf-dis-task-session"}}}},
 };
 
 const std::set<std::string> kPodKinds = {
