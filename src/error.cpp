@@ -38,12 +38,25 @@ std::string_view ToString(ErrorKind kind) {
 
 Error::Error(ErrorKind kind, std::string what, int http_code, std::string reason,
              std::string server_message, std::vector<StatusCause> causes)
-    : std::runtime_error(std::move(what)),
+    : std::runtime_error(what),
+      what_(std::move(what)),
       kind_(kind),
       http_code_(http_code),
       reason_(std::move(reason)),
       server_message_(std::move(server_message)),
       causes_(std::move(causes)) {}
+
+void Error::set_attempts(int n) {
+  if (n <= attempts_) return;
+  static constexpr std::string_view kSuffix = " attempts)";
+  // Replace an earlier suffix rather than stacking them.
+  if (attempts_ > 1) {
+    auto at = what_.rfind(" (after ");
+    if (at != std::string::npos) what_.erase(at);
+  }
+  attempts_ = n;
+  what_ += fmt::format(" (after {}{}", n, kSuffix);
+}
 
 namespace {
 
@@ -90,6 +103,15 @@ ConfigError::ConfigError(std::string source, std::string field, std::string why)
 
 TransportError::TransportError(std::string what, bool sent_request, ErrorKind kind)
     : Error(kind, std::move(what)), sent_request_(sent_request) {}
+
+DecodeError::DecodeError(std::string what, std::string field)
+    : TransportError(std::move(what), /*sent_request=*/true), field_(std::move(field)) {}
+
+ResponseTooLarge::ResponseTooLarge(std::string what, std::string limit_name,
+                                   std::size_t limit_bytes)
+    : TransportError(std::move(what), /*sent_request=*/true),
+      limit_name_(std::move(limit_name)),
+      limit_bytes_(limit_bytes) {}
 
 TlsError::TlsError(std::string what)
     : TransportError(std::move(what), /*sent_request=*/false, ErrorKind::kTls) {}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace tfk8s {
 
@@ -9,32 +10,28 @@ std::optional<std::chrono::milliseconds> RetryPolicy::Decide(const Attempt& atte
                                                              double random01) const {
   if (attempt.number >= max_attempts) return std::nullopt;
 
-  bool retryable = false;
-  if (attempt.http_code == 429) {
-    // Refused by priority-and-fairness / max-in-flight before any processing: safe for writes.
-    retryable = true;
-  } else if (attempt.http_code >= 500) {
-    // A 5xx on a write may have been applied (e.g. a 504 after the write reached etcd), so only
-    // reads are repeated.
-    retryable = attempt.idempotent;
-  } else if (attempt.http_code == 0) {
-    // No response: reads are repeated; a write only when it provably never left this process
-    // (connection refused, DNS failure), so the server cannot have applied it.
-    retryable = attempt.idempotent || !attempt.request_may_have_been_sent;
-  }
-  if (!retryable) return std::nullopt;
-
-  std::chrono::milliseconds wait;
-  if (attempt.retry_after_seconds && *attempt.retry_after_seconds >= 0) {
+  std::chrono::milliseconds wait{0};
+  if (attempt.http_code == 429 || attempt.http_code >= 500) {
+    // The server said when to come back: only then is any verb repeated (a 5xx without it may
+    // have been applied; a 429 without it gives no pacing). HTTP-date forms are not parsed.
+    if (!attempt.retry_after_seconds || *attempt.retry_after_seconds < 0) return std::nullopt;
     wait = std::chrono::seconds(*attempt.retry_after_seconds);
-  } else {
+  } else if (attempt.http_code == 0) {
+    // No response. A write may have been applied, so it is never repeated; a read is, unless
+    // nothing was ever sent (refused, DNS), which retrying right away rarely heals.
+    if (!attempt.idempotent || !attempt.request_may_have_been_sent) return std::nullopt;
     double base = static_cast<double>(initial_backoff.count()) *
-                  std::pow(2.0, std::max(0, attempt.number - 1));
+                  std::pow(2.0, std::min(30, std::max(0, attempt.number - 1)));
     double j = std::clamp(jitter, 0.0, 0.99);
     double factor = 1.0 - j + 2.0 * j * std::clamp(random01, 0.0, 1.0);
-    wait = std::chrono::milliseconds(static_cast<std::int64_t>(base * factor));
+    double capped = std::min(base * factor, static_cast<double>(max_backoff.count()));
+    wait = std::chrono::milliseconds(static_cast<std::int64_t>(capped));
+  } else {
+    return std::nullopt;
   }
-  return std::min(wait, max_backoff);
+  // Waiting past the caller's deadline only to fail then: report the error now.
+  if (attempt.time_left && wait > *attempt.time_left) return std::nullopt;
+  return wait;
 }
 
 }  // namespace tfk8s

@@ -245,6 +245,9 @@ class WatchStream {
   ~WatchStream();
   /// The next event; nullopt on timeout or when the stream ended (then ended() is true and
   /// the transport error, if any, has been thrown). Server ERROR events are returned as events.
+  /// Throws TransportError (kind kTimeout) when no byte arrived for
+  /// ClientConfig::watch_idle_timeout, ResponseTooLarge for an event over
+  /// max_stream_line_bytes and DecodeError for an undecodable one; the stream has then ended.
   std::optional<WatchEvent> Next(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   /// True once the server closed the stream or it was cancelled.
   [[nodiscard]] bool ended() const;
@@ -265,6 +268,9 @@ class LogStream {
   LogStream& operator=(LogStream&&) noexcept;
   ~LogStream();
   /// The next complete line (without '\n'); nullopt on timeout or at the end (see ended()).
+  /// Throws TransportError (kind kTimeout) when no byte arrived for
+  /// ClientConfig::log_idle_timeout (off by default) and ResponseTooLarge for a line over
+  /// max_stream_line_bytes; the stream has then ended.
   std::optional<std::string> NextLine(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   /// True when the log is finished (container ended, not following, or cancelled).
   [[nodiscard]] bool ended() const;
@@ -295,7 +301,9 @@ class Informer {
   ~Informer();
 
   /// The next event; nullopt on timeout or after Cancel(). BOOKMARK events are consumed
-  /// internally. Throws a typed error for failures that retrying cannot fix (Forbidden …).
+  /// internally. Transport, decode, 429, 5xx and 504 failures (a silent watch, a relist after
+  /// 410 that fails …) count as failures and back off; throws a typed error for failures that
+  /// retrying cannot fix (Forbidden …).
   std::optional<WatchEvent> Next(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   /// Runs until `on_event` returns false or Cancel() is called.
   void Run(const std::function<bool(const WatchEvent&)>& on_event);

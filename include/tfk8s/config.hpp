@@ -3,6 +3,7 @@
 /// Connection configuration: loading (kubeconfig, in-cluster) is separate from using (Client).
 
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -60,12 +61,34 @@ struct ClientConfig {
   std::string context;                        ///< The kubeconfig context used, if any.
   std::string source;                         ///< Human description of where this came from.
 
-  std::chrono::milliseconds connect_timeout{30'000};  ///< TCP + TLS connect bound (<= 30 s).
-  std::chrono::milliseconds request_timeout{60'000};  ///< Per-request bound (not for streams).
-  std::chrono::seconds token_file_refresh{60};        ///< Re-read period of token_file.
-  RetryPolicy retry;                                  ///< Retry policy of every request.
-  RateLimit rate_limit;                               ///< Client-side rate limit.
-  std::string user_agent = "tfk8s/0.1";               ///< User-Agent header.
+  /// Bound of the TCP connect (and proxy connect), capped at 30 s like client-go's dialer.
+  std::chrono::milliseconds connect_timeout{30'000};
+  /// Bound of the TLS handshake alone, counted from the moment TCP is connected (client-go:
+  /// TLSHandshakeTimeout 10 s). 0 leaves only connect_timeout + request_timeout.
+  std::chrono::milliseconds tls_handshake_timeout{10'000};
+  /// Bound of one call (not of streams), every retry and Retry-After wait included; also sent
+  /// to the server as `?timeout=` on lists. 0: none. The client-side rate limiter's wait for
+  /// the first attempt comes before it starts.
+  std::chrono::milliseconds request_timeout{60'000};
+  /// A watch that receives no byte at all (bookmarks included) for this long ends with a
+  /// TransportError of kind kTimeout, so an Informer reconnects and resumes from its
+  /// resourceVersion. A watch with timeout_seconds is additionally bounded by timeout_seconds +
+  /// 30 s (the server must have ended it by then). 0 disables. Default 15 min: longer than any
+  /// Informer watch (5-10 min), since servers before 1.27 send no periodic bookmarks.
+  std::chrono::milliseconds watch_idle_timeout{15 * 60 * 1000};
+  /// The same bound for followed pod logs. 0 (the default) disables it: a quiet container
+  /// (a long training epoch) legitimately prints nothing for hours.
+  std::chrono::milliseconds log_idle_timeout{0};
+  /// Largest response body (after decompression) read into memory; larger answers fail with
+  /// ResponseTooLarge instead of growing memory without bound. Default 256 MiB.
+  std::size_t max_response_bytes = std::size_t{256} << 20;
+  /// Largest single watch event or log line; longer ones fail with ResponseTooLarge.
+  /// Default 16 MiB (etcd's object limit is 1.5 MiB).
+  std::size_t max_stream_line_bytes = std::size_t{16} << 20;
+  std::chrono::seconds token_file_refresh{60};  ///< Re-read period of token_file.
+  RetryPolicy retry;                            ///< Retry policy of every request.
+  RateLimit rate_limit;                         ///< Client-side rate limit.
+  std::string user_agent = "tfk8s/0.1";         ///< User-Agent header.
 
   /// Checks internal consistency (server URL, CA with insecure, cert without key …).
   /// Throws ConfigError naming the field.

@@ -3,6 +3,7 @@
 /// The tfk8s error model: one exception hierarchy for everything the library reports.
 /// See docs/adr/0001-error-model.md for why exceptions rather than StatusOr.
 
+#include <cstddef>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -54,6 +55,9 @@ class Error : public std::runtime_error {
   Error(ErrorKind kind, std::string what, int http_code = 0, std::string reason = {},
         std::string server_message = {}, std::vector<StatusCause> causes = {});
 
+  /// The full description; ends with " (after N attempts)" when the client tried N > 1 times.
+  [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
+
   /// The kind of the error.
   [[nodiscard]] ErrorKind kind() const noexcept { return kind_; }
   /// HTTP status code, 0 when no response was received.
@@ -68,8 +72,16 @@ class Error : public std::runtime_error {
   [[nodiscard]] std::optional<int> retry_after_seconds() const noexcept { return retry_after_; }
   /// Sets retry_after_seconds(); used by the client when building errors.
   void set_retry_after_seconds(std::optional<int> s) noexcept { retry_after_ = s; }
+  /// How many times the client sent the request before giving up (1 when it was not retried;
+  /// the error describes the last attempt).
+  [[nodiscard]] int attempts() const noexcept { return attempts_; }
+  /// Records the attempt count; for n > 1 what() gains the suffix " (after n attempts)".
+  /// Used by the client's retry loop.
+  void set_attempts(int n);
 
  private:
+  std::string what_;
+  int attempts_ = 1;
   ErrorKind kind_;
   int http_code_;
   std::string reason_;
@@ -121,6 +133,36 @@ class TransportError : public Error {
 
  private:
   bool sent_request_;
+};
+
+/// A server answer could not be decoded: not JSON, or a field of the wrong JSON type (e.g. a
+/// string where an object belongs). Replaces nlohmann::json exceptions at the decode boundary.
+class DecodeError : public TransportError {
+ public:
+  /// @param field the JSON path concerned (e.g. "metadata.resourceVersion"), may be empty.
+  DecodeError(std::string what, std::string field);
+  /// The JSON path concerned, may be empty.
+  [[nodiscard]] const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+/// A response body or a single watch/log line is larger than the configured limit
+/// (ClientConfig::max_response_bytes / max_stream_line_bytes): the transfer was stopped
+/// instead of buffering without bound. Not retried.
+class ResponseTooLarge : public TransportError {
+ public:
+  /// @param limit_name the configuration field ("max_response_bytes" …).
+  ResponseTooLarge(std::string what, std::string limit_name, std::size_t limit_bytes);
+  /// The configuration field whose limit was exceeded.
+  [[nodiscard]] const std::string& limit_name() const noexcept { return limit_name_; }
+  /// The limit, in bytes.
+  [[nodiscard]] std::size_t limit_bytes() const noexcept { return limit_bytes_; }
+
+ private:
+  std::string limit_name_;
+  std::size_t limit_bytes_;
 };
 
 /// TLS handshake or certificate verification failed.

@@ -7,24 +7,28 @@
 
 namespace tfk8s {
 
-/// When and how long to wait before repeating a request.
+/// When and how long to wait before repeating a request (client-go's rules, `rest/with_retry.go`).
 ///
-/// Defaults: up to 5 attempts in all; 429 (Too Many Requests) is retried for every request,
-/// since the server refused it before doing anything; 5xx responses and connection failures are
-/// retried only for idempotent requests (GET, list, watch, log; apply/replace/delete/patch are
-/// *not* treated as
-/// idempotent), except that a write whose connection failed before anything was sent (refused,
-/// DNS) is retried: a write is never delivered twice by the library. The wait is the server's
-/// `Retry-After` when given (capped at max_backoff), else exponential backoff from
-/// initial_backoff, doubling, capped at max_backoff, with ±jitter.
+/// - A 429 or 5xx answer is repeated, for every verb, **only** when the server sent an integer
+///   `Retry-After: N`; the wait is then N seconds exactly (not capped: the call's own deadline,
+///   ClientConfig::request_timeout, bounds it, and a wait that would overrun the deadline ends
+///   the call at once with the server's error). Without Retry-After the error is returned.
+/// - No response at all (reset, EOF, timeout): only idempotent requests (GET, list, watch, log)
+///   are repeated, after initial_backoff doubling up to max_backoff with ±jitter; a write is
+///   never sent twice. A connection that was refused, or a name that did not resolve, is not
+///   repeated either (client-go: "connection refused" is never retried).
+/// - Every repeated attempt goes through the client's rate limiter again.
+/// - The final error is the last attempt's, with Error::attempts() set (and "(after N attempts)"
+///   at the end of its message).
 struct RetryPolicy {
-  /// Total attempts including the first; 1 disables retries.
-  int max_attempts = 5;
-  /// First backoff when the server gave no Retry-After.
-  std::chrono::milliseconds initial_backoff{250};
-  /// Upper bound of any single wait (also caps Retry-After).
+  /// Total attempts including the first; 1 disables retries (client-go: maxRetries 10).
+  int max_attempts = 11;
+  /// First wait after a read got no response (client-go waits 1 s).
+  std::chrono::milliseconds initial_backoff{1000};
+  /// Upper bound of the no-response backoff (a server's Retry-After is not capped by it).
   std::chrono::milliseconds max_backoff{10'000};
-  /// Relative jitter in [0, 1): the wait is multiplied by a factor in [1 - jitter, 1 + jitter].
+  /// Relative jitter in [0, 1) of the no-response backoff: the wait is multiplied by a factor
+  /// in [1 - jitter, 1 + jitter].
   double jitter = 0.2;
 
   /// What happened on one attempt (input of Decide()).
@@ -32,8 +36,10 @@ struct RetryPolicy {
     int number = 1;                        ///< 1 for the first attempt.
     bool idempotent = false;               ///< GET/HEAD/list/watch/log.
     int http_code = 0;                     ///< 0 when no response was received.
-    bool request_may_have_been_sent = true;///< For transport errors.
+    bool request_may_have_been_sent = true;///< For transport errors (false: refused, DNS).
     std::optional<int> retry_after_seconds;///< Server's Retry-After.
+    /// Time left before the call's deadline; nullopt when the call has none.
+    std::optional<std::chrono::milliseconds> time_left;
   };
   /// The wait before the next attempt, or nullopt to stop and report the error.
   /// `random01` is a uniform number in [0,1) used for jitter (injectable for tests).

@@ -58,9 +58,10 @@ void BindConfig(py::module_& m) {
   // ---- retry and rate limit ---------------------------------------------------------------
   py::class_<RetryPolicy> retry(
       m, "RetryPolicy",
-      "When and how long to wait before repeating a request. Defaults: 5 attempts; 429 retried "
-      "for every request; 5xx and connection failures only for reads; Retry-After honoured "
-      "(capped at max_backoff), else exponential backoff from initial_backoff with jitter.");
+      "When and how long to wait before repeating a request (client-go's rules). Defaults: 11 "
+      "attempts; 429/5xx resent, for any verb, only when the server sends Retry-After (waited "
+      "exactly, bounded by the call's request_timeout); a lost connection resent only for reads, "
+      "after initial_backoff doubling to max_backoff with jitter; writes never sent twice.");
   py::class_<RetryPolicy::Attempt>(retry, "Attempt", "What happened on one attempt.")
       .def(py::init<>())
       .def_readwrite("number", &RetryPolicy::Attempt::number, "1 for the first attempt.")
@@ -161,15 +162,25 @@ void BindConfig(py::module_& m) {
       .def_readwrite("retry", &ClientConfig::retry, "RetryPolicy of every request.")
       .def_readwrite("rate_limit", &ClientConfig::rate_limit, "Client-side RateLimit.")
       .def_readwrite("user_agent", &ClientConfig::user_agent)
+      .def_readwrite("max_response_bytes", &ClientConfig::max_response_bytes,
+                     "Largest response body read into memory (default 256 MiB).")
+      .def_readwrite("max_stream_line_bytes", &ClientConfig::max_stream_line_bytes,
+                     "Largest single watch event or log line (default 16 MiB).")
       .def("validate", &ClientConfig::Validate,
            "Checks consistency; raises ConfigError naming the field.")
       .def("to_string", &ClientConfig::ToString, "A readable dump with secrets REDACTED.")
       .def("__str__", &ClientConfig::ToString)
       .def("__repr__", &ClientConfig::ToString);
   DurationField(config, "connect_timeout", &ClientConfig::connect_timeout,
-                "TCP + TLS connect bound (timedelta; seconds when set from a number).");
+                "TCP connect bound (timedelta; seconds when set from a number).");
   DurationField(config, "request_timeout", &ClientConfig::request_timeout,
-                "Per-request bound, not for streams (timedelta, or seconds).");
+                "Per-call bound, retries included, not for streams (timedelta, or seconds).");
+  DurationField(config, "tls_handshake_timeout", &ClientConfig::tls_handshake_timeout,
+                "TLS handshake bound, after TCP connect (timedelta, or seconds; default 10 s).");
+  DurationField(config, "watch_idle_timeout", &ClientConfig::watch_idle_timeout,
+                "A watch silent this long ends with a Timeout (default 15 min; 0 disables).");
+  DurationField(config, "log_idle_timeout", &ClientConfig::log_idle_timeout,
+                "A followed log silent this long ends with a Timeout (default 0: never).");
   DurationField(config, "token_file_refresh", &ClientConfig::token_file_refresh,
                 "Re-read period of token_file (timedelta, or seconds).");
   AddCopy(config);

@@ -52,6 +52,7 @@ void SetCommonAttributes(py::handle self, const Error& e) {
   self.attr("message") = DecodeLenient(e.server_message());
   self.attr("causes") = causes;
   self.attr("retry_after_seconds") = py::cast(e.retry_after_seconds());
+  self.attr("attempts") = e.attempts();
 }
 
 // pybind11 hands translators the exception_ptr by value.
@@ -142,12 +143,14 @@ void BindErrors(py::module_& m) {
   base_attrs["message"] = "";
   base_attrs["causes"] = py::tuple();
   base_attrs["retry_after_seconds"] = py::none();
+  base_attrs["attempts"] = 1;
   c.base = NewClass(m, "Error",
                     "Base class of every tfk8s error.\n\n"
                     "str(error) is the full description. Attributes: kind (e.g. 'NotFound'), "
                     "http_code (0 without a response), reason (Kubernetes Status.reason), message "
-                    "(the server's Status.message), causes (list of StatusCause) and "
-                    "retry_after_seconds (or None).",
+                    "(the server's Status.message), causes (list of StatusCause), "
+                    "retry_after_seconds (or None) and attempts (how many times the request was "
+                    "sent).",
                     PyExc_Exception, ErrorKind::kUnknown, base_attrs);
 
   py::dict validation_attrs;

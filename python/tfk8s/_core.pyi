@@ -38,6 +38,7 @@ class Error(Exception):
     message: str
     causes: list[StatusCause] | tuple[()]
     retry_after_seconds: int | None
+    attempts: int
 
 class ValidationError(Error, ValueError):
     """A client-side check failed; nothing was sent."""
@@ -278,7 +279,21 @@ class ClientConfig:
     retry: RetryPolicy
     rate_limit: RateLimit
     user_agent: str
+    max_response_bytes: int
+    max_stream_line_bytes: int
     def __init__(self) -> None: ...
+    @property
+    def tls_handshake_timeout(self) -> datetime.timedelta: ...
+    @tls_handshake_timeout.setter
+    def tls_handshake_timeout(self, value: _Seconds) -> None: ...
+    @property
+    def watch_idle_timeout(self) -> datetime.timedelta: ...
+    @watch_idle_timeout.setter
+    def watch_idle_timeout(self, value: _Seconds) -> None: ...
+    @property
+    def log_idle_timeout(self) -> datetime.timedelta: ...
+    @log_idle_timeout.setter
+    def log_idle_timeout(self, value: _Seconds) -> None: ...
     @property
     def connect_timeout(self) -> datetime.timedelta: ...
     @connect_timeout.setter

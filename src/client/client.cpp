@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <future>
+#include <map>
 
 #include "client/connection.hpp"
 #include "tfk8s/validation.hpp"
@@ -117,24 +118,34 @@ const std::string& Client::default_namespace() const { return conn_->config().de
 
 namespace {
 
+// metadata.<key> of a caller's object as a string ("" when absent); ValidationError when it is
+// of another JSON type (never an nlohmann exception).
+std::string MetadataString(const Json& object, const std::string& key) {
+  if (!object.is_object()) return {};
+  auto m = object.find("metadata");
+  if (m == object.end() || !m->is_object()) return {};
+  auto v = m->find(key);
+  if (v == m->end() || v->is_null()) return {};
+  if (!v->is_string()) {
+    throw ValidationError("metadata." + key, v->dump(), "must be a string");
+  }
+  return v->get<std::string>();
+}
+
 std::string NamespaceFor(const Client& c, const ResourceType& type, std::string_view ns,
                          const Json* object = nullptr) {
   if (!type.namespaced) return {};
   if (!ns.empty()) return std::string(ns);
   if (object) {
-    if (auto m = object->find("metadata"); m != object->end() && m->is_object()) {
-      std::string from_object = m->value("namespace", "");
-      if (!from_object.empty()) return from_object;
-    }
+    std::string from_object = MetadataString(*object, "namespace");
+    if (!from_object.empty()) return from_object;
   }
   return c.default_namespace();
 }
 
 std::string NameOf(const Json& object, std::string_view what) {
-  if (auto m = object.find("metadata"); m != object.end() && m->is_object()) {
-    std::string name = m->value("name", "");
-    if (!name.empty()) return name;
-  }
+  std::string name = MetadataString(object, "name");
+  if (!name.empty()) return name;
   throw ValidationError("metadata.name", "", fmt::format("{} needs a metadata.name", what));
 }
 
@@ -142,11 +153,23 @@ Json ParseText(std::string_view text, std::string_view context) {
   if (text.empty()) return Json::object();
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) {
-    throw TransportError(fmt::format("{}: the server's answer is not JSON ({} bytes)", context,
-                                     text.size()),
-                         true);
+    throw DecodeError(
+        fmt::format("{}: the server's answer is not JSON ({} bytes)", context, text.size()), "");
   }
   return j;
+}
+
+// Runs `decode` (which reads a server answer); a field of the wrong JSON type becomes a
+// DecodeError for `context` instead of an nlohmann exception escaping to the caller.
+template <class F>
+auto Decoding(std::string_view context, F&& decode) -> decltype(decode()) {
+  try {
+    return decode();
+  } catch (const Json::exception& e) {
+    throw DecodeError(fmt::format("{}: the server's answer has a field of an unexpected type ({})",
+                                  context, e.what()),
+                      "");
+  }
 }
 
 Json ParseBody(const internal::HttpResponse& r, std::string_view context) {
@@ -209,14 +232,16 @@ std::vector<ResourceType> LoadResources(Connection& conn, const std::string& gro
   spec.idempotent = true;
   spec.context = "discover " + (group.empty() ? version : group + "/" + version);
   Json j = ParseBody(conn.Execute(spec), spec.context);
-  std::vector<ResourceType> out;
-  for (const auto& r : j.value("resources", Json::array())) {
-    std::string name = r.value("name", "");
-    if (name.empty() || name.find('/') != std::string::npos) continue;  // skip subresources
-    out.push_back(ResourceType{group, version, r.value("kind", ""), name,
-                               r.value("namespaced", false)});
-  }
-  return out;
+  return Decoding(spec.context, [&] {
+    std::vector<ResourceType> out;
+    for (const auto& r : j.value("resources", Json::array())) {
+      std::string name = r.value("name", "");
+      if (name.empty() || name.find('/') != std::string::npos) continue;  // skip subresources
+      out.push_back(
+          ResourceType{group, version, r.value("kind", ""), name, r.value("namespaced", false)});
+    }
+    return out;
+  });
 }
 
 void LoadGroups(Connection& conn) {
@@ -227,22 +252,28 @@ void LoadGroups(Connection& conn) {
   core.idempotent = true;
   core.context = "discover /api";
   Json api = ParseBody(conn.Execute(core), core.context);
-  conn.versions_by_group[""] = api.value("versions", std::vector<std::string>{});
+  conn.versions_by_group[""] =
+      Decoding(core.context, [&] { return api.value("versions", std::vector<std::string>{}); });
   RequestSpec groups;
   groups.path = "/apis";
   groups.idempotent = true;
   groups.context = "discover /apis";
   Json apis = ParseBody(conn.Execute(groups), groups.context);
-  for (const auto& g : apis.value("groups", Json::array())) {
-    std::vector<std::string> versions;
-    std::string preferred = g.value("preferredVersion", Json::object()).value("version", "");
-    if (!preferred.empty()) versions.push_back(preferred);
-    for (const auto& v : g.value("versions", Json::array())) {
-      std::string ver = v.value("version", "");
-      if (ver != preferred) versions.push_back(ver);
+  auto by_group = Decoding(groups.context, [&] {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& g : apis.value("groups", Json::array())) {
+      std::vector<std::string> versions;
+      std::string preferred = g.value("preferredVersion", Json::object()).value("version", "");
+      if (!preferred.empty()) versions.push_back(preferred);
+      for (const auto& v : g.value("versions", Json::array())) {
+        std::string ver = v.value("version", "");
+        if (ver != preferred) versions.push_back(ver);
+      }
+      out[g.value("name", "")] = std::move(versions);
     }
-    conn.versions_by_group[g.value("name", "")] = std::move(versions);
-  }
+    return out;
+  });
+  for (auto& [group, versions] : by_group) conn.versions_by_group[group] = std::move(versions);
   conn.groups_loaded = true;
 }
 
@@ -436,14 +467,27 @@ Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions 
   const std::string context = Describe("list", type, ns);
   ListPages(type, ns, std::move(options), page_size, [&](std::string text) {
     Json page = ParseText(text, context);
-    std::string next = page.value("metadata", Json::object()).value("continue", "");
-    if (result.is_null()) {
-      result = std::move(page);
-      if (!result["items"].is_array()) result["items"] = Json::array();
-    } else if (auto items = page.find("items"); items != page.end() && items->is_array()) {
-      for (auto& item : *items) result["items"].push_back(std::move(item));
-    }
-    return next;
+    return Decoding(context, [&] {
+      if (!page.is_object()) {
+        throw DecodeError(fmt::format("{}: the server's answer is {}, not a list object", context,
+                                      page.type_name()),
+                          "");
+      }
+      std::string next = page.value("metadata", Json::object()).value("continue", "");
+      auto items = page.find("items");
+      if (items != page.end() && !items->is_null() && !items->is_array()) {
+        throw DecodeError(fmt::format("{}: the server's field \"items\" is {}, not an array",
+                                      context, items->type_name()),
+                          "items");
+      }
+      if (result.is_null()) {
+        result = std::move(page);
+        if (!result["items"].is_array()) result["items"] = Json::array();
+      } else if (items != page.end() && items->is_array()) {
+        for (auto& item : *items) result["items"].push_back(std::move(item));
+      }
+      return next;
+    });
   });
   if (result.contains("metadata")) result["metadata"].erase("continue");
   return result;
@@ -457,7 +501,7 @@ Json Client::Create(const ResourceType& type, std::string_view ns, const Json& o
   RequestSpec spec = WriteRequest("POST", type.CollectionPath(n), options);
   spec.body = object.dump();
   spec.content_type = "application/json";
-  std::string name = object.value("metadata", Json::object()).value("name", "");
+  std::string name = MetadataString(object, "name");
   spec.context = Describe("create", type, n, name);
   return ParseBody(conn_->Execute(spec), spec.context);
 }
@@ -531,14 +575,20 @@ Json Client::DeleteCollection(const ResourceType& type, std::string_view ns,
 
 Json Client::Apply(const Json& object, const ApplyOptions& options) {
   if (!object.is_object()) throw ValidationError("object", "", "apply needs a JSON object");
-  std::string api_version = object.value("apiVersion", "");
-  std::string kind = object.value("kind", "");
+  auto top_string = [&](const char* key) -> std::string {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return {};
+    if (!it->is_string()) throw ValidationError(key, it->dump(), "must be a string");
+    return it->get<std::string>();
+  };
+  std::string api_version = top_string("apiVersion");
+  std::string kind = top_string("kind");
   if (api_version.empty()) throw ValidationError("apiVersion", "", "apply needs an apiVersion");
   if (kind.empty()) throw ValidationError("kind", "", "apply needs a kind");
   std::string name = NameOf(object, "apply");
   // Checked before discovery, so that a refused call sends nothing at all.
   validation::RequirePathSegment("metadata.name", name);
-  if (std::string object_ns = object["metadata"].value("namespace", ""); !object_ns.empty()) {
+  if (std::string object_ns = MetadataString(object, "namespace"); !object_ns.empty()) {
     validation::RequireNamespaceName("metadata.namespace", object_ns);
   }
   if (options.field_manager.empty()) {

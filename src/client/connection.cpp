@@ -118,6 +118,8 @@ HttpRequest Connection::BuildRequest(const RequestSpec& spec, const Credentials&
   req.body = spec.body;
   req.timeout = spec.timeout.count() < 0 ? config_.request_timeout : spec.timeout;
   req.connect_timeout = std::min(config_.connect_timeout, std::chrono::milliseconds(30'000));
+  req.tls_handshake_timeout = std::max(std::chrono::milliseconds(0), config_.tls_handshake_timeout);
+  req.max_body_bytes = config_.max_response_bytes;
   req.proxy = config_.proxy_url;
   req.accept_compressed = !config_.disable_compression;
   req.tls = TlsFor(creds);
@@ -126,9 +128,11 @@ HttpRequest Connection::BuildRequest(const RequestSpec& spec, const Credentials&
 
 namespace {
 
-std::optional<int> RetryAfter(const HttpResponse& r) {
-  auto it = r.headers.find("retry-after");
-  if (it == r.headers.end()) return std::nullopt;
+using SteadyClock = std::chrono::steady_clock;
+
+std::optional<int> RetryAfter(const std::map<std::string, std::string>& headers) {
+  auto it = headers.find("retry-after");
+  if (it == headers.end()) return std::nullopt;
   try {
     std::size_t used = 0;
     int v = std::stoi(it->second, &used);
@@ -138,28 +142,81 @@ std::optional<int> RetryAfter(const HttpResponse& r) {
   return std::nullopt;  // HTTP-date form: ignored, like client-go
 }
 
+// Rethrows `error` (same dynamic type) with the number of attempts recorded in it.
+[[noreturn]] void RethrowWithAttempts(std::exception_ptr error, int attempts) {
+  try {
+    std::rethrow_exception(std::move(error));
+  } catch (Error& e) {
+    e.set_attempts(attempts);
+    throw;
+  }
+}
+
+// The time left before `deadline`, or nullopt without one.
+std::optional<std::chrono::milliseconds> TimeLeft(
+    const std::optional<SteadyClock::time_point>& deadline) {
+  if (!deadline) return std::nullopt;
+  return std::max(
+      std::chrono::milliseconds(0),
+      std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now()));
+}
+
 }  // namespace
 
 HttpResponse Connection::Execute(const RequestSpec& spec) {
+  const std::chrono::milliseconds timeout =
+      spec.timeout.count() < 0 ? config_.request_timeout : spec.timeout;
+  std::optional<SteadyClock::time_point> deadline;
+  std::exception_ptr last_error;
   bool refreshed_after_401 = false;
   for (int attempt = 1;; ++attempt) {
-    limiter_.Acquire();
+    limiter_.Acquire();  // every attempt, retries included, is paced by the rate limiter
+    // client-go: the first attempt is throttled before the call's timeout starts, so a busy
+    // client does not time out calls it has not sent yet.
+    if (!deadline && timeout.count() > 0) deadline = SteadyClock::now() + timeout;
+    if (last_error && deadline && SteadyClock::now() >= *deadline) {
+      RethrowWithAttempts(last_error, attempt - 1);
+    }
     Credentials creds = credentials_->Get();
+    HttpRequest req = BuildRequest(spec, creds);
+    if (auto left = TimeLeft(deadline)) {
+      // One deadline for the whole call: each attempt gets what is left of it.
+      req.timeout = std::max(std::chrono::milliseconds(1), *left);
+    }
     HttpResponse response;
     std::exception_ptr transport_error;
     RetryPolicy::Attempt info;
     info.number = attempt;
     info.idempotent = spec.idempotent;
     try {
-      response = transport_->Send(BuildRequest(spec, creds)).get();
+      response = transport_->Send(std::move(req)).get();
     } catch (const TlsError&) {
-      throw;  // a certificate problem does not heal by retrying
+      // A certificate problem does not heal by retrying.
+      RethrowWithAttempts(std::current_exception(), attempt);
+    } catch (const ResponseTooLarge&) {
+      RethrowWithAttempts(std::current_exception(), attempt);  // the same answer again
     } catch (const TransportError& e) {
       transport_error = std::current_exception();
       info.request_may_have_been_sent = e.sent_request();
+    } catch (const std::future_error&) {
+      // Defence in depth: a transport that drops a request reports it as a typed error.
+      RethrowWithAttempts(std::make_exception_ptr(CancelledError(
+                              spec.context + ": cancelled: the client was shut down")),
+                          attempt);
     }
     if (!transport_error) {
-      if (response.status >= 200 && response.status < 300) return response;
+      if (response.status >= 200 && response.status < 300) {
+        if (config_.max_response_bytes > 0 && response.body.size() > config_.max_response_bytes) {
+          RethrowWithAttempts(
+              std::make_exception_ptr(ResponseTooLarge(
+                  fmt::format("{}: the response body is larger than max_response_bytes ({} "
+                              "bytes)",
+                              spec.context, config_.max_response_bytes),
+                  "max_response_bytes", config_.max_response_bytes)),
+              attempt);
+        }
+        return response;
+      }
       if (response.status == 401 && !refreshed_after_401) {
         // The token may have rotated (token file, exec plugin): refresh once and try again.
         // A 401 is answered before any processing, so repeating a write is safe.
@@ -171,37 +228,55 @@ HttpResponse Connection::Execute(const RequestSpec& spec) {
         }
       }
       info.http_code = response.status;
-      info.retry_after_seconds = RetryAfter(response);
+      info.retry_after_seconds = RetryAfter(response.headers);
+      last_error =
+          MakeApiError(response.status, response.body, spec.context, info.retry_after_seconds);
+    } else {
+      last_error = transport_error;
     }
+    info.time_left = TimeLeft(deadline);
     auto wait = config_.retry.Decide(info, Random01());
-    if (!wait) {
-      if (transport_error) std::rethrow_exception(transport_error);
-      ThrowApiError(response.status, response.body, spec.context, info.retry_after_seconds);
-    }
+    if (!wait) RethrowWithAttempts(last_error, attempt);
     std::this_thread::sleep_for(*wait);
   }
 }
 
 std::shared_ptr<HttpStream> Connection::OpenStream(const RequestSpec& spec) {
+  // Opening (until the response headers) is bounded like a call; the body then runs as long as
+  // the server keeps it (bounded by the readers' idle timeouts).
+  const std::chrono::milliseconds timeout = config_.request_timeout;
+  std::optional<SteadyClock::time_point> deadline;
+  std::exception_ptr last_error;
   bool refreshed_after_401 = false;
   for (int attempt = 1;; ++attempt) {
     limiter_.Acquire();
+    if (!deadline && timeout.count() > 0) deadline = SteadyClock::now() + timeout;
+    if (last_error && deadline && SteadyClock::now() >= *deadline) {
+      RethrowWithAttempts(last_error, attempt - 1);
+    }
     Credentials creds = credentials_->Get();
     HttpRequest req = BuildRequest(spec, creds);
     req.timeout = std::chrono::milliseconds(0);  // streams run as long as the server keeps them
     auto stream = transport_->Open(std::move(req));
+    RetryPolicy::Attempt info;
+    info.number = attempt;
+    info.idempotent = spec.idempotent;
     int status = 0;
     try {
-      status = stream->WaitForHeaders(config_.connect_timeout + config_.request_timeout);
+      auto left = TimeLeft(deadline);
+      status =
+          stream->WaitForHeaders(left ? std::max(std::chrono::milliseconds(1), *left)
+                                      : config_.connect_timeout + config_.tls_handshake_timeout);
     } catch (const TlsError&) {
-      throw;
+      stream->Cancel();
+      RethrowWithAttempts(std::current_exception(), attempt);
     } catch (const TransportError& e) {
-      RetryPolicy::Attempt info;
-      info.number = attempt;
-      info.idempotent = true;
+      stream->Cancel();  // e.g. no headers in time: stop the transfer too
+      last_error = std::current_exception();
       info.request_may_have_been_sent = e.sent_request();
+      info.time_left = TimeLeft(deadline);
       auto wait = config_.retry.Decide(info, Random01());
-      if (!wait) throw;
+      if (!wait) RethrowWithAttempts(last_error, attempt);
       std::this_thread::sleep_for(*wait);
       continue;
     }
@@ -215,25 +290,22 @@ std::shared_ptr<HttpStream> Connection::OpenStream(const RequestSpec& spec) {
         continue;
       }
     }
-    if (status == 429 || status >= 500) {
-      RetryPolicy::Attempt info;
-      info.number = attempt;
-      info.idempotent = true;
-      info.http_code = status;
-      auto h = stream->headers();
-      if (auto it = h.find("retry-after"); it != h.end()) {
-        try {
-          info.retry_after_seconds = std::stoi(it->second);
-        } catch (const std::exception&) {
-        }
-      }
-      if (auto wait = config_.retry.Decide(info, Random01())) {
-        stream->Cancel();
-        std::this_thread::sleep_for(*wait);
-        continue;
-      }
+    info.http_code = status;
+    info.retry_after_seconds = RetryAfter(stream->headers());
+    info.time_left = TimeLeft(deadline);
+    if (auto wait = config_.retry.Decide(info, Random01())) {
+      stream->Cancel();
+      last_error = MakeApiError(status, "", spec.context, info.retry_after_seconds);
+      std::this_thread::sleep_for(*wait);
+      continue;
     }
-    ThrowForStream(*stream, status, spec.context);
+    try {
+      ThrowForStream(*stream, status, spec.context);
+    } catch (Error& e) {
+      e.set_attempts(attempt);
+      e.set_retry_after_seconds(info.retry_after_seconds);
+      throw;
+    }
   }
 }
 
@@ -255,24 +327,47 @@ std::vector<WatchEvent> WatchDecoder::Feed(std::string_view bytes) {
   buffer_.append(bytes);
   std::vector<WatchEvent> events;
   std::size_t start = 0;
+  auto too_large = [this] {
+    return ResponseTooLarge(
+        fmt::format("watch stream: an event is larger than max_stream_line_bytes ({} bytes)",
+                    max_line_),
+        "max_stream_line_bytes", max_line_);
+  };
   while (true) {
     auto nl = buffer_.find('\n', start);
     if (nl == std::string::npos) break;
     std::string_view line(buffer_.data() + start, nl - start);
     start = nl + 1;
+    if (max_line_ > 0 && line.size() > max_line_) throw too_large();
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     if (line.empty()) continue;
     Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
-      throw TransportError(
-          fmt::format("watch stream: undecodable event ({} bytes)", line.size()), true);
+      throw DecodeError(fmt::format("watch stream: undecodable event ({} bytes)", line.size()), "");
     }
     WatchEvent ev;
-    ev.type = ParseWatchEventType(j.value("type", ""));
-    if (auto o = j.find("object"); o != j.end()) ev.object = std::move(*o);
+    if (auto t = j.find("type"); t != j.end()) {
+      if (!t->is_string()) {
+        throw DecodeError(
+            fmt::format("watch stream: event field \"type\" is {}, not a string", t->type_name()),
+            "type");
+      }
+      ev.type = ParseWatchEventType(t->get_ref<const std::string&>());
+    }
+    if (auto o = j.find("object"); o != j.end()) {
+      if (!o->is_object()) {
+        throw DecodeError(fmt::format("watch stream: event field \"object\" is {}, not an "
+                                      "object",
+                                      o->type_name()),
+                          "object");
+      }
+      ev.object = std::move(*o);
+    }
     events.push_back(std::move(ev));
   }
   buffer_.erase(0, start);
+  // An incomplete event that is already over the limit will not become acceptable.
+  if (max_line_ > 0 && buffer_.size() > max_line_) throw too_large();
   return events;
 }
 

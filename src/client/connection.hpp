@@ -105,14 +105,18 @@ class Connection {
 /// Splits a watch body into events: newline-delimited JSON objects, tolerant of any chunking.
 class WatchDecoder {
  public:
-  /// Appends bytes; returns the complete events they finish, in order. Throws TransportError
-  /// for a line that is not a JSON object.
+  /// `max_line`: largest event in bytes (0: no limit); a larger one throws ResponseTooLarge.
+  explicit WatchDecoder(std::size_t max_line = 0) : max_line_(max_line) {}
+  /// Appends bytes; returns the complete events they finish, in order. Throws DecodeError
+  /// for a line that is not a JSON object or whose type/object fields have the wrong JSON type,
+  /// and ResponseTooLarge for an event longer than the limit.
   std::vector<WatchEvent> Feed(std::string_view bytes);
   /// Bytes of an incomplete trailing event.
   [[nodiscard]] std::size_t pending() const { return buffer_.size(); }
 
  private:
   std::string buffer_;
+  std::size_t max_line_ = 0;
 };
 
 }  // namespace tfk8s::internal

@@ -25,6 +25,11 @@ struct OpenResponse {
   std::shared_ptr<HttpStream> stream;
   std::atomic<bool> cancelled{false};
   bool ended = false;
+  std::string context;  // e.g. "watch pods in ns", for messages
+  // No byte at all for this long ends the stream with a timeout (0: never).
+  std::chrono::milliseconds idle_timeout{0};
+  const char* idle_setting = "";  // the configuration field, for messages
+  std::chrono::steady_clock::time_point last_data = std::chrono::steady_clock::now();
 
   OpenResponse() = default;
   OpenResponse(const OpenResponse&) = delete;
@@ -38,6 +43,27 @@ struct OpenResponse {
     cancelled = true;
     stream->Cancel();
   }
+
+  // Reads what arrived (waiting up to `wait`), keeping track of the last byte; throws a
+  // TransportError of kind kTimeout, and ends the stream, when the idle bound is exceeded.
+  HttpStream::ReadResult ReadSome(std::string* out, std::chrono::milliseconds wait) {
+    const std::size_t before = out->size();
+    auto r = stream->Read(out, wait);
+    auto now = std::chrono::steady_clock::now();
+    if (out->size() > before) {
+      last_data = now;
+    } else if (r == HttpStream::ReadResult::kTimeout && idle_timeout.count() > 0 &&
+               now - last_data > idle_timeout) {
+      // A silent peer (a dead connection the kernel has not noticed, a stuck proxy): give up
+      // so the caller (an Informer) reconnects and resumes.
+      ended = true;
+      stream->Cancel();
+      throw TransportError(fmt::format("timed out: {}: no data for {} ms ({})", context,
+                                       idle_timeout.count(), idle_setting),
+                           /*sent_request=*/true, ErrorKind::kTimeout);
+    }
+    return r;
+  }
 };
 
 }  // namespace
@@ -45,9 +71,9 @@ struct OpenResponse {
 // ---- WatchStream --------------------------------------------------------------------------
 
 struct WatchStream::Impl : OpenResponse {
+  explicit Impl(std::size_t max_line) : decoder(max_line) {}
   internal::WatchDecoder decoder;
   std::deque<WatchEvent> ready;
-  std::string context;
 };
 
 WatchStream::WatchStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -74,9 +100,18 @@ std::optional<WatchEvent> WatchStream::Next(std::chrono::milliseconds timeout) {
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
     std::string chunk;
-    auto r = impl_->stream->Read(&chunk, std::min(left, std::chrono::milliseconds(250)));
+    auto r = impl_->ReadSome(&chunk, std::min(left, std::chrono::milliseconds(250)));
     if (!chunk.empty()) {
-      for (auto& ev : impl_->decoder.Feed(chunk)) impl_->ready.push_back(std::move(ev));
+      std::vector<WatchEvent> events;
+      try {
+        events = impl_->decoder.Feed(chunk);
+      } catch (const TransportError&) {
+        // Undecodable or oversized: the rest of this stream cannot be trusted either.
+        impl_->ended = true;
+        impl_->stream->Cancel();
+        throw;
+      }
+      for (auto& ev : events) impl_->ready.push_back(std::move(ev));
     }
     if (r == HttpStream::ReadResult::kEnd) {
       impl_->ended = true;
@@ -107,9 +142,21 @@ WatchStream Client::Watch(const ResourceType& type, std::string_view ns,
   spec.path = type.CollectionPath(n) + q.str();
   spec.idempotent = true;
   spec.context = fmt::format("watch {}{}{}", type.plural, n.empty() ? "" : " in ", n);
-  auto impl = std::make_unique<WatchStream::Impl>();
-  impl->stream = conn_->OpenStream(spec);
+  const ClientConfig& cfg = config();
+  auto impl = std::make_unique<WatchStream::Impl>(cfg.max_stream_line_bytes);
   impl->context = spec.context;
+  impl->idle_timeout = cfg.watch_idle_timeout;
+  impl->idle_setting = "watch_idle_timeout";
+  if (impl->idle_timeout.count() > 0 && options.timeout_seconds && *options.timeout_seconds > 0) {
+    // The server ends such a watch after timeoutSeconds: silence well past that means the
+    // connection is dead, whatever the configured bound.
+    impl->idle_timeout = std::min<std::chrono::milliseconds>(
+        impl->idle_timeout,
+        std::chrono::seconds(*options.timeout_seconds) + std::chrono::seconds(30));
+    impl->idle_setting = "watch_idle_timeout, or timeoutSeconds + 30 s";
+  }
+  impl->stream = conn_->OpenStream(spec);
+  impl->last_data = std::chrono::steady_clock::now();
   return WatchStream(std::move(impl));
 }
 
@@ -146,6 +193,7 @@ std::string Client::ReadLogs(std::string_view ns, std::string_view pod, LogOptio
 
 struct LogStream::Impl : OpenResponse {
   std::string buffer;
+  std::size_t max_line = 0;
 };
 
 LogStream::LogStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -178,7 +226,19 @@ std::optional<std::string> LogStream::NextLine(std::chrono::milliseconds timeout
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
-    auto r = impl_->stream->Read(&impl_->buffer, std::min(left, std::chrono::milliseconds(250)));
+    const std::size_t scanned = impl_->buffer.size();
+    auto r = impl_->ReadSome(&impl_->buffer, std::min(left, std::chrono::milliseconds(250)));
+    if (impl_->max_line > 0 && impl_->buffer.size() > impl_->max_line &&
+        impl_->buffer.find('\n', scanned) > impl_->max_line) {
+      // The first line (nothing before `scanned` holds a newline) is already over the limit.
+      impl_->ended = true;
+      impl_->stream->Cancel();
+      impl_->buffer.clear();
+      throw ResponseTooLarge(
+          fmt::format("{}: a line is larger than max_stream_line_bytes ({} bytes)", impl_->context,
+                      impl_->max_line),
+          "max_stream_line_bytes", impl_->max_line);
+    }
     if (r == HttpStream::ReadResult::kEnd) {
       impl_->ended = true;
       if (auto error = impl_->stream->error(); error && !impl_->cancelled) {
@@ -191,8 +251,15 @@ std::optional<std::string> LogStream::NextLine(std::chrono::milliseconds timeout
 LogStream Client::StreamLogs(std::string_view ns, std::string_view pod,
                              const LogOptions& options) {
   std::string n = ns.empty() ? default_namespace() : std::string(ns);
+  const ClientConfig& cfg = config();
   auto impl = std::make_unique<LogStream::Impl>();
-  impl->stream = conn_->OpenStream(LogRequest(n, pod, options));
+  RequestSpec spec = LogRequest(n, pod, options);
+  impl->context = spec.context;
+  impl->max_line = cfg.max_stream_line_bytes;
+  impl->idle_timeout = cfg.log_idle_timeout;
+  impl->idle_setting = "log_idle_timeout";
+  impl->stream = conn_->OpenStream(spec);
+  impl->last_data = std::chrono::steady_clock::now();
   return LogStream(std::move(impl));
 }
 
@@ -200,15 +267,50 @@ LogStream Client::StreamLogs(std::string_view ns, std::string_view pod,
 
 namespace {
 
+// Server objects are checked field by field here, so that a field of the wrong JSON type is a
+// DecodeError naming it (the Informer backs off and retries) and never an nlohmann exception.
+constexpr std::string_view kDecodeContext = "informer";
+
+[[noreturn]] void WrongType(std::string_view field, const Json& value, std::string_view want) {
+  throw DecodeError(fmt::format("{}: the server's field \"{}\" is {}, not {}", kDecodeContext,
+                                field, value.type_name(), want),
+                    std::string(field));
+}
+
+const Json& MetadataOf(const Json& object) {
+  static const Json kEmpty = Json::object();
+  if (!object.is_object()) WrongType("object", object, "an object");
+  auto m = object.find("metadata");
+  if (m == object.end() || m->is_null()) return kEmpty;
+  if (!m->is_object()) WrongType("metadata", *m, "an object");
+  return *m;
+}
+
+std::string StringAt(const Json& parent, const std::string& key, std::string_view path) {
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return {};
+  if (!it->is_string()) WrongType(path, *it, "a string");
+  return it->get<std::string>();
+}
+
 std::string KeyOf(const Json& object) {
-  const Json& m = object.value("metadata", Json::object());
-  std::string ns = m.value("namespace", "");
-  std::string name = m.value("name", "");
+  const Json& m = MetadataOf(object);
+  std::string ns = StringAt(m, "namespace", "metadata.namespace");
+  std::string name = StringAt(m, "name", "metadata.name");
   return ns.empty() ? name : ns + "/" + name;
 }
 
 std::string VersionOf(const Json& object) {
-  return object.value("metadata", Json::object()).value("resourceVersion", "");
+  return StringAt(MetadataOf(object), "resourceVersion", "metadata.resourceVersion");
+}
+
+// The HTTP code of a watch ERROR event's Status object (0 when absent).
+int StatusCodeOf(const Json& status) {
+  if (!status.is_object()) return 0;
+  auto it = status.find("code");
+  if (it == status.end() || it->is_null()) return 0;
+  if (!it->is_number_integer()) WrongType("code", *it, "an integer");
+  return it->get<int>();
 }
 
 }  // namespace
@@ -227,6 +329,9 @@ struct Informer::Impl {
   std::atomic<bool> cancelled{false};
   std::deque<WatchEvent> pending;        // events produced by a (re)list
   bool listed = false;
+  // Set when the watch's version is gone (410): the next step is a relist, retried (with
+  // backoff) until it succeeds, never a watch from the expired version.
+  bool need_relist = false;
   int relists = 0;
   // Failures in a row (watches that could not open, failed, or closed at once), and when the
   // last one was: the backoff grows with them and starts over after a healthy period.
@@ -251,7 +356,12 @@ struct Informer::Impl {
     o.resource_version_match.clear();
     Json list = client.ListAll(type, ns, o);
     std::map<std::string, Json> fresh;
-    for (auto& item : list["items"]) {
+    if (!list.is_object()) WrongType("list", list, "an object");
+    Json& items = list["items"];
+    if (items.is_null()) items = Json::array();
+    if (!items.is_array()) WrongType("items", items, "an array");
+    for (auto& item : items) {
+      if (!item.is_object()) WrongType("items[]", item, "an object");
       // List items carry no apiVersion/kind; restore them so events look like watch events.
       item["apiVersion"] = type.ApiVersion();
       item["kind"] = type.kind;
@@ -270,7 +380,7 @@ struct Informer::Impl {
       if (!fresh.count(key)) pending.push_back({WatchEventType::kDeleted, obj});
     }
     store = std::move(fresh);
-    resource_version = list.value("metadata", Json::object()).value("resourceVersion", "");
+    resource_version = VersionOf(list);
     if (listed) ++relists;
     listed = true;
   }
@@ -405,8 +515,9 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
     if (left.count() <= 0) return std::nullopt;
 
     try {
-      if (!d.listed) {
+      if (!d.listed || d.need_relist) {
         d.Relist();
+        d.need_relist = false;
         continue;
       }
       bool have_watch;
@@ -434,14 +545,15 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
       }
       d.watch_delivered = true;
       if (ev->type == WatchEventType::kError) {
-        int code = ev->object.value("code", 0);
+        int code = StatusCodeOf(ev->object);
         if (code == 410) {
-          // Our resourceVersion was compacted away: list again and report the differences.
+          // Our resourceVersion was compacted away: list again (next turn, inside this try,
+          // so a failing relist backs off like any failure) and report the differences.
           {
             std::lock_guard lock(d.mu);
             d.watch.reset();
           }
-          d.Relist();
+          d.need_relist = true;
           continue;
         }
         ThrowApiError(code, ev->object.dump(), "watch " + d.type.plural);
@@ -452,7 +564,7 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
         std::lock_guard lock(d.mu);
         d.watch.reset();
       }
-      d.Relist();
+      d.need_relist = true;
     } catch (const TransportError&) {
       if (d.cancelled) break;
       {
@@ -467,6 +579,20 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
       }
       d.Backoff();
     } catch (const TooManyRequests&) {
+      {
+        std::lock_guard lock(d.mu);
+        d.watch.reset();
+      }
+      d.Backoff();
+    } catch (const Timeout&) {  // 504 / reason Timeout: the server was too slow this time
+      {
+        std::lock_guard lock(d.mu);
+        d.watch.reset();
+      }
+      d.Backoff();
+    } catch (const Json::exception&) {
+      // Defence in depth: decoding is checked above, but a server answer must never end the
+      // informer's caller with a JSON library exception.
       {
         std::lock_guard lock(d.mu);
         d.watch.reset();

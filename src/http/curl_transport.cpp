@@ -3,11 +3,17 @@
 // and callers on any thread submit work through a queue and curl_multi_wakeup().
 
 #include <curl/curl.h>
+#include <sys/socket.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <list>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "http/transport.hpp"
 #include "tfk8s/error.hpp"
@@ -134,6 +140,18 @@ struct Transfer {
   HttpResponse response;
   bool headers_done = false;
   bool got_bytes = false;
+  // Connection setup bookkeeping (loop thread only): when the handle was added, and whether
+  // the request is past connect + TLS (then the setup bounds no longer apply).
+  std::chrono::steady_clock::time_point started;
+  bool setup_done = false;
+  // The socket libcurl opened for this transfer (-1: none yet, or a reused connection), and
+  // when it was first seen connected. libcurl 7.88 records CONNECT_TIME only once TLS is done
+  // too, so TCP completion is observed on the socket itself.
+  curl_socket_t socket = CURL_SOCKET_BAD;
+  std::optional<std::chrono::steady_clock::time_point> tcp_connected;
+  // Set when the transport itself ends the transfer (body limit, setup bound): reported
+  // instead of curl's own error.
+  std::exception_ptr own_error;
   // Exactly one of these is set.
   std::promise<HttpResponse> promise;
   std::shared_ptr<BufferedStream> stream;
@@ -176,17 +194,26 @@ class CurlTransport final : public HttpTransport,
     t->request = std::move(request);
     std::weak_ptr<Transfer> weak = t;
     // The callbacks only post commands to the loop: curl handles are touched by its thread only.
+    // The stream may outlive this transport (a paused stream kept after its Client is gone), so
+    // the callbacks hold it weakly and do nothing once it is destroyed.
+    std::weak_ptr<CurlTransport> self = weak_from_this();
     t->stream = std::make_shared<BufferedStream>(
-        [this, weak] {
+        [self, weak] {
+          auto transport = self.lock();
+          if (!transport) return;
           if (auto s = weak.lock()) {
             s->cancel_requested = true;
-            Post([this, weak] {
-              if (auto t2 = weak.lock()) Finish(t2.get(), CURLE_ABORTED_BY_CALLBACK);
+            CurlTransport* loop = transport.get();
+            transport->Post([loop, weak] {
+              // Runs on the loop thread, which the transport joins before it is destroyed.
+              if (auto t2 = weak.lock()) loop->Finish(t2.get(), CURLE_ABORTED_BY_CALLBACK);
             });
           }
         },
-        [this, weak] {
-          Post([weak] {
+        [self, weak] {
+          auto transport = self.lock();
+          if (!transport) return;
+          transport->Post([weak] {
             if (auto t2 = weak.lock()) curl_easy_pause(t2->easy.get(), CURLPAUSE_CONT);
           });
         });
@@ -205,19 +232,23 @@ class CurlTransport final : public HttpTransport,
     curl_multi_wakeup(multi_.get());
   }
 
+  static std::exception_ptr ShutDownError(const HttpRequest& req) {
+    return std::make_exception_ptr(
+        CancelledError(req.method + " " + SplitUrl(req.url).host + ":" + SplitUrl(req.url).port +
+                       ": cancelled: the client was shut down before the request completed"));
+  }
+
   void Submit(std::shared_ptr<Transfer> t) {
     {
       std::lock_guard lock(mu_);
-      if (stopping_) {
-        auto error = std::make_exception_ptr(TransportError("transport is shutting down", false));
-        if (t->stream) {
-          t->stream->Finish(error);
-        } else {
-          t->promise.set_exception(error);
-        }
-        return;
+      if (!stopping_) {
+        to_start_.push_back(std::move(t));
+        t = nullptr;
       }
-      commands_.push_back([this, t] { Start(t); });
+    }
+    if (t) {
+      Fail(t.get(), ShutDownError(t->request));
+      return;
     }
     curl_multi_wakeup(multi_.get());
   }
@@ -251,10 +282,25 @@ class CurlTransport final : public HttpTransport,
     return size * n;
   }
 
+  static int OnSocket(void* user, curl_socket_t fd, curlsocktype purpose) {
+    if (purpose == CURLSOCKTYPE_IPCXN) static_cast<Transfer*>(user)->socket = fd;
+    return CURL_SOCKOPT_OK;
+  }
+
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
     t->got_bytes = true;
     if (t->cancel_requested) return 0;  // aborts the transfer
+    const std::size_t limit = t->request.max_body_bytes;
+    if (!t->stream && limit > 0 && t->response.body.size() + size * n > limit) {
+      // Stop reading rather than buffer an unbounded (or decompression-bomb) answer.
+      t->own_error = std::make_exception_ptr(
+          ResponseTooLarge(t->request.method + " " + SplitUrl(t->request.url).rest +
+                               ": the response body is larger than max_response_bytes (" +
+                               std::to_string(limit) + " bytes)",
+                           "max_response_bytes", limit));
+      return 0;
+    }
     if (t->stream) {
       if (!t->stream->Push(std::string_view(data, size * n))) {
         // Back-pressure: the reader is behind; stop reading the socket until it drains.
@@ -301,8 +347,14 @@ class CurlTransport final : public HttpTransport,
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L);
+    // libcurl's connect timeout covers DNS, TCP and the TLS handshake together: it is set to
+    // the sum, as a backstop; the loop bounds TCP connect and the handshake separately
+    // (CheckSetupBounds).
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(req.connect_timeout.count()));  // includes TLS handshake
+                     static_cast<long>(req.connect_timeout.count() +
+                                       std::max<long long>(0, req.tls_handshake_timeout.count())));
+    // Never negotiate below TLS 1.2, whatever the system OpenSSL configuration allows.
+    curl_easy_setopt(e, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
     if (req.timeout.count() > 0) {
       curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
     }
@@ -313,6 +365,8 @@ class CurlTransport final : public HttpTransport,
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &CurlTransport::OnBody);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, &CurlTransport::OnSocket);
+    curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, t.get());
 
     if (tls) {
       if (tls->insecure_skip_verify) {
@@ -362,6 +416,7 @@ class CurlTransport final : public HttpTransport,
       Fail(t.get(), std::make_exception_ptr(TransportError("curl_multi_add_handle failed", false)));
       return;
     }
+    t->started = std::chrono::steady_clock::now();
     active_.emplace(e, t);
     // A stream cancelled before it started: its cancel command already ran and found nothing.
     if (t->cancel_requested) Finish(t.get(), CURLE_ABORTED_BY_CALLBACK);
@@ -383,14 +438,18 @@ class CurlTransport final : public HttpTransport,
     curl_multi_remove_handle(multi_.get(), t->easy.get());
     active_.erase(it);
     if (t->stream) {
-      if (code == CURLE_OK || t->cancel_requested) {
+      if (t->own_error) {
+        t->stream->Finish(t->own_error);
+      } else if (code == CURLE_OK || t->cancel_requested) {
         t->stream->Finish(nullptr);
       } else {
         t->stream->Finish(ErrorFor(code, t->error_buffer, t->request, t->got_bytes));
       }
       return;
     }
-    if (code == CURLE_OK) {
+    if (t->own_error) {
+      t->promise.set_exception(t->own_error);
+    } else if (code == CURLE_OK) {
       long status = 0;
       curl_easy_getinfo(t->easy.get(), CURLINFO_RESPONSE_CODE, &status);
       t->response.status = static_cast<int>(status);
@@ -406,14 +465,77 @@ class CurlTransport final : public HttpTransport,
     }
   }
 
+  // Bounds TCP connect and the TLS handshake separately (libcurl has a single connect timeout
+  // for both): a transfer whose socket is not connected `connect_timeout` after its name was
+  // resolved, or whose socket is connected but whose handshake is not done
+  // `tls_handshake_timeout` later, is ended with a timeout naming the phase. Returns whether
+  // some transfer is still setting up (the loop then wakes up more often).
+  bool CheckSetupBounds() {
+    using std::chrono::microseconds;
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::pair<Transfer*, std::exception_ptr>> expired;
+    bool setting_up = false;
+    for (auto& [easy, t] : active_) {
+      if (t->setup_done) continue;
+      curl_off_t dns = 0, tls = 0, pre = 0;
+      curl_easy_getinfo(easy, CURLINFO_NAMELOOKUP_TIME_T, &dns);
+      curl_easy_getinfo(easy, CURLINFO_APPCONNECT_TIME_T, &tls);
+      curl_easy_getinfo(easy, CURLINFO_PRETRANSFER_TIME_T, &pre);
+      if (pre > 0 || tls > 0) {  // sending (also: a reused connection), or handshake done
+        t->setup_done = true;
+        continue;
+      }
+      setting_up = true;
+      if (t->socket == CURL_SOCKET_BAD) continue;  // resolving, or waiting for a connection
+      const HttpRequest& req = t->request;
+      const UrlParts url = SplitUrl(req.url);
+      if (!t->tcp_connected) {
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        if (::getpeername(t->socket, reinterpret_cast<sockaddr*>(&peer), &len) == 0) {
+          t->tcp_connected = now;
+        }
+      }
+      const std::string where = req.method + " " + url.host + ":" + url.port;
+      if (!t->tcp_connected) {
+        const auto connecting =
+            std::chrono::duration_cast<microseconds>(now - t->started) - microseconds(dns);
+        if (req.connect_timeout.count() > 0 && connecting > req.connect_timeout) {
+          expired.emplace_back(t.get(),
+                               std::make_exception_ptr(TransportError(
+                                   fmt::format("timed out: {}: TCP connect not done after {} ms "
+                                               "(connect_timeout)",
+                                               where, req.connect_timeout.count()),
+                                   /*sent_request=*/false, ErrorKind::kTimeout)));
+        }
+      } else if (url.scheme == "https" && req.tls_handshake_timeout.count() > 0 &&
+                 now - *t->tcp_connected > req.tls_handshake_timeout) {
+        expired.emplace_back(t.get(),
+                             std::make_exception_ptr(TransportError(
+                                 fmt::format("timed out: {}: TLS handshake not done after {} ms "
+                                             "(tls_handshake_timeout)",
+                                             where, req.tls_handshake_timeout.count()),
+                                 /*sent_request=*/false, ErrorKind::kTimeout)));
+      }
+    }
+    for (auto& [t, error] : expired) {
+      t->own_error = std::move(error);
+      Finish(t, CURLE_OPERATION_TIMEDOUT);
+    }
+    return setting_up;
+  }
+
   void Loop() {
     while (true) {
       std::deque<std::function<void()>> commands;
+      std::deque<std::shared_ptr<Transfer>> to_start;
       {
         std::lock_guard lock(mu_);
         if (stopping_) break;
         commands.swap(commands_);
+        to_start.swap(to_start_);
       }
+      for (auto& t : to_start) Start(t);
       for (auto& c : commands) c();
 
       int running = 0;
@@ -425,19 +547,24 @@ class CurlTransport final : public HttpTransport,
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
         if (t) Finish(t, msg->data.result);
       }
-      curl_multi_poll(multi_.get(), nullptr, 0, 1000, nullptr);
+      const bool setting_up = CheckSetupBounds();
+      curl_multi_poll(multi_.get(), nullptr, 0, setting_up ? 50 : 1000, nullptr);
     }
-    // Shutting down: fail whatever is still in flight.
+    // Shutting down: whatever is still in flight or queued ends with a typed error (never a
+    // broken promise).
     for (auto& [easy, t] : active_) {
       curl_multi_remove_handle(multi_.get(), easy);
-      Fail(t.get(), std::make_exception_ptr(TransportError("transport shut down", true)));
+      Fail(t.get(), ShutDownError(t->request));
     }
     active_.clear();
     std::deque<std::function<void()>> rest;
+    std::deque<std::shared_ptr<Transfer>> never_started;
     {
       std::lock_guard lock(mu_);
       rest.swap(commands_);
+      never_started.swap(to_start_);
     }
+    for (auto& t : never_started) Fail(t.get(), ShutDownError(t->request));
     (void)rest;
   }
 
@@ -445,6 +572,7 @@ class CurlTransport final : public HttpTransport,
   std::mutex mu_;
   bool stopping_ = false;
   std::deque<std::function<void()>> commands_;
+  std::deque<std::shared_ptr<Transfer>> to_start_;     // submitted, not yet given to curl
   std::map<CURL*, std::shared_ptr<Transfer>> active_;  // loop thread only
   std::thread thread_;
 };

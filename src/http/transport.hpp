@@ -32,7 +32,12 @@ struct HttpRequest {
   std::vector<std::string> headers;  ///< "Name: value" lines.
   std::string body;
   std::chrono::milliseconds timeout{0};          ///< Whole transfer; 0 = none (streams).
-  std::chrono::milliseconds connect_timeout{30'000};
+  std::chrono::milliseconds connect_timeout{30'000};  ///< TCP connect (DNS excluded).
+  /// TLS handshake, from TCP connected to handshake done; 0: only the connect bound applies.
+  std::chrono::milliseconds tls_handshake_timeout{10'000};
+  /// Largest body Send() buffers (after decompression); 0: no limit. Streams are bounded by
+  /// their readers (per line) instead.
+  std::size_t max_body_bytes = 0;
   std::string proxy;                              ///< Empty: no proxy (environment ignored).
   bool accept_compressed = true;  ///< Ask for gzip/deflate/... (Accept-Encoding) and inflate.
   std::shared_ptr<const TlsSettings> tls;
@@ -71,7 +76,9 @@ class HttpStream {
 class HttpTransport {
  public:
   virtual ~HttpTransport() = default;
-  /// Sends a request; the future yields the response or throws TransportError / TlsError.
+  /// Sends a request; the future yields the response or throws TransportError / TlsError
+  /// (ResponseTooLarge past max_body_bytes), or CancelledError when the transport is destroyed
+  /// before the request completes.
   virtual std::future<HttpResponse> Send(HttpRequest request) = 0;
   /// Opens a streamed request.
   virtual std::shared_ptr<HttpStream> Open(HttpRequest request) = 0;

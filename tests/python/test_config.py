@@ -103,7 +103,16 @@ def test_retry_policy_decisions() -> None:
     assert policy.decide(attempt, 0.5) == datetime.timedelta(seconds=2)
     attempt.http_code = 500
     attempt.idempotent = False
-    assert policy.decide(attempt, 0.5) is None  # a write is never sent twice
+    # With Retry-After the server asks for the request again: any verb is resent.
+    assert policy.decide(attempt, 0.5) == datetime.timedelta(seconds=2)
+    attempt.retry_after_seconds = None
+    assert policy.decide(attempt, 0.5) is None  # without it, not even a read
+    attempt.idempotent = True
+    assert policy.decide(attempt, 0.5) is None
+    attempt.http_code = 0  # no response: a read is resent, a write never
+    assert policy.decide(attempt, 0.5) == policy.initial_backoff
+    attempt.idempotent = False
+    assert policy.decide(attempt, 0.5) is None
     attempt.number = policy.max_attempts
     attempt.idempotent = True
     assert policy.decide(attempt, 0.5) is None

@@ -92,12 +92,16 @@ def test_typed_errors_and_fail_next(fake: FakeCluster) -> None:
         client.get("v1", "ConfigMap", "x")
     assert client.get("v1", "ConfigMap", "x")["metadata"]["name"] == "x"  # once each
 
-    # With a retry policy of its own, the client retries through an injected 503.
+    # Even with a retry policy of its own, the client sees an injected 503: like client-go it
+    # repeats a 5xx only when the server sends Retry-After, which fail_next does not.
     config = tfk8s.ClientConfig()
     config.retry.initial_backoff = 0.001
     config.retry.max_backoff = 0.002
     retrying = fake.client(config=config)
     fake.fail_next(503, "ServiceUnavailable", "try again")
+    with pytest.raises(tfk8s.ServerError) as raised:
+        retrying.get("v1", "ConfigMap", "x")
+    assert raised.value.attempts == 1
     assert retrying.get("v1", "ConfigMap", "x")["metadata"]["name"] == "x"
 
 

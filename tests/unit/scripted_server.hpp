@@ -42,8 +42,17 @@ class ScriptedServer {
     std::string head;  ///< Request line and headers.
     std::string body;
   };
-  /// Raw bytes to send back; an empty string closes the connection without answering.
+  /// Raw bytes to send back; an empty string closes the connection without answering. Bytes
+  /// that start with HoldOpen() are sent (without that prefix) and the connection is then kept
+  /// open, silent, until the server is destroyed (a stalled stream), while other connections
+  /// are still served.
   using Handler = std::function<std::string(const Request&, int count)>;
+
+  /// The prefix that keeps a connection open after the answer (see Handler).
+  static const std::string& HoldOpen() {
+    static const std::string kPrefix("\x01hold-open\x01");
+    return kPrefix;
+  }
 
   explicit ScriptedServer(Handler handler) : handler_(std::move(handler)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -63,6 +72,7 @@ class ScriptedServer {
   ~ScriptedServer() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
+    for (int c : held_) ::close(c);
     ::close(fd_);
   }
   int port() const { return port_; }
@@ -87,21 +97,25 @@ class ScriptedServer {
       if (::poll(&p, 1, 100) <= 0) continue;
       int c = ::accept(fd_, nullptr, nullptr);
       if (c < 0) continue;
-      Handle(c);
-      ::close(c);
+      if (Handle(c)) {
+        held_.push_back(c);
+      } else {
+        ::close(c);
+      }
     }
   }
 
-  void Handle(int c) {
+  // Returns true when the connection is to be kept open.
+  bool Handle(int c) {
     std::string data;
     char buf[4096];
     // Read the head, then Content-Length bytes of body (bounded by a short poll timeout).
     std::size_t head_end = std::string::npos;
     while (head_end == std::string::npos) {
       pollfd p{c, POLLIN, 0};
-      if (::poll(&p, 1, 2000) <= 0) return;
+      if (::poll(&p, 1, 2000) <= 0) return false;
       ssize_t n = ::read(c, buf, sizeof buf);
-      if (n <= 0) return;
+      if (n <= 0) return false;
       data.append(buf, static_cast<std::size_t>(n));
       head_end = data.find("\r\n\r\n");
     }
@@ -128,7 +142,10 @@ class ScriptedServer {
       seen_.push_back(r);
     }
     std::string answer = handler_(r, count);
+    bool hold = answer.rfind(HoldOpen(), 0) == 0;
+    if (hold) answer.erase(0, HoldOpen().size());
     if (!answer.empty()) (void)!::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+    return hold;
   }
 
   Handler handler_;
@@ -138,6 +155,7 @@ class ScriptedServer {
   std::atomic<int> count_{0};
   mutable std::mutex mu_;
   std::vector<Request> seen_;
+  std::vector<int> held_;  // connections kept open (server thread only, then the destructor)
   std::thread thread_;
 };
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <string>
@@ -59,7 +60,7 @@ TEST_SUITE("client_layer") {
     CHECK(q.str() == "?labelSelector=app%3Dweb%2Ctier%20in%20%28a%2Cb%29&limit=5");
   }
 
-  TEST_CASE("get and list build the right requests; token sent as bearer") {
+  TEST_CASE("get and list build the right requests, token sent as bearer") {
     auto fake = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
       return Respond(200, R"({"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[]})");
     });
@@ -105,7 +106,7 @@ TEST_SUITE("client_layer") {
     CHECK_FALSE(all["metadata"].contains("continue"));
   }
 
-  TEST_CASE("ListText and ListPages hand over the server's text; only page 1 has the version") {
+  TEST_CASE("ListText and ListPages hand over the server's text, only page 1 has the version") {
     std::atomic<int> calls{0};
     const std::string page1 =
         R"({"metadata":{"resourceVersion":"7","continue":"t\u00e9"},"items":[ {"x":1.50} ]})";
@@ -305,21 +306,26 @@ TEST_SUITE("client_layer") {
     CHECK(calls == 3);
   }
 
-  TEST_CASE("5xx: reads retried, writes never sent twice") {
+  TEST_CASE("5xx: resent only when the server sends Retry-After (then for any verb)") {
     std::atomic<int> calls{0};
+    std::map<std::string, std::string> headers;
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) {
       ++calls;
-      return Respond(503, "unavailable");
+      return Respond(503, "unavailable", headers);
     });
     Client client(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), ServerError);
-    CHECK(calls == 5);  // default max_attempts
+    CHECK(calls == 1);  // client-go: no Retry-After, no retry
+    calls = 0;
+    headers = {{"retry-after", "0"}};
+    CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), ServerError);
+    CHECK(calls == 11);  // default max_attempts
     calls = 0;
     CHECK_THROWS_AS(client.Create(kPods, "ns", {{"metadata", {{"name", "p"}}}}), ServerError);
-    CHECK(calls == 1);
+    CHECK(calls == 11);
   }
 
-  TEST_CASE("connection failures: reads retried; writes only when never sent") {
+  TEST_CASE("connection failures: reads retried, writes never, refused never") {
     std::atomic<int> calls{0};
     bool sent = true;
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) -> internal::HttpResponse {
@@ -328,14 +334,17 @@ TEST_SUITE("client_layer") {
     });
     Client client(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), TransportError);
-    CHECK(calls == 5);
+    CHECK(calls == 11);
     calls = 0;
     CHECK_THROWS_AS(client.Create(kPods, "ns", {{"metadata", {{"name", "p"}}}}), TransportError);
     CHECK(calls == 1);
     calls = 0;
-    sent = false;  // e.g. connection refused: nothing reached a server
+    sent = false;  // e.g. connection refused: client-go does not retry it either
     CHECK_THROWS_AS(client.Create(kPods, "ns", {{"metadata", {{"name", "p"}}}}), TransportError);
-    CHECK(calls == 5);
+    CHECK(calls == 1);
+    calls = 0;
+    CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), TransportError);
+    CHECK(calls == 1);
   }
 
   TEST_CASE("errors about cluster-scoped calls name no namespace") {
@@ -428,14 +437,16 @@ TEST_SUITE("client_layer") {
     a.http_code = 429;
     a.retry_after_seconds = 2;
     CHECK(p.Decide(a, 0.5) == std::chrono::milliseconds(2000));
-    a.retry_after_seconds = 60;  // capped
-    CHECK(p.Decide(a, 0.5) == p.max_backoff);
+    a.retry_after_seconds = 60;  // not capped: the call's deadline bounds it
+    CHECK(p.Decide(a, 0.5) == std::chrono::seconds(60));
     a.number = p.max_attempts;
     CHECK_FALSE(p.Decide(a, 0.5));
     RetryPolicy::Attempt s;
     s.http_code = 500;
-    CHECK_FALSE(p.Decide(s, 0.5));  // write
+    CHECK_FALSE(p.Decide(s, 0.5));  // no Retry-After
     s.idempotent = true;
+    CHECK_FALSE(p.Decide(s, 0.5));  // not for reads either
+    s.http_code = 0;                // no response: reads are repeated with backoff
     auto w1 = p.Decide(s, 0.5);
     s.number = 2;
     auto w2 = p.Decide(s, 0.5);
@@ -444,8 +455,8 @@ TEST_SUITE("client_layer") {
     CHECK(*w1 == p.initial_backoff);  // jitter factor 1.0 at random 0.5
     CHECK(*w2 == 2 * p.initial_backoff);
     s.number = 1;
-    CHECK(*p.Decide(s, 0.0) == std::chrono::milliseconds(200));  // -20 %
-    CHECK(*p.Decide(s, 1.0) == std::chrono::milliseconds(300));  // +20 %
+    CHECK(*p.Decide(s, 0.0) == std::chrono::milliseconds(800));   // -20 %
+    CHECK(*p.Decide(s, 1.0) == std::chrono::milliseconds(1200));  // +20 %
     RetryPolicy::Attempt four;
     four.http_code = 404;
     four.idempotent = true;

@@ -92,7 +92,7 @@ TEST_SUITE("fake_cluster") {
     CHECK(fake.Find("example.com/v1", "Widget", "default", "w").value()["spec"]["size"] == 3);
   }
 
-  TEST_CASE("create assigns metadata; get returns it; AlreadyExists and NotFound are typed") {
+  TEST_CASE("create assigns metadata, get returns it, AlreadyExists and NotFound are typed") {
     FakeCluster fake;
     Client client = fake.client("team-a");
     Json created = client.Create(kConfigMaps, "", ConfigMap("settings", {}, {{"lr", "0.01"}}));
@@ -365,7 +365,7 @@ TEST_SUITE("fake_cluster") {
     CHECK(fake.Find("v1", "Namespace", "", "default").has_value());
   }
 
-  TEST_CASE("FailNext injects typed errors, once each, in order; discovery is not affected") {
+  TEST_CASE("FailNext injects typed errors, once each, in order, discovery is not affected") {
     FakeCluster fake;
     Client client = fake.client();
     fake.FailNext(403, "Forbidden", "configmaps is forbidden: User \"alice\" cannot create");
@@ -392,17 +392,19 @@ TEST_SUITE("fake_cluster") {
     // Then the server answers normally again: the failed apply stored nothing.
     CHECK_THROWS_AS(client.Get(kConfigMaps, "default", "x"), NotFound);
 
-    // A client with a retry policy of its own retries through an injected 503.
+    // Even a client with a retry policy of its own sees an injected 503: like client-go, it
+    // repeats a 5xx only when the server sends Retry-After, which FailNext does not.
     ClientConfig config;
     config.retry.initial_backoff = std::chrono::milliseconds(1);
     config.retry.max_backoff = std::chrono::milliseconds(2);
     Client retrying = fake.client(config);
     client.Create(kConfigMaps, "default", ConfigMap("x"));
     fake.FailNext(503, "ServiceUnavailable", "try again");
+    CHECK_THROWS_AS(retrying.Get(kConfigMaps, "default", "x"), ServerError);
     CHECK(retrying.Get(kConfigMaps, "default", "x")["metadata"]["name"] == "x");
   }
 
-  TEST_CASE("requests are recorded: method, path, query, body, content type; and cleared") {
+  TEST_CASE("requests are recorded: method, path, query, body, content type, and cleared") {
     FakeCluster fake;
     Client client = fake.client();
     fake.ClearRequests();
@@ -423,7 +425,7 @@ TEST_SUITE("fake_cluster") {
     CHECK(fake.requests().empty());
   }
 
-  TEST_CASE("seeding with Add, Find and Objects; Add replaces and keeps identity") {
+  TEST_CASE("seeding with Add, Find and Objects, Add replaces and keeps identity") {
     FakeCluster fake;
     fake.Add({{"apiVersion", "v1"},
               {"kind", "Pod"},
@@ -452,7 +454,7 @@ TEST_SUITE("fake_cluster") {
     CHECK(node["status"]["allocatable"]["cpu"] == "16");
   }
 
-  TEST_CASE("watches: current objects as ADDED, then live changes; resume; timeouts; informers") {
+  TEST_CASE("watches: current objects as ADDED, then live changes, resume, timeouts, informers") {
     FakeCluster fake;
     Client client = fake.client();
     client.Create(kConfigMaps, "default", ConfigMap("before", {{"w", "yes"}}));
@@ -614,7 +616,7 @@ TEST_SUITE("fake_cluster") {
     CHECK_FALSE(fake.Find("v1", "ConfigMap", "team-a", "mnist").has_value());
   }
 
-  TEST_CASE("a TFCluster that fits no node is refused by the pre-flight; nothing is created") {
+  TEST_CASE("a TFCluster that fits no node is refused by the pre-flight, nothing is created") {
     FakeCluster fake;
     fake.AddNode("small", {{"nodetype", "tensorflow"}, {"pooltype", "shared"}}, "1", "1Gi");
     Client client = fake.client("team-a");
@@ -698,7 +700,7 @@ TEST_SUITE("fake_cluster") {
     CHECK_THROWS_AS(lab.Create(), AlreadyExists);
   }
 
-  TEST_CASE("every workload lists across namespaces with namespace and name; names need one") {
+  TEST_CASE("every workload lists across namespaces with namespace and name, names need one") {
     FakeCluster fake;
     AddTensorFlowNodes(fake);
     Client client = fake.client();

@@ -58,18 +58,31 @@ TEST_SUITE("transport_faults") {
     CHECK(seen[1].head.find("Accept-Encoding") == std::string::npos);
   }
 
-  TEST_CASE("500: a read is repeated, a write is not") {
-    ScriptedServer server([](const ScriptedServer::Request&, int) {
-      return ScriptedServer::Response(500, R"({"kind":"Status","message":"boom","code":500})");
+  TEST_CASE("500: repeated only with Retry-After, then for reads and writes alike") {
+    ScriptedServer server([](const ScriptedServer::Request& r, int) {
+      std::string extra = r.target.find("again") != std::string::npos ? "Retry-After: 0\r\n" : "";
+      return ScriptedServer::Response(500, R"({"kind":"Status","message":"boom","code":500})",
+                                      extra);
     });
-    Client c(ConfigFor(server.url()));
+    ClientConfig cfg = ConfigFor(server.url());
+    cfg.retry.max_attempts = 3;
+    Client c(cfg);
     CHECK_THROWS_AS(c.Get(kConfigMaps, "ns", "x"), ServerError);
-    CHECK(server.requests() == 5);
+    CHECK(server.requests() == 1);
     CHECK_THROWS_AS(c.Create(kConfigMaps, "ns", kObject), ServerError);
-    CHECK(server.requests() == 6);
+    CHECK(server.requests() == 2);
+    try {
+      c.Get(kConfigMaps, "ns", "again");
+      FAIL("expected ServerError");
+    } catch (const ServerError& e) {
+      CHECK(e.attempts() == 3);
+      CHECK(e.server_message() == "boom");
+      CHECK(std::string(e.what()).find("(after 3 attempts)") != std::string::npos);
+    }
+    CHECK(server.requests() == 5);
   }
 
-  TEST_CASE("a dropped connection: reads retried; a write that reached the server is not") {
+  TEST_CASE("a dropped connection: reads retried, a write that reached the server is not") {
     ScriptedServer server([](const ScriptedServer::Request& r, int n) -> std::string {
       if (r.method == "GET" && n >= 3) return ScriptedServer::Response(200, R"({"metadata":{"name":"x"}})");
       return "";  // read the request, then hang up without answering
