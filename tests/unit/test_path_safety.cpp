@@ -125,7 +125,7 @@ std::string LastPath(const FakeTransport& fake) {
 }  // namespace
 
 TEST_SUITE("path_safety") {
-  TEST_CASE("hostile names are refused by every named operation; nothing is sent") {
+  TEST_CASE("hostile names are refused by every named operation, nothing is sent") {
     const std::vector<std::string> hostile = {
         "",     ".",       "..",        "a/b",    "/",          "../x",  "%2e%2e",
         "a%2Fb", "%",      "line\nbreak", "tab\there", std::string("nul\0x", 5), "del\x7f"};
@@ -138,7 +138,7 @@ TEST_SUITE("path_safety") {
     }
   }
 
-  TEST_CASE("hostile namespaces are refused by every operation; nothing is sent") {
+  TEST_CASE("hostile namespaces are refused by every operation, nothing is sent") {
     const std::vector<std::string> hostile = {
         ".", "..", "a/b", "%2e%2e", "a%2Fb", "a b", "UPPER", "é", "line\nbreak",
         std::string(64, 'n')};
@@ -192,7 +192,7 @@ TEST_SUITE("path_safety") {
     }
   }
 
-  TEST_CASE("an empty name is never a collection call; delete-collection is its own call") {
+  TEST_CASE("an empty name is never a collection call, delete-collection is its own call") {
     auto fake = MakeFake();
     Client client = MakeClient(fake);
     CHECK_THROWS_AS(client.Delete(kConfigMaps, "victim", ""), ValidationError);
@@ -229,7 +229,7 @@ TEST_SUITE("path_safety") {
     ExpectRefused([&](Client& c) { c.Resolve("a/b/c", "X"); }, "version", "b/c");
   }
 
-  TEST_CASE("a namespaced object needs a namespace; cluster-scoped ones ignore it") {
+  TEST_CASE("a namespaced object needs a namespace, cluster-scoped ones ignore it") {
     CHECK_THROWS_AS((void)kConfigMaps.ObjectPath("", "x"), ValidationError);
     CHECK(kNamespaces.ObjectPath("", "team-a") == "/api/v1/namespaces/team-a");
     CHECK(kConfigMaps.CollectionPath("") == "/api/v1/configmaps");  // all namespaces

@@ -188,7 +188,7 @@ TEST_SUITE("quota") {
     CHECK(d.at("count/statefulsets.apps") == Q("1"));
   }
 
-  TEST_CASE("Jobs run min(parallelism, completions); CronJobs one run; suspended ones none") {
+  TEST_CASE("Jobs run min(parallelism, completions), CronJobs one run, suspended ones none") {
     Json pod = PodSpec(Json::array({Container("c", {{"cpu", "1"}})}));
     auto job = [&](const Json& extra) {
       Json spec{{"template", Template(pod)}};
@@ -361,7 +361,7 @@ TEST_SUITE("quota") {
           "requests.nvidia.com/gpu: requested 8, remaining 4 (hard 8, used 4) in quota team-a");
   }
 
-  TEST_CASE("EvaluateQuota: no quota fits; keys outside hard are ignored; over-committed") {
+  TEST_CASE("EvaluateQuota: no quota fits, keys outside hard are ignored, over-committed") {
     Json pod = PodSpec(Json::array({Container("w", {{"cpu", "1"}}, {{"cpu", "1"}})}));
     std::vector<Json> objects{Pod("p", pod)};
     CHECK(EvaluateQuota(objects, {}).fits);

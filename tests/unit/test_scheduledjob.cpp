@@ -232,7 +232,7 @@ TEST_SUITE("scheduledjob") {
     CHECK_FALSE(RenderCronJob(s, beta)["spec"].contains("timeZone"));
   }
 
-  TEST_CASE("hostile arguments arrive as one literal argv element each; no shell anywhere") {
+  TEST_CASE("hostile arguments arrive as one literal argv element each, no shell anywhere") {
     ScheduledJobSpec s = SeedTask();
     s.args = kHostileArgs;
     std::vector<std::string> expected = {"python3", "-u", "/root/projects/resnet/train.py"};

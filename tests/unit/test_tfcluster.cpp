@@ -233,7 +233,7 @@ TEST_SUITE("tfcluster") {
     CHECK(services == 4 + 3);  // one per role (chief, ps, worker, evaluator) + session ×2 + TensorBoard
   }
 
-  TEST_CASE("placement: seed labels as required node affinity; GPU gets toleration and limits") {
+  TEST_CASE("placement: seed labels as required node affinity, GPU gets toleration and limits") {
     auto objects = RenderTFCluster(GpuExample());
     const Json& worker = (*Find(objects, "Job", "resnet-worker-0"))["spec"]["template"]["spec"];
     auto exprs = worker["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]

@@ -15,7 +15,7 @@ using namespace tfk8s;
 using std::chrono::milliseconds;
 
 TEST_SUITE("workload_logs") {
-  TEST_CASE("lines arrive in order with their source; the end is reported") {
+  TEST_CASE("lines arrive in order with their source, the end is reported") {
     WorkloadLogStream s([](const WorkloadLogStream::Emit& emit, const auto&) {
       for (int i = 0; i < 5; ++i) emit({"worker-" + std::to_string(i % 2), std::to_string(i)});
     });
@@ -83,7 +83,7 @@ TEST_SUITE("workload_logs") {
     CHECK(s.ended());
   }
 
-  TEST_CASE("a moved stream keeps reading; the moved-from one owns nothing") {
+  TEST_CASE("a moved stream keeps reading, the moved-from one owns nothing") {
     WorkloadLogStream a([](const WorkloadLogStream::Emit& emit, const auto&) {
       emit({"s", "one"});
     });
