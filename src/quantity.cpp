@@ -340,17 +340,23 @@ int Quantity::Compare(const Quantity& other) const noexcept {
 }
 
 Quantity& Quantity::operator+=(const Quantity& other) {
-  // Both operands are below 10^38 in magnitude, so the sum fits in 128 bits before the check.
-  const Int128 sum = nanos_ + other.nanos_;
-  if (Abs(sum) > kMaxAbsNanos) ThrowRange(ToString() + " + " + other.ToString());
+  // Both operands are below 10^38 in magnitude, but 2 * 10^38 exceeds 2^127 (about 1.7e38):
+  // the sum itself can overflow (found by tests/fuzz/fuzz_quantity), so it is checked too.
+  Int128 sum = 0;
+  if (__builtin_add_overflow(nanos_, other.nanos_, &sum) || Abs(sum) > kMaxAbsNanos) {
+    ThrowRange(ToString() + " + " + other.ToString());
+  }
   if (nanos_ == 0) format_ = other.format_;  // Kubernetes: a zero receiver adopts y's format
   nanos_ = sum;
   return *this;
 }
 
 Quantity& Quantity::operator-=(const Quantity& other) {
-  const Int128 difference = nanos_ - other.nanos_;
-  if (Abs(difference) > kMaxAbsNanos) ThrowRange(ToString() + " - " + other.ToString());
+  Int128 difference = 0;
+  if (__builtin_sub_overflow(nanos_, other.nanos_, &difference) ||
+      Abs(difference) > kMaxAbsNanos) {
+    ThrowRange(ToString() + " - " + other.ToString());
+  }
   if (nanos_ == 0) format_ = other.format_;
   nanos_ = difference;
   return *this;

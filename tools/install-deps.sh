@@ -28,6 +28,9 @@ PACKAGES=(
   debootstrap gcc libc6-dev
   # e2e: SSH logins to dev instances (tests/e2e/test_devinstance_access.py)
   openssh-client sshpass
+  # fuzzing (tests/fuzz, tools/fuzz.sh): clang with libFuzzer's runtime (not pulled in
+  # without recommends), llvm-symbolizer for readable sanitizer stacks
+  clang libclang-rt-14-dev llvm
 )
 
 # kubectl is used by the local cluster's tests and the benchmarks. Machines of this project's

@@ -2,8 +2,11 @@
 // Reading workload specs from JSON (the spec's own camelCase keys): one place where nlohmann's
 // exceptions become ValidationErrors naming the field (design rule 4).
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "tfk8s/client.hpp"
 #include "tfk8s/error.hpp"
@@ -17,6 +20,23 @@ T Field(const Json& j, const char* key, const std::string& path, T fallback) {
   if (!j.is_object()) return fallback;
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts any number (1.5, 1e300) with a cast, which is undefined behaviour out
+    // of range: an integer field takes whole numbers that fit only.
+    bool fits = false;
+    if (it->is_number_integer() && !it->is_number_unsigned()) {
+      auto v = it->get<std::int64_t>();
+      fits = v >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+             (std::is_unsigned_v<T> || v <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+    } else if (it->is_number_unsigned()) {
+      fits = it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    }
+    if (!fits) {
+      throw ValidationError(path + key, it->dump(),
+                            it->is_number() ? "must be a whole number in range" : "has the wrong type");
+    }
+    return it->get<T>();
+  }
   try {
     return it->get<T>();
   } catch (const Json::exception&) {

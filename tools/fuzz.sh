@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (tests/fuzz, the `fuzz` CMake preset: clang, ASan + UBSan) and
+# runs each one for a bounded time, starting from its seed corpus (tests/fuzz/corpus/<harness>).
+#
+#   tools/fuzz.sh                       # smoke: every harness 20 s
+#   tools/fuzz.sh --seconds 600         # longer runs
+#   tools/fuzz.sh --seconds 60 cron yaml   # only some harnesses
+#   tools/fuzz.sh --no-build ...        # reuse build/fuzz as it is
+#
+# Exits non-zero when any harness finds a crash, a leak, a timeout (> 10 s for one input), an
+# out-of-memory (> 2 GiB) or a violated property; the reproducer's path is printed. Reproduce
+# with `build/fuzz/tests/fuzz/fuzz_<harness> <reproducer>`; add the input to
+# tests/fuzz/corpus/<harness>/ and a regression test to tests/unit/test_fuzz_regressions.cpp
+# once the parser is fixed.
+#
+# New inputs found during a run go to build/fuzz/corpus/<harness> (kept between runs, never
+# into the source tree); crash artifacts to build/fuzz/artifacts/<harness>/, logs to
+# build/fuzz/logs/<harness>.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ALL_HARNESSES=(yaml kubeconfig quantity cron watch tfcluster devinstance scheduledjob quota)
+seconds=20
+build=1
+harnesses=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="${2:?--seconds needs a value}"; shift 2 ;;
+    --seconds=*) seconds="${1#--seconds=}"; shift ;;
+    --no-build) build=0; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
+    *) harnesses+=("$1"); shift ;;
+  esac
+done
+if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: --seconds needs a positive integer, got '$seconds'" >&2
+  exit 2
+fi
+if [ ${#harnesses[@]} -eq 0 ]; then harnesses=("${ALL_HARNESSES[@]}"); fi
+for h in "${harnesses[@]}"; do
+  if [[ ! " ${ALL_HARNESSES[*]} " =~ " $h " ]]; then
+    echo "fuzz.sh: unknown harness '$h' (known: ${ALL_HARNESSES[*]})" >&2
+    exit 2
+  fi
+done
+
+BUILD=build/fuzz
+if [ $build -eq 1 ]; then
+  echo "== fuzz: build (preset fuzz)"
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz --target fuzz_all
+fi
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+failed=()
+for h in "${harnesses[@]}"; do
+  bin="$BUILD/tests/fuzz/fuzz_$h"
+  seeds="tests/fuzz/corpus/$h"
+  work="$BUILD/corpus/$h"
+  artifacts="$BUILD/artifacts/$h"
+  log="$BUILD/logs/$h.log"
+  mkdir -p "$work" "$artifacts" "$(dirname "$log")"
+  if [ ! -x "$bin" ]; then
+    echo "fuzz.sh: $bin is missing (build with: cmake --build --preset fuzz)" >&2
+    failed+=("$h")
+    continue
+  fi
+  before=$(ls "$artifacts" | wc -l)
+  echo "== fuzz: $h for ${seconds}s"
+  status=0
+  # max_total_time bounds the run; the outer timeout catches a harness that never returns to
+  # libFuzzer's loop (libFuzzer's own -timeout reports single slow inputs as failures).
+  timeout --kill-after=10 $((seconds + 60)) "$bin" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" "$seeds" </dev/null >"$log" 2>&1 || status=$?
+  stats=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1 || true)
+  if [ $status -ne 0 ]; then
+    failed+=("$h")
+    echo "FAIL: fuzz_$h exited with $status after ${stats:-?} runs; log: $log"
+    grep -E 'ERROR: |FUZZ PROPERTY VIOLATED|runtime error|SUMMARY' "$log" | head -5 || true
+    if [ "$(ls "$artifacts" | wc -l)" -gt "$before" ]; then
+      for f in $(ls -t "$artifacts" | head -3); do
+        echo "  reproducer: $artifacts/$f  (run: $bin $artifacts/$f)"
+      done
+    elif [ $status -eq 124 ] || [ $status -eq 137 ]; then
+      echo "  the harness did not stop within $((seconds + 60))s"
+    fi
+  else
+    echo "ok: fuzz_$h, ${stats:-?} runs, corpus $(ls "$work" | wc -l) files"
+  fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz.sh: failures in: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz.sh: all ${#harnesses[@]} harnesses ran ${seconds}s each without a finding"
