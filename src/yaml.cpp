@@ -46,12 +46,33 @@ bool HasControlCharacters(const std::string& s, bool allow_newline) {
   return false;
 }
 
+// A string, quoted whenever a reader would take it for something else; keys get the same
+// rules (a plain key "... x" at a line start ends the document) but never a literal block.
+void EmitString(YAML::Emitter& out, const std::string& s, bool is_key) {
+  // A literal block ("|") keeps exactly one trailing newline; other multi-line strings are
+  // double-quoted so they survive a round trip byte for byte.
+  // Control characters (NUL included) are escaped inside double quotes: YAML allows them
+  // nowhere else.
+  bool one_trailing_newline = s.size() >= 2 && s.back() == '\n' && s[s.size() - 2] != '\n';
+  if (!is_key && s.find('\n') != std::string::npos && one_trailing_newline &&
+      !HasControlCharacters(s, /*allow_newline=*/true) && s.front() != ' ') {
+    out << YAML::Literal << s;
+  } else if (s.find('\n') != std::string::npos || HasControlCharacters(s, false) ||
+             NeedsQuotes(s)) {
+    out << YAML::DoubleQuoted << s;
+  } else {
+    out << s;
+  }
+}
+
 void Emit(YAML::Emitter& out, const nlohmann::json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::object:
       out << YAML::BeginMap;
       for (auto it = j.begin(); it != j.end(); ++it) {
-        out << YAML::Key << it.key() << YAML::Value;
+        out << YAML::Key;
+        EmitString(out, it.key(), /*is_key=*/true);  // keys are read back like values
+        out << YAML::Value;
         Emit(out, it.value());
       }
       out << YAML::EndMap;
@@ -62,22 +83,7 @@ void Emit(YAML::Emitter& out, const nlohmann::json& j) {
       out << YAML::EndSeq;
       break;
     case nlohmann::json::value_t::string: {
-      const auto& s = j.get_ref<const std::string&>();
-      // A literal block ("|") keeps exactly one trailing newline; other multi-line strings are
-      // double-quoted so they survive a round trip byte for byte.
-      // Control characters (NUL included) are escaped inside double quotes: YAML allows them
-      // nowhere else.
-      bool one_trailing_newline = s.size() >= 2 && s.back() == '\n' && s[s.size() - 2] != '\n';
-      if (s.find('\n') != std::string::npos && one_trailing_newline &&
-          !HasControlCharacters(s, /*allow_newline=*/true) && s.front() != ' ') {
-        out << YAML::Literal << s;
-      } else if (s.find('\n') != std::string::npos || HasControlCharacters(s, false)) {
-        out << YAML::DoubleQuoted << s;
-      } else if (NeedsQuotes(s)) {
-        out << YAML::DoubleQuoted << s;
-      } else {
-        out << s;
-      }
+      EmitString(out, j.get_ref<const std::string&>(), /*is_key=*/false);
       break;
     }
     case nlohmann::json::value_t::boolean:

@@ -6,6 +6,8 @@
 #   tools/fuzz.sh --seconds 600         # longer runs
 #   tools/fuzz.sh --seconds 60 cron yaml   # only some harnesses
 #   tools/fuzz.sh --no-build ...        # reuse build/fuzz as it is
+#   tools/fuzz.sh --seed 1 --runs 20000 # as CI runs it: fixed seed and number of inputs,
+#                                       # from the seed corpus only (a fresh work folder)
 #
 # Exits non-zero when any harness finds a crash, a leak, a timeout (> 10 s for one input), an
 # out-of-memory (> 2 GiB) or a violated property; the reproducer's path is printed. Reproduce
@@ -22,13 +24,17 @@ cd "$(dirname "$0")/.."
 ALL_HARNESSES=(yaml kubeconfig quantity cron watch tfcluster devinstance scheduledjob quota)
 seconds=20
 build=1
+seed=""
+runs=""
 harnesses=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="${2:?--seconds needs a value}"; shift 2 ;;
     --seconds=*) seconds="${1#--seconds=}"; shift ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --seed) seed="${2:?--seed needs a value}"; shift 2 ;;
+    --runs) runs="${2:?--runs needs a value}"; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) harnesses+=("$1"); shift ;;
   esac
@@ -37,6 +43,23 @@ if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: --seconds needs a positive integer, got '$seconds'" >&2
   exit 2
 fi
+for v in "$seed" "$runs"; do
+  if [ -n "$v" ] && ! [[ "$v" =~ ^[1-9][0-9]*$ ]]; then
+    echo "fuzz.sh: --seed and --runs need a positive integer, got '$v'" >&2
+    exit 2
+  fi
+done
+# --runs: a fixed number of inputs (with --seed, the same inputs on every machine); the time
+# bound stays as a safety net.
+limits=(-max_total_time="$seconds")
+bound=$seconds
+what="${seconds}s"
+if [ -n "$runs" ]; then
+  bound=$((seconds > 600 ? seconds : 600))
+  limits=(-runs="$runs" -max_total_time="$bound")
+  what="$runs inputs"
+fi
+if [ -n "$seed" ]; then limits+=(-seed="$seed"); what="$what, seed $seed"; fi
 if [ ${#harnesses[@]} -eq 0 ]; then harnesses=("${ALL_HARNESSES[@]}"); fi
 for h in "${harnesses[@]}"; do
   if [[ ! " ${ALL_HARNESSES[*]} " =~ " $h " ]]; then
@@ -60,6 +83,11 @@ for h in "${harnesses[@]}"; do
   bin="$BUILD/tests/fuzz/fuzz_$h"
   seeds="tests/fuzz/corpus/$h"
   work="$BUILD/corpus/$h"
+  if [ -n "$runs" ]; then
+    # As on a fresh machine: only the seed corpus, never what earlier runs found.
+    work="$BUILD/corpus-runs/$h"
+    rm -rf "$work"
+  fi
   artifacts="$BUILD/artifacts/$h"
   log="$BUILD/logs/$h.log"
   mkdir -p "$work" "$artifacts" "$(dirname "$log")"
@@ -69,12 +97,12 @@ for h in "${harnesses[@]}"; do
     continue
   fi
   before=$(ls "$artifacts" | wc -l)
-  echo "== fuzz: $h for ${seconds}s"
+  echo "== fuzz: $h ($what)"
   status=0
   # max_total_time bounds the run; the outer timeout catches a harness that never returns to
   # libFuzzer's loop (libFuzzer's own -timeout reports single slow inputs as failures).
-  timeout --kill-after=10 $((seconds + 60)) "$bin" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+  timeout --kill-after=10 $((bound + 60)) "$bin" \
+    "${limits[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" "$seeds" </dev/null >"$log" 2>&1 || status=$?
   stats=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1 || true)
   if [ $status -ne 0 ]; then
@@ -86,7 +114,7 @@ for h in "${harnesses[@]}"; do
         echo "  reproducer: $artifacts/$f  (run: $bin $artifacts/$f)"
       done
     elif [ $status -eq 124 ] || [ $status -eq 137 ]; then
-      echo "  the harness did not stop within $((seconds + 60))s"
+      echo "  the harness did not stop in time"
     fi
   else
     echo "ok: fuzz_$h, ${stats:-?} runs, corpus $(ls "$work" | wc -l) files"
@@ -97,4 +125,4 @@ if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz.sh: failures in: ${failed[*]}" >&2
   exit 1
 fi
-echo "fuzz.sh: all ${#harnesses[@]} harnesses ran ${seconds}s each without a finding"
+echo "fuzz.sh: all ${#harnesses[@]} harnesses ran ($what each) without a finding"

@@ -169,6 +169,9 @@ struct TFClusterSpec {
 
 /// The roles in TF_CONFIG order.
 inline constexpr const char* kTFRoles[] = {"chief", "ps", "worker", "evaluator"};
+/// The most replicas a TFCluster has in all roles together: every replica's TF_CONFIG lists
+/// every address, so larger clusters make objects the API server will not store.
+inline constexpr int kMaxTFReplicas = 1000;
 
 /// TF_CONFIG's "cluster" object: role → addresses (evaluator excluded, as TensorFlow wants).
 Json TFClusterAddresses(const TFClusterSpec& spec);

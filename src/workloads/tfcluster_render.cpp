@@ -99,11 +99,19 @@ void TFClusterSpec::Validate() const {
   if (cpu_image.empty()) throw ValidationError("cpuImage", "", "must not be empty");
   if (gpu_image.empty()) throw ValidationError("gpuImage", "", "must not be empty");
 
+  long total_replicas = 0;
   for (const char* role : kTFRoles) {
     const TFRoleSpec& r = RoleOf(*this, role);
     std::string f = role;
     if (r.replicas < 0) {
       throw ValidationError(f + ".replicas", std::to_string(r.replicas), "must be >= 0");
+    }
+    total_replicas += r.replicas;
+    if (total_replicas > kMaxTFReplicas) {
+      // Every replica's TF_CONFIG lists every address: beyond this the objects outgrow what the
+      // API server stores (and rendering them, quadratic work).
+      throw ValidationError(f + ".replicas", std::to_string(r.replicas),
+                            fmt::format("a cluster has at most {} replicas in all", kMaxTFReplicas));
     }
     if ((f == "chief" || f == "evaluator") && r.replicas > 1) {
       throw ValidationError(f + ".replicas", std::to_string(r.replicas),

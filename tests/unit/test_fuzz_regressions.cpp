@@ -125,3 +125,34 @@ TEST_CASE("fuzz specs: integer fields take whole numbers in range only (1e300 wa
   }
   CHECK(TFClusterSpec::FromJson(Json::parse(R"({"name":"t","worker":{"replicas":3}})")).worker.replicas == 3);
 }
+
+TEST_CASE("fuzz tfcluster: a million replicas is refused at once, not rendered") {
+  Json spec = Json::parse(R"({"name":"t","worker":{"replicas":1111113}})");
+  try {
+    TFClusterSpec::FromJson(spec).Validate();
+    FAIL("accepted 1111113 replicas");
+  } catch (const ValidationError& e) {
+    CHECK(e.field() == "worker.replicas");
+  }
+  spec["worker"]["replicas"] = 999;
+  spec["ps"] = {{"replicas", 1}};
+  CHECK_NOTHROW(TFClusterSpec::FromJson(spec).Validate());
+  spec["ps"]["replicas"] = 2;  // 1001 in all
+  CHECK_THROWS_AS(TFClusterSpec::FromJson(spec).Validate(), ValidationError);
+}
+
+TEST_CASE("fuzz yaml: keys are quoted like values (a key starting with '... ' ended the document)") {
+  Json doc = {{"... \"n   server", "https://10.1.2.04"}, {"--- x", 1}, {"true", "yes"},
+              {"json", Json::array({"flow", {{"a", 1}}})}};
+  CHECK(FromYaml(ToYaml(doc)) == doc);
+}
+
+TEST_CASE("fuzz quantity: a binary-SI value that is no multiple of 1024 prints as Kubernetes does") {
+  // Kubernetes: resource.MustParse("7687.5Ki").String() == "7872000", which reads back as
+  // decimal SI and prints "7872k"; the value never changes.
+  const Quantity q = Quantity::Parse("7687.5Ki");
+  CHECK(q.ToString() == "7872000");
+  CHECK(Quantity::Parse(q.ToString()) == q);
+  CHECK(Quantity::Parse(q.ToString()).ToString() == "7872k");
+  CHECK(Quantity::Parse("7872k") == q);
+}
