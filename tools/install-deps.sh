@@ -13,8 +13,11 @@ PACKAGES=(
   # library dependencies
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev
   libyaml-cpp-dev pybind11-dev
+  # argon2 password hashes for Jupyter and code-server (src/http/crypto.cpp); the `tfk8s`
+  # command's argument parser
+  libargon2-dev libcli11-dev
   # python side (Debian's interpreter /usr/bin/python3)
-  python3 python3-dev python3-pybind11 python3-pytest python3-yaml
+  python3 python3-dev python3-pybind11 python3-pytest python3-yaml python3-argon2
   python3-nbclient python3-ipykernel python3-nbformat python3-kubernetes python3-pip python3-venv
   # the reference trainer (examples/trainer) and its tests
   python3-numpy
