@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -652,6 +653,15 @@ PodSecurityLevel ParsePodSecurityLevel(std::string_view value) {
 
 Json PodSecurityViolation::ToJson() const {
   return {{"check", check}, {"field", field}, {"message", message}};
+}
+
+bool IsPodCarrier(const Json& object) {
+  static const std::set<std::string, std::less<>> kKinds = {
+      "Pod",        "PodTemplate", "Deployment",            "StatefulSet", "DaemonSet",
+      "ReplicaSet", "Job",         "ReplicationController", "CronJob"};
+  if (!object.is_object()) return false;
+  auto kind = object.find("kind");
+  return kind != object.end() && kind->is_string() && kKinds.count(kind->get<std::string>()) > 0;
 }
 
 std::vector<PodSecurityViolation> CheckPodSecurity(const Json& object, PodSecurityLevel level) {

@@ -68,6 +68,11 @@ struct DevHomeVolume {
 struct DevSecurity {
   bool ssh_password_login = true;                ///< Allow SSH with the generated password.
   std::vector<std::string> ssh_authorized_keys;  ///< Public keys allowed to log in as root.
+  /// With a `command` (an image's own start script): also give it the password as the
+  /// environment variable PASSWORD (by reference to the Secret), as GoblinLab's images expect.
+  /// Off by default: the script reads the root-only file named by TFK8S_PASSWORD_FILE, because
+  /// a process's environment stays readable in /proc/<pid>/environ for its whole life.
+  bool password_env = false;
 };
 
 /// How ports are reached from outside the cluster.
@@ -161,7 +166,12 @@ std::string HomeClaimName(const std::string& owner);
 /// The credential material of one start. Printing it shows REDACTED for every field.
 struct DevCredentials {
   std::string password;      ///< Plaintext (192 bits, base64url).
-  std::string jupyter_hash;  ///< `sha512:<salt>:<hex>` for Jupyter.
+  /// `argon2:$argon2id$v=19$m=10240,t=10,p=8$<salt>$<hash>` for Jupyter (jupyter_server's
+  /// format); the part after `argon2:` is code-server's hashed password.
+  std::string jupyter_hash;
+  /// `sha512:<salt>:<hex>`, for a Jupyter that cannot verify argon2 (no argon2-cffi in the
+  /// image). Empty in Secrets written before tfk8s used argon2 (their jupyter_hash is this form).
+  std::string jupyter_fallback_hash;
   std::string ssh_hash;      ///< `$6$<salt>$<hash>` for chpasswd -e.
   /// Fresh credentials from the CSPRNG (new password, new salts).
   static DevCredentials Generate();
@@ -261,6 +271,8 @@ struct DevInstanceSummary {
 struct DevCreateOptions {
   bool start = true;      ///< Start the pod at once (else create stopped).
   bool preflight = true;  ///< Quota and placement pre-flight (mount grants are always checked).
+  /// The pre-flight against the namespace's Pod Security labels (refuse, or warn).
+  PodSecurityPreflight pod_security;
 };
 
 /// Options of DevInstance::Stop.

@@ -49,6 +49,7 @@
 /// and runAsUser. The optional "non-root groups" control is not checked (Kubernetes does not
 /// enforce it either).
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,22 @@ enum class PodSecurityLevel {
   kPrivileged,  ///< No restrictions.
   kBaseline,    ///< Prevents known privilege escalations.
   kRestricted,  ///< Baseline plus current pod hardening practice.
+};
+
+/// What a workload's pre-flight does when the target namespace's
+/// `pod-security.kubernetes.io/enforce` label would refuse its pods (CheckNamespacePodSecurity
+/// in quota.hpp).
+enum class PodSecurityAdmission {
+  kRefuse,  ///< Refuse the operation before anything is sent (the default).
+  kWarn,    ///< Go on, and report each violation as a warning (the server may refuse the pods).
+};
+
+/// The pre-flight's Pod Security settings, part of every workload's create/apply options.
+struct PodSecurityPreflight {
+  PodSecurityAdmission admission = PodSecurityAdmission::kRefuse;
+  /// Called, before anything is sent, with each warning: violations of the namespace's `warn`
+  /// and `audit` levels, and of its `enforce` level under kWarn. Unset: warnings are dropped.
+  std::function<void(const std::string&)> on_warning;
 };
 
 /// The label value of a level: "privileged", "baseline" or "restricted".
@@ -86,6 +103,11 @@ struct PodSecurityViolation {
   [[nodiscard]] Json ToJson() const;
   bool operator==(const PodSecurityViolation&) const = default;
 };
+
+/// True when `object`'s kind is one whose objects carry a pod: Pod, PodTemplate, Deployment,
+/// StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job or CronJob (what Pod
+/// Security admission checks, directly or through the pods the controller creates).
+bool IsPodCarrier(const Json& object);
 
 /// Every violation of `level` by the pod that `object` carries, in check order (empty when the
 /// pod satisfies the level, and always for kPrivileged).

@@ -124,6 +124,26 @@ FitResult CheckPlacement(Client& client, const std::vector<Json>& objects);
 /// The pure core of CheckPlacement over the given Node objects.
 FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<Json>& nodes);
 
+/// Pod Security admission ahead of the server: checks the pod (template) of every object that
+/// carries one (Pod, StatefulSet, Deployment, ReplicaSet, Job, CronJob, …) with
+/// CheckPodSecurity against the levels of namespace `ns`'s labels. A v1.23+ server refuses
+/// pods that break `pod-security.kubernetes.io/enforce` when they are created — for a workload,
+/// after its other objects were made, with its controller failing on every retry.
+/// - each violation of the `enforce` level is a problem (fits = false), naming the object, the
+///   check, the field and the rule;
+/// - each violation of the `warn` or `audit` level is a note (the server would only warn or
+///   record it), as are reasons the labels could not be read (credentials that cannot get the
+///   Namespace) and an unknown level value;
+/// - an `enforce-version` other than "latest" is named in the messages: the checker knows the
+///   latest definitions only.
+/// Reads the Namespace (NotFound: nothing to check); sends no writes.
+FitResult CheckNamespacePodSecurity(Client& client, const std::string& ns,
+                                    const std::vector<Json>& objects);
+
+/// The pure core of CheckNamespacePodSecurity over the given Namespace object.
+FitResult EvaluateNamespacePodSecurity(const Json& namespace_object,
+                                       const std::vector<Json>& objects);
+
 // ---- team queues ---------------------------------------------------------------------------
 
 /// Label on a queue's Namespace ("true") and on its ResourceQuota / LimitRange (the queue name).

@@ -264,12 +264,16 @@ struct RunOptions {
   std::map<std::string, std::string> pod_annotations;
   bool preflight = true;  ///< Check quota and node placement first (nothing is created if not).
   bool dry_run = false;   ///< Server-side dry run: validated and admitted, not stored.
+  /// The pre-flight against the namespace's Pod Security labels (refuse, or warn).
+  PodSecurityPreflight pod_security;
 };
 
 /// Options of ScheduledJob::Apply.
 struct ApplyScheduleOptions {
   bool preflight = true;  ///< Check that one run fits the quota and some node.
   bool dry_run = false;   ///< Server-side dry run.
+  /// The pre-flight against the namespace's Pod Security labels (refuse, or warn).
+  PodSecurityPreflight pod_security;
 };
 
 /// Options of ScheduledJob::Delete.

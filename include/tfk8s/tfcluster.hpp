@@ -87,14 +87,18 @@ struct TFStorageSpec {
 /// without Jupyter the session stops at once with the reason, which Wait reports.
 struct TFSessionSpec {
   std::string image;                  ///< Empty: the cluster's cpu_image.
-  /// Empty: tfk8s's start script (above). Given: run as written, with PASSWORD taken from
-  /// the credentials Secret (for images with their own start script, as in the seed).
+  /// Empty: tfk8s's start script (above). Given: run as written (for images with their own
+  /// start script, as in the seed), with the password in the root-only file named by
+  /// TFK8S_PASSWORD_FILE (from the credentials Secret).
   std::vector<std::string> command;
   std::vector<std::string> args;
   Resources resources;
   int jupyter_port = 8888;
   int ssh_port = 22;
   std::string service_type = "ClusterIP";  ///< ClusterIP or NodePort (the seed used NodePort).
+  /// With a `command`: also set PASSWORD (by reference to the Secret), as the seed's images
+  /// expect. Off by default (an environment stays readable in /proc/<pid>/environ).
+  bool password_env = false;
 };
 
 /// TensorBoard: a Deployment (or ReplicaSet, as in the seed) plus a Service.
@@ -232,6 +236,8 @@ struct TFApplyOptions {
   bool dry_run = false;        ///< Server-side dry run of every object; nothing is stored.
   bool preflight = true;       ///< Check quota and node placement before creating anything.
   bool prune = true;           ///< Delete objects of the cluster no longer rendered (scale down).
+  /// The pre-flight against the namespace's Pod Security labels (refuse, or warn).
+  PodSecurityPreflight pod_security;
 };
 
 /// Options of TFCluster::Delete.

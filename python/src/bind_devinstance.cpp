@@ -120,13 +120,18 @@ void BindDevInstance(py::module_& m) {
           "message}.")
       .def(
           "create",
-          [](DevInstance& d, bool start, bool preflight) {
+          [](DevInstance& d, bool start, bool preflight, const std::string& pod_security_admission) {
+            PodSecurityWarnings warnings(pod_security_admission);
             DevCreateOptions options;
             options.start = start;
             options.preflight = preflight;
-            return StartToJson(CallNoGil([&] { return d.Create(options); }));
+            options.pod_security = warnings.Options();
+            auto started = StartToJson(CallNoGil([&] { return d.Create(options); }));
+            warnings.Emit();
+            return started;
           },
           py::arg("start") = true, py::arg("preflight") = true,
+          py::arg("pod_security_admission") = "refuse",
           "Creates the instance; returns {password, access} (the only copy of the password).")
       .def(
           "apply", [](DevInstance& d) { CallNoGil([&] { d.Apply(); }); },

@@ -9,6 +9,12 @@
 namespace tfk8s::python {
 
 void BindPodSecurity(py::module_& m) {
+  // Raised with warnings.warn by the workloads' pre-flights (PodSecurityWarnings).
+  m.attr("PodSecurityWarning") = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "tfk8s.PodSecurityWarning",
+      "A workload's pods would break a level its namespace's pod-security.kubernetes.io labels "
+      "set (warn or audit, or enforce under pod_security_admission='warn').",
+      PyExc_UserWarning, nullptr));
   m.def(
       "check_pod_security",
       [](const nlohmann::json& object, const std::string& level) {

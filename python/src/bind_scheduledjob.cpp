@@ -250,29 +250,40 @@ void BindScheduledJob(py::module_& m) {
           "One run against quota headroom and node placement.")
       .def(
           "apply",
-          [](ScheduledJob& t, bool preflight, bool dry_run) {
+          [](ScheduledJob& t, bool preflight, bool dry_run,
+             const std::string& pod_security_admission) {
+            PodSecurityWarnings warnings(pod_security_admission);
             ApplyScheduleOptions options;
             options.preflight = preflight;
             options.dry_run = dry_run;
-            return CallNoGil([&] { return t.Apply(options); });
+            options.pod_security = warnings.Options();
+            auto cronjob = CallNoGil([&] { return t.Apply(options); });
+            warnings.Emit();
+            return cronjob;
           },
           py::arg("preflight") = true, py::arg("dry_run") = false,
+          py::arg("pod_security_admission") = "refuse",
           "Creates or updates the CronJob; returns it.")
       .def(
           "run_now",
           [](ScheduledJob& t, const std::string& job_name,
              const std::map<std::string, std::string>& pod_annotations, bool preflight,
-             bool dry_run) {
+             bool dry_run, const std::string& pod_security_admission) {
+            PodSecurityWarnings warnings(pod_security_admission);
             RunOptions options;
             options.job_name = job_name;
             options.pod_annotations = pod_annotations;
             options.preflight = preflight;
             options.dry_run = dry_run;
-            return CallNoGil([&] { return t.RunNow(options); }).ToJson();
+            options.pod_security = warnings.Options();
+            auto run = CallNoGil([&] { return t.RunNow(options); }).ToJson();
+            warnings.Emit();
+            return run;
           },
           py::arg("job_name") = "",
           py::arg("pod_annotations") = std::map<std::string, std::string>{},
-          py::arg("preflight") = true, py::arg("dry_run") = false, "Starts a run; returns it.")
+          py::arg("preflight") = true, py::arg("dry_run") = false,
+          py::arg("pod_security_admission") = "refuse", "Starts a run; returns it.")
       .def("suspend", &ScheduledJob::Suspend, NoGil())
       .def("resume", &ScheduledJob::Resume, NoGil())
       .def(

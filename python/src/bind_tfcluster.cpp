@@ -109,14 +109,20 @@ void BindTFCluster(py::module_& m) {
           "Quota headroom and node placement, as {fits, shortfalls, problems, message}.")
       .def(
           "apply",
-          [](TFCluster& c, bool dry_run, bool preflight, bool prune) {
+          [](TFCluster& c, bool dry_run, bool preflight, bool prune,
+             const std::string& pod_security_admission) {
+            PodSecurityWarnings warnings(pod_security_admission);
             TFApplyOptions options;
             options.dry_run = dry_run;
             options.preflight = preflight;
             options.prune = prune;
-            return CallNoGil([&] { return c.Apply(options); });
+            options.pod_security = warnings.Options();
+            auto objects = CallNoGil([&] { return c.Apply(options); });
+            warnings.Emit();
+            return objects;
           },
           py::arg("dry_run") = false, py::arg("preflight") = true, py::arg("prune") = true,
+          py::arg("pod_security_admission") = "refuse",
           "Creates or updates every object; returns them.")
       .def(
           "scale",

@@ -14,8 +14,10 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "bindings.hpp"
+#include "tfk8s/pod_security.hpp"
 
 namespace tfk8s::python {
 
@@ -140,5 +142,37 @@ py::object WaitWithProgress(Run&& run, ToJson&& to_json,
   if (state->error) raise(state->error);
   return JsonToPython(to_json(state->result));
 }
+
+/// The Pod Security pre-flight of a workload call made from Python (`pod_security_admission`
+/// "refuse" or "warn"): Options() collects the warnings while the call runs without the GIL;
+/// Emit(), with the GIL held again after the call, issues each as a tfk8s.PodSecurityWarning.
+class PodSecurityWarnings {
+ public:
+  explicit PodSecurityWarnings(const std::string& admission) {
+    if (admission == "warn") {
+      admission_ = PodSecurityAdmission::kWarn;
+    } else if (admission != "refuse") {
+      throw ValidationError("pod_security_admission", admission, "must be 'refuse' or 'warn'");
+    }
+  }
+  PodSecurityPreflight Options() {
+    PodSecurityPreflight options;
+    options.admission = admission_;
+    auto lines = lines_;
+    options.on_warning = [lines](const std::string& line) { lines->push_back(line); };
+    return options;
+  }
+  void Emit() const {
+    if (lines_->empty()) return;
+    py::object category = py::module_::import("tfk8s._core").attr("PodSecurityWarning");
+    for (const auto& line : *lines_) {
+      if (PyErr_WarnEx(category.ptr(), line.c_str(), 2) != 0) throw py::error_already_set();
+    }
+  }
+
+ private:
+  PodSecurityAdmission admission_ = PodSecurityAdmission::kRefuse;
+  std::shared_ptr<std::vector<std::string>> lines_ = std::make_shared<std::vector<std::string>>();
+};
 
 }  // namespace tfk8s::python

@@ -41,6 +41,7 @@ from tfk8s._core import (
     Invalid,
     MethodNotAllowed,
     NotFound,
+    PodSecurityWarning,
     Quantity,
     QuotaExceeded,
     RateLimit,
@@ -127,6 +128,7 @@ __all__ = [
     "dump_yaml",
     # security
     "check_pod_security",
+    "PodSecurityWarning",
     # workloads (and, appended below, each workload module's own names)
     "WorkloadLogs",
     # errors

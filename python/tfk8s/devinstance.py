@@ -264,10 +264,17 @@ class DevInstance(Workload):
         return self._core.render()
 
     # ---- lifecycle ----------------------------------------------------------------------
-    def create(self, start: bool = True, preflight: bool = True) -> DevCredentials:
-        """Creates (and starts) the instance. Returns the password and access info once."""
+    def create(
+        self, start: bool = True, preflight: bool = True, pod_security_admission: str = "refuse"
+    ) -> DevCredentials:
+        """Creates (and starts) the instance. Returns the password and access info once.
+
+        The pre-flight (quota, placement, the namespace's Pod Security level) refuses before
+        anything is created; ``pod_security_admission="warn"`` turns a Pod Security refusal
+        into a :class:`PodSecurityWarning` per violation."""
         with self._failures():
-            return DevCredentials(self._core.create(start=start, preflight=preflight))
+            return DevCredentials(self._core.create(
+                start=start, preflight=preflight, pod_security_admission=pod_security_admission))
 
     def apply(self) -> None:
         """Converges an existing instance to the spec (keeps its password)."""

@@ -207,9 +207,13 @@ class ScheduledJob(Workload):
         return self._core.render()
 
     # ---- lifecycle ----------------------------------------------------------------------
-    def apply(self, preflight: bool = True, dry_run: bool = False) -> Object:
-        """Creates or updates the CronJob (needs a schedule)."""
-        return self._core.apply(preflight=preflight, dry_run=dry_run)
+    def apply(
+        self, preflight: bool = True, dry_run: bool = False, pod_security_admission: str = "refuse"
+    ) -> Object:
+        """Creates or updates the CronJob (needs a schedule). ``pod_security_admission``:
+        see :meth:`run_now`."""
+        return self._core.apply(preflight=preflight, dry_run=dry_run,
+                                pod_security_admission=pod_security_admission)
 
     def run_now(
         self,
@@ -217,10 +221,15 @@ class ScheduledJob(Workload):
         pod_annotations: Optional[Mapping[str, str]] = None,
         preflight: bool = True,
         dry_run: bool = False,
+        pod_security_admission: str = "refuse",
     ) -> ScheduledJobRun:
-        """Starts a run now; returns it."""
+        """Starts a run now; returns it. The pre-flight refuses a run whose pod the
+        namespace's ``pod-security.kubernetes.io/enforce`` level would refuse;
+        ``pod_security_admission="warn"`` starts it with a :class:`PodSecurityWarning` per
+        violation instead."""
         return ScheduledJobRun(
-            self._core.run_now(job_name, dict(pod_annotations or {}), preflight, dry_run)
+            self._core.run_now(job_name, dict(pod_annotations or {}), preflight, dry_run,
+                               pod_security_admission)
         )
 
     def suspend(self) -> None:

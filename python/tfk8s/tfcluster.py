@@ -187,13 +187,22 @@ class TFCluster(Workload):
 
     # ---- lifecycle ----------------------------------------------------------------------
     def apply(
-        self, dry_run: bool = False, preflight: bool = True, prune: bool = True
+        self,
+        dry_run: bool = False,
+        preflight: bool = True,
+        prune: bool = True,
+        pod_security_admission: str = "refuse",
     ) -> List[Object]:
         """Creates or updates every object. Raises QuotaExceeded (quota pre-flight) or
-        WorkloadFailed (placement pre-flight; nothing is created in either case) or the first
-        object's error. Returns the applied objects."""
+        WorkloadFailed (placement or Pod Security pre-flight; nothing is created in either
+        case) or the first object's error. Returns the applied objects.
+
+        ``pod_security_admission="warn"`` applies even when the namespace's
+        ``pod-security.kubernetes.io/enforce`` level would refuse the pods, issuing a
+        :class:`PodSecurityWarning` per violation instead."""
         with self._failures():
-            return self._core.apply(dry_run=dry_run, preflight=preflight, prune=prune)
+            return self._core.apply(dry_run=dry_run, preflight=preflight, prune=prune,
+                                    pod_security_admission=pod_security_admission)
 
     def scale(self, role: str, replicas: int) -> None:
         """Changes one role's replica count and applies."""

@@ -1,7 +1,10 @@
-// CSPRNG secrets and password hashes over OpenSSL (see crypto.hpp for the choices).
+// CSPRNG secrets and password hashes over OpenSSL and libargon2 (see crypto.hpp for the
+// choices).
 
 #include "http/crypto.hpp"
 
+#include <argon2.h>
+#include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -12,6 +15,7 @@
 #include <memory>
 
 #include "tfk8s/error.hpp"
+#include "util/base64.hpp"
 
 namespace tfk8s::internal {
 
@@ -189,8 +193,54 @@ std::string JupyterPasswordHash(std::string_view password, std::string_view salt
          HexEncode(Digest(algorithm, input));
 }
 
-std::string NewJupyterPasswordHash(std::string_view password) {
+std::string NewJupyterSha512Hash(std::string_view password) {
   return JupyterPasswordHash(password, HexEncode(RandomBytes(8)), "sha512");
+}
+
+namespace {
+
+// Standard base64 (RFC 4648 §4) without padding, as the PHC string format writes it.
+std::string Base64NoPad(std::string_view bytes) {
+  std::string out = Base64Encode(bytes);
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::string Argon2idHash(std::string_view password, std::string_view salt, Argon2Cost cost) {
+  constexpr std::size_t kHashBytes = 32;
+  if (salt.size() < ARGON2_MIN_SALT_LENGTH) {
+    throw Error(ErrorKind::kUnknown, "crypto: an argon2 salt needs at least 8 bytes");
+  }
+  std::string pwd(password);
+  Wiped wipe_pwd(&pwd);
+  std::string salt_copy(salt);
+  std::string hash(kHashBytes, '\0');
+  argon2_context ctx{};
+  ctx.out = reinterpret_cast<std::uint8_t*>(hash.data());
+  ctx.outlen = static_cast<std::uint32_t>(hash.size());
+  ctx.pwd = reinterpret_cast<std::uint8_t*>(pwd.data());
+  ctx.pwdlen = static_cast<std::uint32_t>(pwd.size());
+  ctx.salt = reinterpret_cast<std::uint8_t*>(salt_copy.data());
+  ctx.saltlen = static_cast<std::uint32_t>(salt_copy.size());
+  ctx.t_cost = cost.time;
+  ctx.m_cost = cost.memory;
+  ctx.lanes = cost.lanes;
+  ctx.threads = 1;  // the lanes are a parameter of the hash; no threads started by a library
+  ctx.version = ARGON2_VERSION_13;
+  ctx.flags = ARGON2_DEFAULT_FLAGS;
+  int rc = argon2_ctx(&ctx, Argon2_id);
+  if (rc != ARGON2_OK) {
+    throw Error(ErrorKind::kUnknown,
+                std::string("crypto: argon2 failed: ") + argon2_error_message(rc));
+  }
+  return fmt::format("$argon2id$v={}$m={},t={},p={}${}${}", static_cast<int>(ARGON2_VERSION_13),
+                     cost.memory, cost.time, cost.lanes, Base64NoPad(salt), Base64NoPad(hash));
+}
+
+std::string NewJupyterPasswordHash(std::string_view password) {
+  return "argon2:" + Argon2idHash(password, RandomBytes(16));
 }
 
 std::string Sha512Crypt(std::string_view password, std::string_view salt_in, int rounds) {

@@ -8,6 +8,7 @@
 // TROVE-2021-004 accepted 0 as success). No other random source is used on these paths.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -36,13 +37,31 @@ std::string Digest(std::string_view algorithm, std::string_view data);
 
 /// Jupyter's salted password hash, `"<algorithm>:<salt>:<hex(H(password + salt))>"`, the format
 /// that jupyter_server's (and classic notebook's) `passwd_check()` verifies for every hashlib
-/// algorithm. argon2 (jupyter_server's current default) is not in OpenSSL 3.0; the salted
-/// SHA-512 form is what we can produce here, and it is sound for our use because the passwords
-/// are 192-bit random strings: slow hashing only matters for guessable human passwords.
+/// algorithm. tfk8s uses it only as the fallback for images whose Jupyter cannot verify argon2
+/// (no argon2-cffi): see Argon2idHash.
 std::string JupyterPasswordHash(std::string_view password, std::string_view salt,
                                 std::string_view algorithm = "sha512");
 
 /// JupyterPasswordHash with SHA-512 and a fresh random 16-hex-digit salt.
+std::string NewJupyterSha512Hash(std::string_view password);
+
+/// Argon2's cost parameters. The defaults are jupyter_server's (`passwd()`: argon2-cffi's
+/// PasswordHasher(memory_cost=10240, time_cost=10, parallelism=8)).
+struct Argon2Cost {
+  std::uint32_t time = 10;       ///< Passes over memory.
+  std::uint32_t memory = 10240;  ///< KiB.
+  std::uint32_t lanes = 8;       ///< Parallelism `p` (computed on one thread here).
+};
+
+/// The argon2id hash of `password` with `salt` (raw bytes, at least 8) in the PHC string format
+/// `$argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<b64 salt>$<b64 hash>` (unpadded standard base64,
+/// a 32-byte hash), computed with libargon2 (the reference implementation). The string is what
+/// argon2-cffi's and libargon2's `verify` read, so jupyter_server (`"argon2:" + it`) and
+/// code-server (`hashed-password`) verify it. Throws tfk8s::Error if libargon2 fails.
+std::string Argon2idHash(std::string_view password, std::string_view salt, Argon2Cost cost = {});
+
+/// `"argon2:" + Argon2idHash(password, <16 fresh random bytes>)`: jupyter_server's own format
+/// (and classic notebook's since 6.1). The part after `argon2:` is code-server's hashed password.
 std::string NewJupyterPasswordHash(std::string_view password);
 
 /// glibc's SHA-512 crypt (`$6$`, Ulrich Drepper's "Unix crypt using SHA-256 and SHA-512"), the

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "tfk8s/pod_security.hpp"
+#include "tfk8s/quota.hpp"
 #include "tfk8s/workload.hpp"
 #include "workloads/kinds.hpp"
 
@@ -24,6 +26,13 @@ namespace tfk8s::internal {
 /// into label selectors, where a value such as "a,b" would widen the selection.
 void RequireWorkloadName(std::string_view ns, std::string_view name,
                          void (*rule)(std::string_view field, std::string_view value));
+
+/// Adds the verdict of CheckNamespacePodSecurity on `objects` to a pre-flight's `fit`: the
+/// enforce level's violations as problems (kRefuse) or as notes passed to `on_warning` (kWarn);
+/// warn/audit violations as notes passed to `on_warning`; unchecked reasons as notes.
+void AddNamespacePodSecurity(Client& client, const std::string& ns,
+                             const std::vector<Json>& objects, const PodSecurityPreflight& options,
+                             FitResult* fit);
 
 /// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
 /// destroyed temporary.

@@ -215,7 +215,7 @@ bool CheckGrants(Client& client, const DevInstanceSpec& spec) {
 
 // What creating or starting would add, against the quota; and the pod against the nodes.
 FitResult PreflightObjects(Client& client, const DevInstanceSpec& spec, const Json* existing,
-                           bool home_exists) {
+                           bool home_exists, const PodSecurityPreflight& pod_security = {}) {
   DevRenderOptions o;
   o.running = true;
   o.credentials = DevCredentials{};  // the Secret counts as an object; its content does not
@@ -233,6 +233,8 @@ FitResult PreflightObjects(Client& client, const DevInstanceSpec& spec, const Js
     fit = CheckQuotaForPods(client, spec.namespace_name, rendered.front()["spec"]["template"], 1);
   }
   fit.Merge(CheckPlacement(client, {rendered.front()}));
+  internal::AddNamespacePodSecurity(client, spec.namespace_name, {rendered.front()}, pod_security,
+                                    &fit);
   return fit;
 }
 
@@ -444,7 +446,9 @@ DevStartResult DevInstance::Create(const DevCreateOptions& options) {
         409, "AlreadyExists");
   }
   if (options.preflight) {
-    ThrowIfNotFit(spec_, PreflightObjects(client_, spec_, nullptr, home_exists), "be created");
+    ThrowIfNotFit(spec_,
+                  PreflightObjects(client_, spec_, nullptr, home_exists, options.pod_security),
+                  "be created");
   }
   if (spec_.home.enabled && !home_exists) {
     try {

@@ -24,6 +24,7 @@ inline constexpr const char* kDevContainer = "notebook";
 // Keys of the credentials Secret.
 inline constexpr const char* kPasswordKey = "password";
 inline constexpr const char* kJupyterHashKey = "jupyter-hashed-password";
+inline constexpr const char* kJupyterFallbackHashKey = "jupyter-hashed-password-sha512";
 inline constexpr const char* kSshHashKey = "ssh-password-hash";
 inline constexpr const char* kAuthorizedKeysKey = "authorized_keys";
 

@@ -58,12 +58,14 @@ DevCredentials DevCredentials::Generate() {
   DevCredentials c;
   c.password = internal::GeneratePassword();
   c.jupyter_hash = internal::NewJupyterPasswordHash(c.password);
+  c.jupyter_fallback_hash = internal::NewJupyterSha512Hash(c.password);
   c.ssh_hash = internal::NewSha512Crypt(c.password);
   return c;
 }
 
 std::string DevCredentials::ToString() const {
-  return "DevCredentials{password=REDACTED, jupyter_hash=REDACTED, ssh_hash=REDACTED}";
+  return "DevCredentials{password=REDACTED, jupyter_hash=REDACTED, "
+         "jupyter_fallback_hash=REDACTED, ssh_hash=REDACTED}";
 }
 
 namespace internal {
@@ -92,8 +94,8 @@ Json DevSecretData(const DevInstanceSpec& spec, const DevCredentials& credential
   return CredentialsSecretData(credentials, spec.security.ssh_authorized_keys);
 }
 
-// Every setting comes from TFK8S_* variables and every secret from the Secret as files (the
-// hashes; the plaintext only when code-server needs it), so the script is the same for every
+// Every setting comes from TFK8S_* variables and every secret from the Secret as files (only
+// hashes: argon2 for Jupyter and code-server, SHA-512 crypt for sshd), so the script is the same for every
 // instance, holds nothing worth hiding, and no process gets the password in its environment
 // (which /proc/<pid>/environ would show for the process's whole life). Jupyter and sshd only
 // ever see hashes. The tool the readiness probe checks (the first enabled one) must be in the
@@ -165,8 +167,19 @@ if [ -n "${TFK8S_JUPYTER_PORT:-}" ]; then
   if [ -n "$jupyter" ]; then
     cat > /tmp/tfk8s/jupyter_config.py <<'PY'
 import os
-with open(os.path.join(os.environ['TFK8S_CREDENTIALS_DIR'], 'jupyter-hashed-password')) as f:
-    hashed = f.read().strip()
+def credential(name):
+    try:
+        with open(os.path.join(os.environ['TFK8S_CREDENTIALS_DIR'], name)) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return ''
+hashed = credential('jupyter-hashed-password')
+if hashed.startswith('argon2:'):
+    try:
+        import argon2  # noqa: F401 - Jupyter verifies argon2 hashes with argon2-cffi
+    except ImportError:
+        print('tfk8s: no argon2-cffi in this Jupyter: using the salted SHA-512 hash', flush=True)
+        hashed = credential('jupyter-hashed-password-sha512')
 if not hashed:
     raise SystemExit('tfk8s: no Jupyter password hash; refusing to start without authentication')
 for app in (c.ServerApp, c.NotebookApp):
@@ -192,10 +205,12 @@ PY
 fi
 if [ -n "${TFK8S_CODE_SERVER_PORT:-}" ]; then
   if have code-server; then
-    # The password goes into a root-only config file, not into code-server's environment.
+    # code-server verifies the argon2 hash (Jupyter's, without its "argon2:" prefix); the
+    # plaintext never reaches the pod. The config file is root-only all the same.
     umask 077
-    { printf 'bind-addr: 0.0.0.0:%s\nauth: password\npassword: ' "$TFK8S_CODE_SERVER_PORT"
-      cat "$cred/password"; printf '\n'; } > /tmp/tfk8s/code-server.yaml
+    { printf 'bind-addr: 0.0.0.0:%s\nauth: password\nhashed-password: "' "$TFK8S_CODE_SERVER_PORT"
+      sed 's/^argon2://' "$cred/jupyter-hashed-password" | tr -d '\n'
+      printf '"\n'; } > /tmp/tfk8s/code-server.yaml
     umask 022
     code-server --config /tmp/tfk8s/code-server.yaml "$TFK8S_HOME" &
     started=$((started + 1))
@@ -540,7 +555,8 @@ Json DevInstanceSpec::ToJson() const {
           {"placement", internal::ToSpecJson(placement)},
           {"security",
            {{"sshPasswordLogin", security.ssh_password_login},
-            {"sshAuthorizedKeys", security.ssh_authorized_keys}}},
+            {"sshAuthorizedKeys", security.ssh_authorized_keys},
+            {"passwordEnv", security.password_env}}},
           {"expose",
            {{"backend", ToString(expose.backend)},
             {"tools", expose.tools},
@@ -612,6 +628,7 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   s.placement = internal::PlacementFromSpecJson(Section(j, "placement"), "placement.");
   const Json& sec = Section(j, "security");
   s.security.ssh_password_login = Field<bool>(sec, "sshPasswordLogin", "security.", true);
+  s.security.password_env = Field<bool>(sec, "passwordEnv", "security.", false);
   s.security.ssh_authorized_keys =
       Field<std::vector<std::string>>(sec, "sshAuthorizedKeys", "security.", {});
   const Json& x = Section(j, "expose");
@@ -685,13 +702,11 @@ Json Env(const DevInstanceSpec& spec) {
   if (!spec.time_zone.empty()) add("TZ", spec.time_zone);
   for (const auto& e : spec.env) add(e.name, e.value);
   if (!spec.command.empty()) {
-    // An image's own start script (GoblinLab's) reads PASSWORD: by reference to the Secret.
-    // tfk8s's script reads files instead, so no process has the password in its environment.
-    env.push_back(
-        {{"name", "PASSWORD"},
-         {"valueFrom",
-          {{"secretKeyRef",
-            {{"name", internal::DevSecretName(spec)}, {"key", internal::kPasswordKey}}}}}});
+    // An image's own start script reads the password from a file (PASSWORD only on request).
+    for (auto& e : internal::CustomScriptPasswordEnv(internal::DevSecretName(spec),
+                                                     spec.security.password_env)) {
+      env.push_back(std::move(e));
+    }
   }
   return env;
 }
@@ -761,9 +776,9 @@ Json Volumes(const DevInstanceSpec& spec) {
     volumes.push_back({{"name", fmt::format("claim-{}", i)}, {"persistentVolumeClaim", pvc}});
   }
   // The hashes (and public keys) are projected into root-only files; the plaintext only for
-  // code-server started by tfk8s's script (it has no hashed password option here).
+  // an image's own start script (tfk8s's gives every tool a hash).
   volumes.push_back(internal::CredentialsVolume(internal::DevSecretName(spec),
-                                                spec.command.empty() && spec.tools.code_server,
+                                                !spec.command.empty(),
                                                 !spec.security.ssh_authorized_keys.empty()));
   if (spec.host_localtime) {
     volumes.push_back({{"name", "localtime"}, {"hostPath", {{"path", "/etc/localtime"}}}});

@@ -258,10 +258,8 @@ PodOptions WithSecurityDefaults(PodOptions options, PodSecurityLevel level) {
 }
 
 void RequirePodSecurity(const Json& object, PodSecurityLevel level) {
-  static const char* const kPodKinds[] = {"Pod",        "Job",       "CronJob",   "Deployment",
-                                          "ReplicaSet", "StatefulSet", "DaemonSet"};
+  if (!IsPodCarrier(object)) return;
   const std::string kind = object.value("kind", "");
-  if (std::find(std::begin(kPodKinds), std::end(kPodKinds), kind) == std::end(kPodKinds)) return;
   auto violations = CheckPodSecurity(object, level);
   if (violations.empty()) return;
   const auto& v = violations.front();

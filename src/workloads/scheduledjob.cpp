@@ -66,9 +66,11 @@ bool ServerHasCronJobTimeZone(Client& client) {
   throw Error(ErrorKind::kWorkloadFailed, message);
 }
 
-FitResult CheckRun(Client& client, const std::string& ns, const Json& job) {
+FitResult CheckRun(Client& client, const std::string& ns, const Json& job,
+                   const PodSecurityPreflight& pod_security = {}) {
   FitResult fit = CheckQuota(client, ns, {job});
   fit.Merge(CheckPlacement(client, {job}));
+  internal::AddNamespacePodSecurity(client, ns, {job}, pod_security, &fit);
   return fit;
 }
 
@@ -191,7 +193,8 @@ Json ScheduledJob::Apply(const ApplyScheduleOptions& options) {
   // Throws for a time zone the server cannot honour.
   Json cronjob = RenderCronJob(spec_, ServerRenderOptions());
   if (options.preflight) {
-    FitResult fit = Preflight();
+    FitResult fit = CheckRun(client_, spec_.namespace_name, RenderRunJob(spec_),
+                             options.pod_security);
     if (!fit.fits) {
       ThrowDoesNotFit(fmt::format("ScheduledJob {}/{}", spec_.namespace_name, spec_.name), fit);
     }
@@ -227,7 +230,7 @@ JobRun ScheduledJob::RunNow(const RunOptions& options) {
     }
   }
   if (options.preflight) {
-    FitResult fit = CheckRun(client_, spec_.namespace_name, job);
+    FitResult fit = CheckRun(client_, spec_.namespace_name, job, options.pod_security);
     if (!fit.fits) {
       ThrowDoesNotFit(fmt::format("run of ScheduledJob {}/{}", spec_.namespace_name, spec_.name),
                       fit);

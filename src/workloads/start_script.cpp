@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "http/crypto.hpp"
 #include "util/base64.hpp"
 #include "workloads/devinstance_internal.hpp"
 #include "workloads/pod.hpp"
@@ -52,9 +53,21 @@ Json StartScriptCommand() {
   return KubeletArgv({"/bin/sh", "-c", DevStartScript()});
 }
 
+Json CustomScriptPasswordEnv(const std::string& secret_name, bool password_env) {
+  Json env = Json::array({{{"name", "TFK8S_PASSWORD_FILE"},
+                           {"value", std::string(kCredentialsDir) + "/" + kPasswordKey}}});
+  if (password_env) {
+    env.push_back(
+        {{"name", "PASSWORD"},
+         {"valueFrom", {{"secretKeyRef", {{"name", secret_name}, {"key", kPasswordKey}}}}}});
+  }
+  return env;
+}
+
 Json CredentialsVolume(const std::string& secret_name, bool with_password,
                        bool with_authorized_keys) {
   Json items = Json::array({{{"key", kJupyterHashKey}, {"path", kJupyterHashKey}},
+                            {{"key", kJupyterFallbackHashKey}, {"path", kJupyterFallbackHashKey}},
                             {{"key", kSshHashKey}, {"path", kSshHashKey}}});
   if (with_password) items.push_back({{"key", kPasswordKey}, {"path", kPasswordKey}});
   if (with_authorized_keys) {
@@ -76,6 +89,7 @@ Json CredentialsSecretData(const DevCredentials& credentials,
                            const std::vector<std::string>& authorized_keys) {
   Json data = {{kPasswordKey, Base64Encode(credentials.password)},
                {kJupyterHashKey, Base64Encode(credentials.jupyter_hash)},
+               {kJupyterFallbackHashKey, Base64Encode(credentials.jupyter_fallback_hash)},
                {kSshHashKey, Base64Encode(credentials.ssh_hash)}};
   if (!authorized_keys.empty()) {
     std::string keys;
@@ -96,7 +110,14 @@ std::optional<DevCredentials> CredentialsFromSecret(const Json& secret) {
   auto jupyter = field(kJupyterHashKey);
   auto ssh = field(kSshHashKey);
   if (!password || !jupyter || !ssh) return std::nullopt;
-  return DevCredentials{*password, *jupyter, *ssh};
+  DevCredentials c{*password, *jupyter, "", *ssh};
+  auto fallback = field(kJupyterFallbackHashKey);
+  if (fallback) c.jupyter_fallback_hash = *fallback;
+  // A Secret written before tfk8s used argon2 holds only the SHA-512 hash: both hashes are made
+  // from the kept password, so the re-rendered Secret has every file the pod mounts.
+  if (c.jupyter_hash.rfind("argon2:", 0) != 0) c.jupyter_hash = NewJupyterPasswordHash(c.password);
+  if (c.jupyter_fallback_hash.empty()) c.jupyter_fallback_hash = NewJupyterSha512Hash(c.password);
+  return c;
 }
 
 void FillConnect(DevAccess* a) {

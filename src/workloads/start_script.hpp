@@ -28,6 +28,11 @@ Json StartScriptEnv(const StartScriptTools& t);
 /// The container command that runs the script.
 Json StartScriptCommand();
 
+/// The environment of an image's own start script (a `command`): TFK8S_PASSWORD_FILE naming
+/// the password file of CredentialsVolume(…, with_password = true), and PASSWORD by reference
+/// to the Secret only when `password_env` asks for it.
+Json CustomScriptPasswordEnv(const std::string& secret_name, bool password_env);
+
 /// The credentials volume `credentials`: the Secret's hashes (and authorized keys, and the
 /// plaintext only when code-server started by the script needs it) as root-only files.
 Json CredentialsVolume(const std::string& secret_name, bool with_password,

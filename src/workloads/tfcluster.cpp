@@ -350,7 +350,10 @@ FitResult PreflightOf(Client& client, const TFClusterSpec& spec,
 
 FitResult TFCluster::Preflight() {
   std::vector<Json> children = Children();
-  return PreflightOf(client_, spec_, children, SurveyCluster(client_, spec_, children, true));
+  FitResult fit =
+      PreflightOf(client_, spec_, children, SurveyCluster(client_, spec_, children, true));
+  internal::AddNamespacePodSecurity(client_, spec_.namespace_name, children, {}, &fit);
+  return fit;
 }
 
 std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
@@ -370,7 +373,11 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   if (options.preflight || prune) {
     std::vector<Json> children(rendered.begin() + 1, rendered.end());
     survey = SurveyCluster(client_, spec_, children, options.preflight, rendered);
-    if (options.preflight) fit = PreflightOf(client_, spec_, children, survey);
+    if (options.preflight) {
+      fit = PreflightOf(client_, spec_, children, survey);
+      internal::AddNamespacePodSecurity(client_, spec_.namespace_name, children,
+                                        options.pod_security, &fit);
+    }
   }
   if (!fit.fits) {
     std::vector<std::string> resources;

@@ -294,7 +294,8 @@ Json TFClusterSpec::ToJson() const {
                     {"resources", internal::ToSpecJson(session->resources)},
                     {"jupyterPort", session->jupyter_port},
                     {"sshPort", session->ssh_port},
-                    {"serviceType", session->service_type}};
+                    {"serviceType", session->service_type},
+                    {"passwordEnv", session->password_env}};
   }
   if (tensorboard) {
     j["tensorboard"] = {{"image", tensorboard->image},
@@ -380,6 +381,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     t.jupyter_port = Field<int>(*x, "jupyterPort", "session.", 8888);
     t.ssh_port = Field<int>(*x, "sshPort", "session.", 22);
     t.service_type = Field<std::string>(*x, "serviceType", "session.", "ClusterIP");
+    t.password_env = Field<bool>(*x, "passwordEnv", "session.", false);
     s.session = t;
   }
   if (auto x = j.find("tensorboard"); x != j.end() && x->is_object()) {
@@ -794,10 +796,11 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
       c["readinessProbe"] = internal::ToolReadinessProbe(s.jupyter_port);
     } else {
       c["command"] = internal::KubeletArgv(s.command, spec.expand_variable_references);
-      // An image's own start script reads PASSWORD: by reference to the Secret.
-      env.push_back({{"name", "PASSWORD"},
-                     {"valueFrom",
-                      {{"secretKeyRef", {{"name", secret}, {"key", internal::kPasswordKey}}}}}});
+      // An image's own start script reads the password from a file (PASSWORD only on request).
+      for (auto& e : internal::CustomScriptPasswordEnv(secret, s.password_env)) {
+        env.push_back(std::move(e));
+      }
+      mounts.push_back(internal::CredentialsMount());
     }
     c["env"] = std::move(env);
     if (!s.args.empty()) c["args"] = internal::KubeletArgv(s.args, spec.expand_variable_references);
@@ -809,9 +812,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     if (!mounts.empty()) c["volumeMounts"] = mounts;
     Json pod = PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
                        spec.placement.gputype, "Never", Launched::kNo, PodKind::kSession);
-    if (s.command.empty()) {
-      pod["volumes"].push_back(internal::CredentialsVolume(secret, false, false));
-    }
+    pod["volumes"].push_back(internal::CredentialsVolume(secret, !s.command.empty(), false));
     out.push_back(OneShotJob(spec, o, name, labels, 0, {{"labels", PodLabels(spec, labels)}},
                              std::move(pod)));
     out.push_back(ExposedService(spec, o, name, labels, selector, "jupyter", s.jupyter_port,

@@ -5,6 +5,10 @@ password works and what was written in the home volume (/root) is still there.""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import shutil
+import subprocess
 import time
 import uuid
 from typing import Dict
@@ -141,3 +145,94 @@ def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace,
                 dev.delete(delete_home_volume=True, wait=T_DELETE)
             except Exception as e:  # noqa: BLE001 - the test's own failure is the one to show
                 print(f"e2e: clean-up of the DevInstance failed: {e}")
+
+
+def _secret_value(client, ns: str, name: str, key: str) -> str:
+    data = client.get("v1", "Secret", name, ns)["data"]
+    return base64.b64decode(data[key]).decode()
+
+
+def test_devinstance_key_only_ssh_and_argon2_jupyter(client, namespace, real_node, tmp_path):
+    """Key-only mode: the authorized key logs in, the instance's password is refused by sshd
+    (only publickey is offered); Jupyter verifies the argon2 hash from the Secret (not the
+    SHA-512 fallback: the dev image's Jupyter has argon2-cffi)."""
+    need_ssh_tools()
+    assert shutil.which("ssh-keygen"), "ssh-keygen not installed: run tools/install-deps.sh"
+    ns = namespace
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "e2e-key-only",
+                    "-f", str(key)], check=True, timeout=30)
+    public = (tmp_path / "id_ed25519.pub").read_text().strip()
+    dev = tfk8s.DevInstance(
+        client,
+        {"placement": real_node, "home": {"enabled": False},
+         "security": {"sshPasswordLogin": False, "sshAuthorizedKeys": [public]}},
+        owner="dave", name="keys", namespace=ns, image=DEV_IMAGE, image_pull_policy="Never",
+        cpu="200m", memory="512Mi", tools=["jupyter", "ssh"],
+    )
+    try:
+        started = dev.create()
+        status = dev.wait(timeout=T_READY, progress=False)
+        assert status.phase == "Running", status
+        jupyter_hash = _secret_value(client, ns, "keys-credentials", "jupyter-hashed-password")
+        assert jupyter_hash.startswith("argon2:$argon2id$v=19$m=10240,t=10,p=8$"), \
+            jupyter_hash[:16]
+        host = _running_pod(client, ns, "keys-0")["status"]["podIP"]
+
+        # The authorized key logs in; nothing else is offered or tried.
+        r = subprocess.run(["ssh", "-i", str(key), "-o", "IdentitiesOnly=yes",
+                            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                            "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR",
+                            "-o", "PreferredAuthentications=publickey", "-o", "BatchMode=yes",
+                            "-p", "22", f"root@{host}", "echo key-ok; id -un"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=T_CMD)
+        assert r.returncode == 0, f"ssh with the authorized key failed ({r.returncode}): {r.stderr}"
+        assert r.stdout.splitlines() == ["key-ok", "root"], r.stdout
+        # The instance's own password is refused: sshd offers public keys only.
+        rc, out, err = ssh(host, "root", started.password, "echo password-ok")
+        assert rc != 0 and "password-ok" not in out, (rc, out, err)
+        assert "Permission denied (publickey)" in err, err
+
+        # Jupyter verifies the argon2 hash (argon2-cffi in the image: no fallback taken).
+        base = f"http://{host}:8888"
+        assert jupyter_status(base, started.password) == 200, "Jupyter refused the password"
+        assert jupyter_status(base, "not-the-password") == 403
+        log = "\n".join(line for _, line in dev.logs())
+        assert "using the salted SHA-512 hash" not in log, log[-2000:]
+    finally:
+        dev.delete(wait=T_DELETE)
+
+
+def test_devinstance_own_start_script_reads_the_password_file(client, namespace, real_node):
+    """An image's own start script (a `command`) finds the password in the root-only file
+    named by TFK8S_PASSWORD_FILE, and has no PASSWORD in its environment unless asked."""
+    ns = namespace
+    script = ('printf "file-sha256:%s\\n" "$(sha256sum < "$TFK8S_PASSWORD_FILE" | cut -d" " -f1)"; '
+              'stat -c "file-mode:%a" "$(readlink -f "$TFK8S_PASSWORD_FILE")"; '
+              'if [ -n "${PASSWORD+set}" ]; then echo env:set; else echo env:unset; fi; '
+              'exec sleep 3600')
+    dev = tfk8s.DevInstance(
+        client,
+        {"placement": real_node, "home": {"enabled": False},
+         "command": ["/bin/sh", "-c", script]},
+        owner="erin", name="ownscript", namespace=ns, image=DEV_IMAGE,
+        image_pull_policy="Never", cpu="100m", memory="128Mi", tools=[],
+    )
+    try:
+        started = dev.create()
+        status = dev.wait(timeout=T_READY, progress=False)
+        assert status.phase == "Running", status
+        want = hashlib.sha256(started.password.encode()).hexdigest()
+
+        def three_lines():
+            lines = [line for _, line in dev.logs()]
+            return lines if len(lines) >= 3 else None
+
+        lines = wait_for("the script's three lines", three_lines, T_CMD, 1)
+        assert f"file-sha256:{want}" in lines, lines
+        assert "file-mode:400" in lines, lines
+        assert "env:unset" in lines, lines
+        assert started.password not in "\n".join(lines)
+    finally:
+        dev.delete(wait=T_DELETE)

@@ -1,6 +1,7 @@
 // The CSPRNG helpers and password hashes behind DevInstance credentials, checked against
 // known-answer vectors from the formats' own sources (jupyter_server's tests and docstrings,
-// Drepper's SHA-crypt specification, glibc's crypt(3) via `openssl passwd -6`).
+// Drepper's SHA-crypt specification, glibc's crypt(3) via `openssl passwd -6`, the argon2
+// reference implementation's test.c).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "http/crypto.hpp"
+#include "util/base64.hpp"
 
 using namespace tfk8s::internal;
 
@@ -90,10 +92,40 @@ TEST_SUITE("crypto") {
     CHECK_THROWS(JupyterPasswordHash("p", "bad:salt"));
   }
 
-  TEST_CASE("Jupyter hash: fresh salt each time, recomputable from its own salt") {
+  TEST_CASE("argon2id: the reference implementation's vector and Jupyter's parameters") {
+    // phc-winner-argon2 test.c (argon2id, v=19, t=2, m=2^16 KiB, p=1).
+    CHECK(Argon2idHash("password", "somesalt", {2, 65536, 1}) ==
+          "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc");
+    // jupyter_server's parameters (8 lanes, computed here on one thread), as argon2-cffi's
+    // hash_secret(b"password", b"somesalt", time_cost=10, memory_cost=10240, parallelism=8,
+    // hash_len=32, type=Type.ID) gives it.
+    CHECK(Argon2idHash("password", "somesalt") ==
+          "$argon2id$v=19$m=10240,t=10,p=8$c29tZXNhbHQ$Nk/jf0b89NmqMSX3xNuGovncIqcOLGq9M+AJj2VPnkQ");
+    CHECK_THROWS(Argon2idHash("password", "short"));
+  }
+
+  TEST_CASE("Jupyter hash: argon2 with a fresh 16-byte salt, recomputable from it") {
     std::string pw = GeneratePassword();
     std::string h1 = NewJupyterPasswordHash(pw);
     std::string h2 = NewJupyterPasswordHash(pw);
+    CHECK(h1 != h2);
+    const std::string prefix = "argon2:$argon2id$v=19$m=10240,t=10,p=8$";
+    REQUIRE(h1.rfind(prefix, 0) == 0);
+    // Recompute as argon2's verify does: the salt is the field after the parameters.
+    std::string salt_b64 = h1.substr(prefix.size(), h1.find('$', prefix.size()) - prefix.size());
+    CHECK(salt_b64.size() == 22);  // 16 bytes, unpadded base64
+    auto salt = tfk8s::internal::Base64Decode(salt_b64 + "==");
+    REQUIRE(salt);
+    CHECK(salt->size() == 16);
+    CHECK(ConstantTimeEquals("argon2:" + Argon2idHash(pw, *salt), h1));
+    CHECK_FALSE(ConstantTimeEquals("argon2:" + Argon2idHash(pw + "x", *salt), h1));
+    CHECK(h1.find(pw) == std::string::npos);
+  }
+
+  TEST_CASE("Jupyter SHA-512 fallback hash: fresh salt each time, recomputable from its own salt") {
+    std::string pw = GeneratePassword();
+    std::string h1 = NewJupyterSha512Hash(pw);
+    std::string h2 = NewJupyterSha512Hash(pw);
     CHECK(h1 != h2);
     CHECK(h1.rfind("sha512:", 0) == 0);
     // Verify as passwd_check() does: split on the first two ':' and recompute.

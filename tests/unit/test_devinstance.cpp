@@ -26,7 +26,8 @@ namespace {
 DevCredentials FixedCredentials() {
   DevCredentials c;
   c.password = "golden-password-0123456789abcdef";
-  c.jupyter_hash = internal::JupyterPasswordHash(c.password, "0123456789abcdef");
+  c.jupyter_hash = "argon2:" + internal::Argon2idHash(c.password, "goldensaltgolden");
+  c.jupyter_fallback_hash = internal::JupyterPasswordHash(c.password, "0123456789abcdef");
   c.ssh_hash = internal::Sha512Crypt(c.password, "goldensaltgolden");
   return c;
 }
@@ -213,17 +214,36 @@ TEST_SUITE("devinstance") {
     // its environment (it would stay readable in /proc/<pid>/environ).
     CHECK_FALSE(env.count("PASSWORD"));
     CHECK(env["TFK8S_READINESS_TOOL"]["value"] == "jupyter");
-    // An image's own start script (GoblinLab's) reads PASSWORD: by reference, never a value.
+    // An image's own start script reads the password from a root-only file by default...
     DevInstanceSpec own = CpuSpec();
     own.command = {"/start.sh"};
-    const std::vector<Json> own_objects = RenderDevInstance(own);
-    std::map<std::string, Json> own_env;
-    for (const auto& e : own_objects.front()["spec"]["template"]["spec"]["containers"][0]["env"]) {
-      own_env[e["name"]] = e;
-    }
-    CHECK(own_env["PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "notebook-test-credentials");
-    CHECK_FALSE(own_env["PASSWORD"].contains("value"));
+    auto own_env_of = [](const DevInstanceSpec& spec) {
+      std::map<std::string, Json> out;
+      const Json pod = RenderDevInstance(spec).front()["spec"]["template"]["spec"];
+      for (const auto& e : pod["containers"][0]["env"]) out[e["name"]] = e;
+      return std::make_pair(out, pod);
+    };
+    auto [own_env, own_pod] = own_env_of(own);
+    CHECK_FALSE(own_env.count("PASSWORD"));
+    CHECK(own_env["TFK8S_PASSWORD_FILE"]["value"] == "/var/run/tfk8s/credentials/password");
     CHECK_FALSE(own_env.count("TFK8S_READINESS_TOOL"));
+    const Json& own_volume = own_pod["volumes"].back();
+    REQUIRE(own_volume["name"] == "credentials");
+    CHECK(own_volume["secret"]["defaultMode"] == 0400);
+    CHECK(own_volume["secret"]["items"].back() == Json{{"key", "password"}, {"path", "password"}});
+    // ... and as PASSWORD (GoblinLab's images) only when asked: by reference, never a value.
+    own.security.password_env = true;
+    auto [env_too, unused] = own_env_of(own);
+    CHECK(env_too["PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "notebook-test-credentials");
+    CHECK_FALSE(env_too["PASSWORD"].contains("value"));
+    CHECK(env_too.count("TFK8S_PASSWORD_FILE"));
+    // tfk8s's own script never gets the plaintext file: every tool verifies a hash.
+    DevInstanceSpec all_tools = CpuSpec();
+    all_tools.tools.code_server = true;
+    const Json tools_pod = RenderDevInstance(all_tools).front()["spec"]["template"]["spec"];
+    for (const auto& item : tools_pod["volumes"].back()["secret"]["items"]) {
+      CHECK(item["key"] != "password");
+    }
 
     const Json* svc = Find(objects, "Service", "notebook-test");
     REQUIRE(svc);

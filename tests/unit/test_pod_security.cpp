@@ -720,3 +720,99 @@ TEST_CASE("pod security: every rendered pod of every golden file (issue #18's ta
     CHECK_MESSAGE(seen.count(golden), "the table names " << golden << ", which is no golden file");
   }
 }
+
+// ---- the namespace pre-flight (EvaluateNamespacePodSecurity, tfk8s/quota.hpp) -------------
+
+#include "tfk8s/quota.hpp"
+
+namespace {
+
+Json NamespaceWith(const Json& labels) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Namespace"},
+          {"metadata", {{"name", "team-a"}, {"labels", labels}}}};
+}
+
+// A StatefulSet whose pod template is a baseline pod (root allowed) but not restricted.
+Json BaselineStatefulSet() {
+  Json pod = RestrictedPod();
+  pod["spec"]["securityContext"].erase("runAsNonRoot");
+  pod["spec"].erase("initContainers");  // one container: one violation
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "StatefulSet"},
+          {"metadata", {{"name", "nb"}}},
+          {"spec", {{"template", {{"metadata", Json::object()}, {"spec", pod["spec"]}}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("namespace pod security: enforce refuses, warn and audit only note") {
+  using tfk8s::EvaluateNamespacePodSecurity;
+  const std::vector<Json> objects = {
+      BaselineStatefulSet(),
+      {{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", {{"name", "nb"}}}}};
+
+  SUBCASE("no labels: nothing to say") {
+    auto fit = EvaluateNamespacePodSecurity(NamespaceWith(Json::object()), objects);
+    CHECK(fit.fits);
+    CHECK(fit.problems.empty());
+    CHECK(fit.notes.empty());
+  }
+  SUBCASE("enforce restricted: a problem naming the object, check and field") {
+    auto fit = EvaluateNamespacePodSecurity(
+        NamespaceWith({{"pod-security.kubernetes.io/enforce", "restricted"}}), objects);
+    CHECK_FALSE(fit.fits);
+    REQUIRE(fit.problems.size() == 1);
+    CHECK(fit.problems[0] ==
+          "Pod Security: namespace team-a enforces \"restricted\": StatefulSet nb breaks "
+          "runAsNonRoot at spec.template.spec.containers[0].securityContext.runAsNonRoot: " +
+              CheckPodSecurity(objects[0], kRestricted).at(0).message);
+    CHECK(fit.notes.empty());
+  }
+  SUBCASE("enforce baseline passes; warn restricted is a note") {
+    auto fit = EvaluateNamespacePodSecurity(
+        NamespaceWith({{"pod-security.kubernetes.io/enforce", "baseline"},
+                       {"pod-security.kubernetes.io/warn", "restricted"},
+                       {"pod-security.kubernetes.io/audit", "restricted"}}),
+        objects);
+    CHECK(fit.fits);
+    CHECK(fit.problems.empty());
+    REQUIRE(fit.notes.size() == 2);
+    CHECK(fit.notes[0].rfind("Pod Security: namespace team-a warns \"restricted\": ", 0) == 0);
+    CHECK(fit.notes[1].rfind("Pod Security: namespace team-a audits \"restricted\": ", 0) == 0);
+  }
+  SUBCASE("a pinned version is named; an unknown level is a note, not a refusal") {
+    auto pinned = EvaluateNamespacePodSecurity(
+        NamespaceWith({{"pod-security.kubernetes.io/enforce", "restricted"},
+                       {"pod-security.kubernetes.io/enforce-version", "v1.25"}}),
+        objects);
+    REQUIRE(pinned.problems.size() == 1);
+    CHECK(pinned.problems[0].find("(the namespace pins v1.25; checked against the latest "
+                                  "definitions)") != std::string::npos);
+    auto unknown = EvaluateNamespacePodSecurity(
+        NamespaceWith({{"pod-security.kubernetes.io/enforce", "strict"}}), objects);
+    CHECK(unknown.fits);
+    REQUIRE(unknown.notes.size() == 1);
+    CHECK(unknown.notes[0].find("pod-security.kubernetes.io/enforce=strict names no level") !=
+          std::string::npos);
+  }
+  SUBCASE("a restricted pod passes a restricted namespace") {
+    Json sts = BaselineStatefulSet();
+    sts["spec"]["template"]["spec"] = RestrictedPod()["spec"];
+    auto fit = EvaluateNamespacePodSecurity(
+        NamespaceWith({{"pod-security.kubernetes.io/enforce", "restricted"}}), {sts});
+    CHECK(fit.fits);
+    CHECK(fit.problems.empty());
+  }
+}
+
+TEST_CASE("pod carriers: the kinds whose objects Pod Security admission reaches") {
+  for (const char* kind : {"Pod", "PodTemplate", "Deployment", "StatefulSet", "DaemonSet",
+                           "ReplicaSet", "Job", "ReplicationController", "CronJob"}) {
+    CHECK_MESSAGE(tfk8s::IsPodCarrier(Json{{"kind", kind}}), kind);
+  }
+  for (const Json& other : {Json{{"kind", "Service"}}, Json{{"kind", "Secret"}},
+                            Json{{"kind", 7}}, Json::object(), Json::array()}) {
+    CHECK_FALSE_MESSAGE(tfk8s::IsPodCarrier(other), other.dump());
+  }
+}

@@ -346,7 +346,7 @@ TEST_SUITE("tfcluster") {
     TFClusterSpec s = GpuExample();
     TFRenderOptions o;
     o.root_uid = "uid-1";
-    o.session_credentials = DevCredentials{"pw-plain", "sha512:salt:hash", "$6$salt$hash"};
+    o.session_credentials = DevCredentials{"pw-plain", "argon2:$argon2id$hash", "sha512:salt:hash", "$6$salt$hash"};
     auto objects = RenderTFCluster(s, o);
     const Json* secret = Find(objects, "Secret", "resnet-session-credentials");
     REQUIRE(secret);
@@ -375,17 +375,28 @@ TEST_SUITE("tfcluster") {
     // Render() (and ToYaml) never include the Secret.
     CHECK_FALSE(Find(RenderTFCluster(s), "Secret", "resnet-session-credentials"));
 
-    // An image's own start script gets PASSWORD by reference to the Secret, as in the seed.
+    // An image's own start script reads the password from a root-only file...
     s.session->command = {"/start-session.sh"};
     auto own = RenderTFCluster(s, o);
-    const Json& oc = (*Find(own, "Job", "resnet-session"))["spec"]["template"]["spec"]
-                                                             ["containers"][0];
+    const Json& opod = (*Find(own, "Job", "resnet-session"))["spec"]["template"]["spec"];
+    const Json& oc = opod["containers"][0];
     CHECK(oc["command"] == Json::array({"/start-session.sh"}));
-    CHECK(oc["env"].back() ==
+    CHECK(EnvOf(oc, "TFK8S_PASSWORD_FILE") == "/var/run/tfk8s/credentials/password");
+    for (const auto& e : oc["env"]) CHECK(e["name"] != "PASSWORD");
+    CHECK(opod["volumes"].back()["secret"]["items"].back() ==
+          Json{{"key", "password"}, {"path", "password"}});
+    CHECK(oc["volumeMounts"].back()["mountPath"] == "/var/run/tfk8s/credentials");
+    CHECK_FALSE(oc.contains("readinessProbe"));
+    // ... and also as PASSWORD, by reference to the Secret, when the image expects it (the seed).
+    s.session->password_env = true;
+    auto env_too = RenderTFCluster(s, o);
+    const Json& ec = (*Find(env_too, "Job", "resnet-session"))["spec"]["template"]["spec"]
+                                                                ["containers"][0];
+    CHECK(ec["env"].back() ==
           Json{{"name", "PASSWORD"},
                {"valueFrom", {{"secretKeyRef", {{"name", "resnet-session-credentials"},
                                                 {"key", "password"}}}}}});
-    CHECK_FALSE(oc.contains("readinessProbe"));
+    CHECK(TFClusterSpec::FromJson(s.ToJson()).session->password_env);
   }
 
   TEST_CASE("every object is owned by the root and labelled") {

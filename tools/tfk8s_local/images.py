@@ -63,7 +63,8 @@ int main(void) {
 
 # python3 + numpy, and the shared libraries of the tfk8s extension module (_core: libcurl,
 # libfmt, yaml-cpp) so that the package can be dropped in (see extra_trees()).
-RUNTIME_PACKAGES = ["python3", "python3-numpy", "ca-certificates", "libcurl4", "libfmt9", "libyaml-cpp0.7"]
+RUNTIME_PACKAGES = ["python3", "python3-numpy", "ca-certificates", "libcurl4", "libfmt9", "libyaml-cpp0.7",
+                    "libargon2-1"]
 DEV_PACKAGES = ["openssh-server", "python3-notebook"]
 
 # Root file system stages: name -> definition (part of the stage's key and of its images' keys)
