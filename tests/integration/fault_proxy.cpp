@@ -410,21 +410,26 @@ void FaultProxy::Serve(Conn& c) {
   std::string response_head;
   bool head_done = false;
   std::size_t body_seen = 0;
+  std::string chunk;  // read from the apiserver, not forwarded yet
   while (alive()) {
     if (paused_ || black_hole_) {
       if (ClientGone(c.fd, client.get())) return finish();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
-    std::string chunk;
-    Io r = ReadSome(upstream.get(), &chunk);
-    if (r == Io::kClosed) {
-      graceful = true;
-      return finish();
-    }
-    if (r == Io::kTimeout) {
-      if (ClientGone(c.fd, client.get())) return finish();
-      continue;
+    if (chunk.empty()) {
+      Io r = ReadSome(upstream.get(), &chunk);
+      if (r == Io::kClosed) {
+        graceful = true;
+        return finish();
+      }
+      if (r == Io::kTimeout) {
+        if (ClientGone(c.fd, client.get())) return finish();
+        continue;
+      }
+      // A fault switched on while the read was waiting: what came after it is held until the
+      // fault is off again (the black hole must swallow an event written after SetBlackHole).
+      if (paused_ || black_hole_) continue;
     }
     std::size_t body_in_chunk = chunk.size();
     if (!head_done) {
@@ -438,6 +443,7 @@ void FaultProxy::Serve(Conn& c) {
     if (cut_now) out = out.substr(0, chunk.size() - body_in_chunk + (cut_at - body_seen));
     body_seen += body_in_chunk;
     if (!WriteAll(client.get(), out, alive)) return finish();
+    chunk.clear();
     if (cut_now) {
       {
         std::lock_guard lock(mu_);
