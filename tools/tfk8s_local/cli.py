@@ -1,6 +1,6 @@
 """tfk8s-local: a real Kubernetes v1.20.2 control plane on loopback plus a node simulator.
 
-Commands: up | down | status | env   (see docs/local-cluster.md)
+Commands: up | down | status | env | restart-apiserver   (see docs/local-cluster.md)
 """
 
 import argparse
@@ -963,6 +963,52 @@ def cmd_status(inst, args):
     return 0 if all_ok else 3
 
 
+def cmd_restart_apiserver(inst, args):
+    """Stops the instance's kube-apiserver (by its recorded pid), optionally stays down for
+    --down-seconds, starts it again with the same command line and waits until /readyz answers.
+    etcd, the controllers and the simulator keep running: the fault suite uses it to restart the
+    API server under live watches and writes."""
+    state = inst.load_json()
+    if state.get("state") != "running":
+        print("tfk8s-local: error: instance %s is not running" % inst.name, file=sys.stderr)
+        return 1
+    lockf = inst.lock()
+    try:
+        pid = inst.running().get("kube-apiserver")
+        if pid is None:
+            print("tfk8s-local: error: kube-apiserver of instance %s is not running" % inst.name,
+                  file=sys.stderr)
+            return 1
+        progress("stopping kube-apiserver (pid %d)" % pid)
+        left = procs.stop([pid])
+        if left:
+            print("tfk8s-local: error: kube-apiserver (pid %d) did not stop" % pid, file=sys.stderr)
+            return 1
+        if args.down_seconds > 0:
+            time.sleep(args.down_seconds)
+        cmd = commands(inst, state["bin"], state["ports"], "", "",
+                       real=bool(state.get("real_nodes")))["kube-apiserver"]
+        starter = Starter(inst)
+        t0 = time.monotonic()
+        starter.start("kube-apiserver", cmd)
+        server, token, ca = state["server"], state["admin_token"], state["ca"]
+        try:
+            starter.wait("kube-apiserver /readyz", "kube-apiserver",
+                         lambda: http("GET", server + "/readyz", token=token, ca=ca)[0] == 200,
+                         T_APISERVER)
+        except UpError as e:
+            print("tfk8s-local: error: [%s] %s" % (e.component, e), file=sys.stderr)
+            report_log(e.component, e.log)
+            return 1
+        state.setdefault("pids", {})["kube-apiserver"] = starter.popens["kube-apiserver"].pid
+        inst.save_json(state)
+        progress("kube-apiserver of instance %s is ready again in %.1fs (pid %d)"
+                 % (inst.name, time.monotonic() - t0, starter.popens["kube-apiserver"].pid))
+        return 0
+    finally:
+        lockf.close()
+
+
 def cmd_env(inst, args):
     print(inst.kubeconfig)
     return 0
@@ -971,7 +1017,7 @@ def cmd_env(inst, args):
 def main(argv):
     ap = argparse.ArgumentParser(prog="tfk8s-local", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["up", "down", "status", "env"])
+    ap.add_argument("command", choices=["up", "down", "status", "env", "restart-apiserver"])
     ap.add_argument("--instance", default="default", help="instance name (default: default)")
     ap.add_argument("--nodes", type=int, default=None, help="simulated CPU nodes (default 4)")
     ap.add_argument("--gpu-nodes", type=int, default=None, help="simulated GPU nodes (default 2)")
@@ -980,6 +1026,8 @@ def main(argv):
     ap.add_argument("--apiserver-port", type=int, default=None,
                     help="up: serve the API on this 127.0.0.1 port (default: a free one, kept across restarts)")
     ap.add_argument("--purge", action="store_true", help="down: also delete the instance folder")
+    ap.add_argument("--down-seconds", type=float, default=0.0,
+                    help="restart-apiserver: stay down this long before starting again (default 0)")
     ap.add_argument("--real-nodes", dest="real_nodes", action="store_true", default=None,
                     help="up: also run one real node (kubelet, containerd, CNI bridge, kube-proxy, cluster DNS, "
                          "local-path storage; needs root). Kept across restarts until --no-real-nodes")
@@ -987,5 +1035,6 @@ def main(argv):
                     help="up: without the real node")
     args = ap.parse_args(argv)
     inst = Instance(args.instance)
-    fn = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}[args.command]
+    fn = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env,
+          "restart-apiserver": cmd_restart_apiserver}[args.command]
     return fn(inst, args)
