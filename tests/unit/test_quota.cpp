@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 
+#include "error_text.hpp"
 #include "fake_transport.hpp"
 #include "tfk8s/quota.hpp"
 
@@ -721,19 +722,6 @@ TEST_SUITE("quota") {
   }
 }
 
-namespace {
-
-std::string QuotaJsonError(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ValidationError& e) {
-    return e.what();
-  }
-  FAIL("no ValidationError");
-  return {};
-}
-
-}  // namespace
 
 // The JSON form `tfk8s quota apply -f` and the Python layer read.
 TEST_CASE("QuotaSpec JSON: round trip, numbers as quantities, fields named in errors") {
@@ -748,9 +736,9 @@ TEST_CASE("QuotaSpec JSON: round trip, numbers as quantities, fields named in er
   REQUIRE(spec.limit_range.has_value());
   CHECK(spec.limit_range->default_requests.at("cpu") == "500m");
   CHECK(QuotaSpec::FromJson(spec.ToJson()).ToJson() == spec.ToJson());
-  CHECK(QuotaJsonError([] { QuotaSpec::FromJson({{"hard", {{"cpu", true}}}}); }).find("hard[cpu]") !=
+  CHECK(tfk8s::testing::ValidationMessage([] { QuotaSpec::FromJson({{"hard", {{"cpu", true}}}}); }).find("hard[cpu]") !=
         std::string::npos);
-  CHECK(QuotaJsonError([] { QuotaSpec::FromJson({{"limit_range", {{"max", "x"}}}}); })
+  CHECK(tfk8s::testing::ValidationMessage([] { QuotaSpec::FromJson({{"limit_range", {{"max", "x"}}}}); })
             .find("limit_range.max") != std::string::npos);
   CHECK_THROWS_AS(QuotaSpec::FromJson(Json::array()), ValidationError);
 }
