@@ -7,6 +7,7 @@ CTest sets TFK8S_CLI (the built binary) and TFK8S_TEST_KUBECONFIG (the `local_cl
 
 import json
 import os
+import pty
 import re
 import subprocess
 import time
@@ -182,6 +183,12 @@ def test_tfcluster_lifecycle():
     assert status.startswith("Running"), status
     assert re.search(r"^ps +0 +c1-ps-0\S* +Running", status, re.M), status
     assert json.loads(run("tfcluster", "status", "c1", "-n", NS, "-o", "json").stdout)["phase"] == "Running"
+    # A wait that times out: progress as plain lines (not a terminal), then one error line.
+    r = run("tfcluster", "wait", "c1", "-n", NS, "--for", "finished", "--timeout", "2s", check=False)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: Timeout: "), r.stderr
+    assert lines[:-1] and all(re.match(r"^(Pending|Running), \d+ not ready", l) for l in lines[:-1]), r.stderr
     wide = run("tfcluster", "list", "-n", NS, "-o", "wide").stdout
     assert re.search(r"^%s +c1 +Running +0$" % NS, wide, re.M), wide
     # The stored spec, as YAML, applies back unchanged.
@@ -252,6 +259,16 @@ def test_job_on_demand_run_history_logs_wait():
     logs = run("job", "logs", "once", "-n", NS).stdout
     assert logs == "[attempt-1] epoch 1\n[attempt-1] loss 0.1\n", logs
     assert run("job", "logs", "once", "-n", NS, "-f").stdout == logs
+    # On a terminal the prefix is coloured (and only there).
+    master, slave = pty.openpty()
+    try:
+        subprocess.run([CLI, "--kubeconfig", KUBECONFIG, "job", "logs", "once", "-n", NS], stdout=slave,
+                       stderr=subprocess.PIPE, timeout=60, check=True)
+        coloured = os.read(master, 65536).decode()
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert re.search(r"\x1b\[3\dm\[attempt-1\]\x1b\[0m epoch 1", coloured), repr(coloured)
 
 
 def test_job_schedule_suspend_resume_run():
