@@ -99,7 +99,7 @@ def namespace():
     r = run("quota", "apply", "-f", "-", input=QUOTA.format(ns=NS))
     assert "quota/%s applied" % NS in r.stdout
     yield NS
-    run("quota", "delete", NS, "--delete-namespace", check=False)
+    assert run("quota", "delete", NS, "--delete-namespace").stdout == "quota/%s deleted\n" % NS
 
 
 # ---- usage, version, nodes, completion --------------------------------------------------------
@@ -223,6 +223,9 @@ def test_tfcluster_fits_and_why_not():
 # ---- dev ---------------------------------------------------------------------------------------
 
 def test_dev_lifecycle_and_no_password_unless_asked():
+    rendered = run("dev", "render", "-n", NS, "-f", "-", input=DEV).stdout
+    assert "kind: StatefulSet" in rendered and "kind: Secret" not in rendered, rendered
+    assert run("dev", "fits", "-n", NS, "-f", "-", input=DEV).stdout.startswith("dev/lab: fits\n")
     out = run("dev", "apply", "-n", NS, "-f", "-", input=DEV).stdout
     assert out.startswith("dev/lab created\n") and "password: (not shown" in out, out
     assert "jupyter" in out
@@ -231,6 +234,7 @@ def test_dev_lifecycle_and_no_password_unless_asked():
     assert rows[1].split()[:3] == [NS, "lab", "alice"]
     run("dev", "wait", "lab", "-n", NS, "--timeout", "60s")
     assert "Running" in run("dev", "status", "lab", "-n", NS).stdout
+    assert re.search(r"^\[lab-0\] ", run("dev", "logs", "lab", "-n", NS).stdout, re.M)
     access = run("dev", "access", "lab", "-n", NS).stdout
     assert "jupyter" in access and "password" not in access.lower(), access
     assert run("dev", "stop", "lab", "-n", NS).stdout == "dev/lab stopped\n"
@@ -272,6 +276,8 @@ def test_job_on_demand_run_history_logs_wait():
 
 
 def test_job_schedule_suspend_resume_run():
+    assert "kind: CronJob" in run("job", "render", "-n", NS, "-f", "-", input=NIGHTLY).stdout
+    assert run("job", "fits", "-n", NS, "-f", "-", input=NIGHTLY).stdout.startswith("job/nightly: fits\n")
     assert "applied" in run("job", "apply", "-n", NS, "-f", "-", input=NIGHTLY).stdout
     status = run("job", "status", "nightly", "-n", NS).stdout.splitlines()
     assert status[0].split() == ["SCHEDULE", "SUSPENDED", "LAST-SCHEDULE", "NEXT-SCHEDULE", "ACTIVE"]

@@ -479,9 +479,8 @@ std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
       }
     }
     try {
-      for (const auto& field : UnknownFields(doc, kind.RoundTrip(doc))) {
-        throw ValidationError(field, "", "is not a field of " + kind.doc_kind());
-      }
+      std::vector<std::string> unknown = UnknownFields(doc, kind.RoundTrip(doc));
+      if (!unknown.empty()) throw ValidationError(unknown.front(), "", "is not a field of " + kind.doc_kind());
       (void)kind.Render(doc);
     } catch (const ValidationError& e) {
       throw ValidationError(where + ": " + e.field(), e.value(), e.server_message());
