@@ -177,6 +177,13 @@ struct QuotaSpec {
   /// extended resources can only be limited through "requests.".
   std::map<std::string, std::string> hard;
   std::optional<LimitRangeSpec> limit_range;  ///< Container defaults, when set.
+
+  /// The spec as JSON: {name, labels, annotations, hard, limit_range: {default_requests,
+  /// default_limits, max, min}} (the keys the Python layer and `tfk8s quota apply` read).
+  [[nodiscard]] Json ToJson() const;
+  /// Inverse of ToJson() (numbers are accepted where quantities belong); throws
+  /// ValidationError naming the field on bad input. Does not Validate().
+  static QuotaSpec FromJson(const Json& json);
 };
 
 /// Checks a spec without sending anything; throws ValidationError(field, value, why), e.g.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tfk8s/client.hpp"
 
@@ -25,6 +26,11 @@ struct WorkloadRef {
   /// {"namespace", "name", "owner"}.
   [[nodiscard]] Json ToJson() const;
 };
+
+/// Rows as a fixed-width text table: columns padded to their widest cell and two spaces apart,
+/// no trailing spaces, one line per row (the first row is the header). Every Table() of the
+/// workloads and the `tfk8s` command's listings use it.
+std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows);
 
 /// What a wait waits for.
 enum class WaitUntil {

@@ -151,7 +151,7 @@ def _build_extension(config_settings: Optional[Mapping[str, object]]) -> str:
     ]
     _run(configure)
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
-    _run([cmake, "--build", build_dir, "--target", "_core", "--parallel", jobs])
+    _run([cmake, "--build", build_dir, "--target", "_core", "tfk8s_cli", "--parallel", jobs])
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     module = os.path.join(build_dir, "python", PACKAGE, "_core" + suffix)
     if not os.path.exists(module):
@@ -159,9 +159,21 @@ def _build_extension(config_settings: Optional[Mapping[str, object]]) -> str:
     return module
 
 
+def _command(module: str) -> str:
+    """The built `tfk8s` command (tools/cli) of the build tree that produced `module`."""
+    build_dir = os.path.dirname(os.path.dirname(os.path.dirname(module)))
+    command = os.path.join(build_dir, "tools", "cli", PACKAGE)
+    if not os.path.exists(command):
+        raise RuntimeError(f"the build did not produce the tfk8s command {command}")
+    return command
+
+
+ENTRY_POINTS = "[console_scripts]\ntfk8s = tfk8s._cli:main\n"
+
+
 def _package_files(module: str) -> List[Tuple[str, str]]:
     """(path in the wheel, file on disk) for everything the package ships."""
-    files = []
+    files = [(f"{PACKAGE}/bin/tfk8s", _command(module))]
     for name in sorted(os.listdir(PACKAGE_SOURCE)):
         if name.endswith((".py", ".pyi")) or name == "py.typed":
             files.append((f"{PACKAGE}/{name}", os.path.join(PACKAGE_SOURCE, name)))
@@ -181,6 +193,8 @@ def _write_dist_info(directory: str) -> str:
         f.write(_metadata())
     with open(os.path.join(directory, dist_info, "WHEEL"), "w", encoding="utf-8") as f:
         f.write(_wheel_file(_wheel_tag()))
+    with open(os.path.join(directory, dist_info, "entry_points.txt"), "w", encoding="utf-8") as f:
+        f.write(ENTRY_POINTS)
     return dist_info
 
 
@@ -228,10 +242,11 @@ def build_wheel(
 
         for path, source in _package_files(module):
             with open(source, "rb") as f:
-                add(path, f.read(), executable=source == module)
+                add(path, f.read(), executable=source == module or path.endswith("/bin/tfk8s"))
         add(f"{dist_info}/METADATA", _metadata().encode())
         add(f"{dist_info}/WHEEL", _wheel_file(tag).encode())
         add(f"{dist_info}/top_level.txt", f"{PACKAGE}\n".encode())
+        add(f"{dist_info}/entry_points.txt", ENTRY_POINTS.encode())
         record_path = f"{dist_info}/RECORD"
         records.append(f"{record_path},,")
         z.writestr(zipfile.ZipInfo(record_path, date_time=(2020, 1, 1, 0, 0, 0)),

@@ -33,46 +33,6 @@ Json UsagesToJson(const std::vector<QuotaUsage>& usages) {
           {"html", FormatUsageHtml(usages)}};
 }
 
-StringMap StringMapAt(const Json& spec, const char* key) {
-  StringMap out;
-  if (!spec.contains(key) || spec[key].is_null()) return out;
-  const Json& value = spec[key];
-  if (!value.is_object()) throw ValidationError(key, value.dump(), "must be a mapping");
-  for (const auto& [k, v] : value.items()) {
-    if (v.is_string()) {
-      out[k] = v.get<std::string>();
-    } else if (v.is_number()) {
-      out[k] = v.dump();
-    } else {
-      throw ValidationError(std::string(key) + "[" + k + "]", v.dump(),
-                            "must be a string or a number");
-    }
-  }
-  return out;
-}
-
-/// A QuotaSpec from {name, labels, annotations, hard, limit_range: {default_requests,
-/// default_limits, max, min}}.
-QuotaSpec QuotaSpecFromJson(const Json& json) {
-  if (!json.is_object()) throw ValidationError("spec", json.dump(), "must be a mapping");
-  QuotaSpec spec;
-  if (json.contains("name") && json["name"].is_string()) spec.name = json["name"];
-  spec.labels = StringMapAt(json, "labels");
-  spec.annotations = StringMapAt(json, "annotations");
-  spec.hard = StringMapAt(json, "hard");
-  if (json.contains("limit_range") && !json["limit_range"].is_null()) {
-    const Json& lr = json["limit_range"];
-    if (!lr.is_object()) throw ValidationError("limit_range", lr.dump(), "must be a mapping");
-    LimitRangeSpec l;
-    l.default_requests = StringMapAt(lr, "default_requests");
-    l.default_limits = StringMapAt(lr, "default_limits");
-    l.max = StringMapAt(lr, "max");
-    l.min = StringMapAt(lr, "min");
-    spec.limit_range = std::move(l);
-  }
-  return spec;
-}
-
 std::vector<Json> ObjectList(const Json& objects) {
   if (objects.is_object()) return {objects};
   if (!objects.is_array()) throw ValidationError("objects", objects.dump(), "must be a list");
@@ -83,12 +43,12 @@ std::vector<Json> ObjectList(const Json& objects) {
 
 void BindQuota(py::module_& m) {
   m.def(
-      "render_quota", [](const Json& spec) { return RenderQuota(QuotaSpecFromJson(spec)); },
+      "render_quota", [](const Json& spec) { return RenderQuota(QuotaSpec::FromJson(spec)); },
       py::arg("spec"), "The queue's objects (Namespace, ResourceQuota, LimitRange) as dicts.");
   m.def(
       "apply_quota",
       [](Client& client, const Json& spec, bool wait_ready, double ready_timeout, bool force) {
-        QuotaSpec q = QuotaSpecFromJson(spec);
+        QuotaSpec q = QuotaSpec::FromJson(spec);
         ApplyQuotaOptions options;
         options.wait_ready = wait_ready;
         options.ready_timeout = std::chrono::milliseconds(

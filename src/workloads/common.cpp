@@ -63,10 +63,6 @@ Json WorkloadRef::ToJson() const {
   return {{"namespace", namespace_name}, {"name", name}, {"owner", owner}};
 }
 
-}  // namespace tfk8s
-
-namespace tfk8s::internal {
-
 std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows) {
@@ -85,6 +81,10 @@ std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows) {
   }
   return out;
 }
+
+}  // namespace tfk8s
+
+namespace tfk8s::internal {
 
 std::string HtmlEscape(std::string_view text) {
   std::string out;

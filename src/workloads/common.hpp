@@ -42,9 +42,7 @@ std::vector<Json> Items(Json list);
 const Json& At(const Json& object, std::string_view key);
 /// At(object, key) when it is a string, else "".
 std::string StringAt(const Json& object, std::string_view key);
-/// Rows as a fixed-width text table: columns padded to their widest cell and two spaces apart,
-/// no trailing spaces, one line per row (the first row is the header).
-std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows);
+using tfk8s::FormatTextTable;  // public (tfk8s/workload.hpp)
 /// Text with &, <, >, " and ' escaped for HTML.
 std::string HtmlEscape(std::string_view text);
 

@@ -567,6 +567,64 @@ QuotaSpec OverCommitted(QuotaSpec spec, double ratio) {
   return spec;
 }
 
+namespace {
+
+std::map<std::string, std::string> StringMapAt(const Json& spec, const std::string& path,
+                                               const char* key) {
+  std::map<std::string, std::string> out;
+  if (!spec.contains(key) || spec[key].is_null()) return out;
+  const Json& value = spec[key];
+  if (!value.is_object()) throw ValidationError(path + key, value.dump(), "must be a mapping");
+  for (const auto& [k, v] : value.items()) {
+    if (v.is_string()) {
+      out[k] = v.get<std::string>();
+    } else if (v.is_number()) {
+      out[k] = v.dump();
+    } else {
+      throw ValidationError(path + key + "[" + k + "]", v.dump(), "must be a string or a number");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Json QuotaSpec::ToJson() const {
+  Json j = {{"name", name}, {"labels", labels}, {"annotations", annotations}, {"hard", hard}};
+  if (limit_range) {
+    j["limit_range"] = {{"default_requests", limit_range->default_requests},
+                        {"default_limits", limit_range->default_limits},
+                        {"max", limit_range->max},
+                        {"min", limit_range->min}};
+  }
+  return j;
+}
+
+QuotaSpec QuotaSpec::FromJson(const Json& json) {
+  if (!json.is_object()) throw ValidationError("spec", json.dump(), "must be a mapping");
+  QuotaSpec spec;
+  if (json.contains("name") && !json["name"].is_null()) {
+    if (!json["name"].is_string()) {
+      throw ValidationError("name", json["name"].dump(), "has the wrong type");
+    }
+    spec.name = json["name"].get<std::string>();
+  }
+  spec.labels = StringMapAt(json, "", "labels");
+  spec.annotations = StringMapAt(json, "", "annotations");
+  spec.hard = StringMapAt(json, "", "hard");
+  if (json.contains("limit_range") && !json["limit_range"].is_null()) {
+    const Json& lr = json["limit_range"];
+    if (!lr.is_object()) throw ValidationError("limit_range", lr.dump(), "must be a mapping");
+    LimitRangeSpec l;
+    l.default_requests = StringMapAt(lr, "limit_range.", "default_requests");
+    l.default_limits = StringMapAt(lr, "limit_range.", "default_limits");
+    l.max = StringMapAt(lr, "limit_range.", "max");
+    l.min = StringMapAt(lr, "limit_range.", "min");
+    spec.limit_range = std::move(l);
+  }
+  return spec;
+}
+
 std::vector<Json> RenderQuota(const QuotaSpec& spec) {
   ValidateQuotaSpec(spec);
   Json ns_labels = Json::object();

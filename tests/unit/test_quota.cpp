@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <functional>
 
+#include "error_text.hpp"
 #include "fake_transport.hpp"
 #include "tfk8s/quota.hpp"
 
@@ -718,4 +720,25 @@ TEST_SUITE("quota") {
     CHECK_THROWS_AS(CheckQuotaForPods(client, "team-a", pod, -1), ValidationError);
     CHECK(fake->requests().size() == 6);
   }
+}
+
+
+// The JSON form `tfk8s quota apply -f` and the Python layer read.
+TEST_CASE("QuotaSpec JSON: round trip, numbers as quantities, fields named in errors") {
+  Json j = {{"name", "team-a"},
+            {"labels", {{"team", "a"}}},
+            {"annotations", Json::object()},
+            {"hard", {{"requests.cpu", 8}, {"pods", "10"}}},
+            {"limit_range", {{"default_requests", {{"cpu", "500m"}}}, {"default_limits", Json::object()},
+                             {"max", Json::object()}, {"min", Json::object()}}}};
+  QuotaSpec spec = QuotaSpec::FromJson(j);
+  CHECK(spec.hard.at("requests.cpu") == "8");
+  REQUIRE(spec.limit_range.has_value());
+  CHECK(spec.limit_range->default_requests.at("cpu") == "500m");
+  CHECK(QuotaSpec::FromJson(spec.ToJson()).ToJson() == spec.ToJson());
+  CHECK(tfk8s::testing::ValidationMessage([] { QuotaSpec::FromJson({{"hard", {{"cpu", true}}}}); }).find("hard[cpu]") !=
+        std::string::npos);
+  CHECK(tfk8s::testing::ValidationMessage([] { QuotaSpec::FromJson({{"limit_range", {{"max", "x"}}}}); })
+            .find("limit_range.max") != std::string::npos);
+  CHECK_THROWS_AS(QuotaSpec::FromJson(Json::array()), ValidationError);
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""`tfk8s tfcluster status` of a 32-replica TFCluster, whole process, side by side with
+`kubectl get pods -l tfk8s.io/cluster=<name>` (issue #19's goal: at most a third of kubectl's
+time). Reports medians and the ratio; it never judges them.
+
+    /usr/bin/python3 bench/cli_status.py --kubeconfig K --tfk8s build/dev/tools/cli/tfk8s \
+        [--repeat 15] [--out bench/results/cli_status.json]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+SPEC = """\
+name: {name}
+ps: {{replicas: 2, resources: {{cpu: 10m, memory: 16Mi}}}}
+worker: {{replicas: 30, resources: {{cpu: 10m, memory: 16Mi}}}}
+"""
+
+
+def timed(cmd):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    ms = (time.perf_counter() - t0) * 1000
+    if p.returncode != 0:
+        raise SystemExit("%s failed (%d): %s" % (" ".join(cmd), p.returncode, p.stderr.strip()))
+    return ms, p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--tfk8s", required=True, help="the built tfk8s command")
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--out", help="write the results as JSON here")
+    a = ap.parse_args()
+    kubectl = shutil.which("kubectl")
+    if not kubectl:
+        raise SystemExit("kubectl is not on PATH: the comparison needs it")
+    ns = "bench-cli-" + uuid.uuid4().hex[:6]
+    name = "status32"
+    tf = [a.tfk8s, "--kubeconfig", a.kubeconfig, "-n", ns]
+    kc = [kubectl, "--kubeconfig", a.kubeconfig, "-n", ns]
+    subprocess.run([kubectl, "--kubeconfig", a.kubeconfig, "create", "ns", ns], check=True,
+                   stdout=subprocess.DEVNULL)
+    try:
+        subprocess.run(tf + ["tfcluster", "apply", "-f", "-"], input=SPEC.format(name=name),
+                       text=True, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(tf + ["tfcluster", "wait", name, "--for", "ready", "--timeout", "180s"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        contenders = {
+            "tfk8s tfcluster status": tf + ["tfcluster", "status", name],
+            "kubectl get pods -l": kc + ["get", "pods", "-l", "tfk8s.io/cluster=" + name],
+        }
+        samples = {k: [] for k in contenders}
+        rows = {}
+        for k, cmd in contenders.items():  # one warm-up each (page cache, discovery cache)
+            _, out = timed(cmd)
+            rows[k] = len(out.strip().splitlines())
+        for _ in range(a.repeat):  # interleaved, so drift hits both alike
+            for k, cmd in contenders.items():
+                samples[k].append(timed(cmd)[0])
+    finally:
+        subprocess.run([kubectl, "--kubeconfig", a.kubeconfig, "delete", "ns", ns, "--wait=false"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    ratio = medians["tfk8s tfcluster status"] / medians["kubectl get pods -l"]
+    result = {"replicas": 32, "repeat": a.repeat, "median_ms": medians,
+              "min_ms": {k: min(v) for k, v in samples.items()}, "output_lines": rows,
+              "ratio_tfk8s_over_kubectl": ratio, "goal": "ratio <= 0.33"}
+    for k, m in medians.items():
+        print("%-24s median %7.1f ms  min %7.1f ms  (%d lines)" % (k, m, min(samples[k]), rows[k]))
+    print("ratio tfk8s/kubectl: %.2f (goal: at most 0.33)" % ratio)
+    if a.out:
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out, "w") as f:
+            json.dump(result, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,339 @@
+"""The `tfk8s` command against the local cluster: every verb it has, and the bad inputs (unknown
+flag, malformed YAML, missing file, wrong kind or field, unreachable server) -- each a one-line
+error with the documented exit code, and nothing created.
+
+CTest sets TFK8S_CLI (the built binary) and TFK8S_TEST_KUBECONFIG (the `local_cluster` fixture).
+"""
+
+import json
+import os
+import pty
+import re
+import subprocess
+import time
+import uuid
+
+import pytest
+
+CLI = os.environ.get("TFK8S_CLI", "")
+KUBECONFIG = os.environ.get("TFK8S_TEST_KUBECONFIG", "")
+NS = "cli-" + uuid.uuid4().hex[:6]
+
+TFCLUSTER = """\
+kind: TFCluster
+name: {name}
+labels: {{team: {team}}}
+ps: {{replicas: 1, resources: {{cpu: 100m, memory: 128Mi}}}}
+worker: {{replicas: 1, resources: {{cpu: 100m, memory: 128Mi}}}}
+"""
+
+QUOTA = """\
+name: {ns}
+hard: {{requests.cpu: "8", requests.memory: 16Gi, pods: 40}}
+"""
+
+DEV = """\
+kind: DevInstance
+owner: alice
+name: lab
+resources: {cpu: 100m, memory: 256Mi}
+home: {enabled: false}
+"""
+
+ONE_OFF = """\
+name: once
+image: python:3.11-slim
+execCommand: python3
+entryPath: tasks/train.py
+resources: {cpu: 100m, memory: 128Mi}
+podAnnotations: {sim.tfk8s.io/exit-code: "0", sim.tfk8s.io/exit-after: "1",
+                 sim.tfk8s.io/log-lines: "epoch 1\\nloss 0.1"}
+"""
+
+NIGHTLY = """\
+name: nightly
+image: python:3.11-slim
+execCommand: python3
+entryPath: tasks/train.py
+schedule: "0 3 * * *"
+resources: {cpu: 100m, memory: 128Mi}
+"""
+
+
+def run(*args, input=None, check=True, kubeconfig=None, timeout=120):
+    if not CLI or not os.access(CLI, os.X_OK):
+        pytest.fail("TFK8S_CLI must name the built tfk8s binary (CTest sets it), got %r" % CLI)
+    if not KUBECONFIG:
+        pytest.fail("TFK8S_TEST_KUBECONFIG must name the local cluster's kubeconfig (CTest sets it)")
+    env = dict(os.environ)
+    env.pop("KUBECONFIG", None)
+    cmd = [CLI, "--kubeconfig", kubeconfig or KUBECONFIG] + [str(a) for a in args]
+    r = subprocess.run(cmd, input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout, env=env)
+    if check and r.returncode != 0:
+        raise AssertionError("%s -> %d\nstdout: %s\nstderr: %s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def one_error_line(r, code, reason):
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: " + reason), lines[0]
+    return lines[0]
+
+
+def names(kind, ns=NS):
+    return run(kind, "list", "-n", ns, "-o", "name").stdout.split()
+
+
+def normalise(table):
+    """Times and durations vary between runs: replace them before comparing tables."""
+    table = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", table)
+    table = re.sub(r"\b\d+(ms|s|m|h)\b", "<dur>", table)
+    return re.sub(r" +", " ", table)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def namespace():
+    r = run("quota", "apply", "-f", "-", input=QUOTA.format(ns=NS))
+    assert "quota/%s applied" % NS in r.stdout
+    yield NS
+    assert run("quota", "delete", NS, "--delete-namespace").stdout == "quota/%s deleted\n" % NS
+
+
+# ---- usage, version, nodes, completion --------------------------------------------------------
+
+def test_unknown_flag_is_a_usage_error():
+    r = run("tfcluster", "list", "--bogus", check=False)
+    one_error_line(r, 2, "usage:")
+    assert "--bogus" in r.stderr
+    one_error_line(run("tfcluster", "frobnicate", check=False), 2, "usage:")
+    one_error_line(run(check=False), 2, "usage:")
+    assert run("--help").stdout.count("tfcluster") >= 1
+
+
+def test_version_client_and_server():
+    assert run("version", "--client").stdout == "Client Version: 0.1.0\n"
+    out = run("version").stdout
+    assert re.search(r"^Server Version: v1\.20\.\d+$", out, re.M), out
+    assert json.loads(run("version", "-o", "json").stdout)["serverVersion"]["gitVersion"].startswith("v1.20")
+    # --context picks another user of the kubeconfig (a client certificate instead of a token).
+    assert run("--context", "tfk8s-local-cert", "version").stdout == out
+    line = one_error_line(run("version", "--context", "no-such-context", check=False), 1, "ConfigError")
+    assert "no-such-context" in line
+
+
+def test_nodes_inventory_has_the_seed_label_columns():
+    out = run("nodes").stdout
+    assert re.search(r"sim-cpu-\d+", out), out
+    for column in ("cputype", "gputype"):
+        assert column in out.lower(), out
+    inv = json.loads(run("nodes", "-o", "json").stdout)
+    assert any(n["name"].startswith("sim-gpu") for n in inv["nodes"])
+
+
+def test_completion_scripts_are_valid_and_complete_verbs():
+    for shell in ("bash", "zsh"):
+        script = run("completion", shell).stdout
+        assert "tfcluster" in script and "--show-password" in script
+    script = run("completion", "bash").stdout
+    probe = script + '\nCOMP_WORDS=(tfk8s tfcluster st); COMP_CWORD=2; _tfk8s_complete; echo "${COMPREPLY[*]}"\n'
+    out = subprocess.run(["bash", "-c", probe], stdout=subprocess.PIPE, text=True, check=True).stdout
+    assert out.split() == ["status"], out
+    one_error_line(run("completion", "fish", check=False), 2, "usage:")
+
+
+# ---- quota -------------------------------------------------------------------------------------
+
+def test_quota_render_list_status_usage():
+    rendered = run("quota", "render", "-f", "-", input=QUOTA.format(ns="team-x")).stdout
+    assert "kind: Namespace" in rendered and "kind: ResourceQuota" in rendered
+    assert NS in run("quota", "list").stdout
+    status = run("quota", "status", NS).stdout
+    assert re.search(r"requests\.cpu +\S+ +8\b", status), status
+    assert run("quota", "usage", "-n", NS).stdout == status
+    usage = json.loads(run("quota", "usage", "-n", NS, "-o", "json").stdout)
+    assert usage[0]["namespace"] == NS and usage[0]["resources"]
+    one_error_line(run("quota", "status", "no-such-queue-" + NS, check=False), 1, "NotFound")
+
+
+# ---- tfcluster ---------------------------------------------------------------------------------
+
+def test_tfcluster_lifecycle():
+    docs = TFCLUSTER.format(name="c1", team="a") + "---\n" + TFCLUSTER.format(name="c2", team="b")
+    rendered = run("tfcluster", "render", "-f", "-", input=docs).stdout
+    assert rendered.count("kind: Job") == 4 and "name: c1-worker-0" in rendered
+    objects = json.loads(run("tfcluster", "render", "-f", "-", "-o", "json", input=docs).stdout)
+    assert objects["kind"] == "List" and objects["items"][0]["kind"] == "ConfigMap"
+
+    out = run("tfcluster", "apply", "-n", NS, "-f", "-", input=docs).stdout
+    assert out.splitlines() == ["tfcluster/c1 applied (5 objects)", "tfcluster/c2 applied (5 objects)"], out
+    assert normalise(run("tfcluster", "list", "-n", NS).stdout) == normalise(
+        "NAMESPACE  NAME\n%s  c1\n%s  c2\n" % (NS, NS))
+    assert run("tfcluster", "list", "-n", NS, "-l", "team=b", "-o", "name").stdout == "tfcluster/c2\n"
+    assert normalise(run("tfcluster", "get", "c1", "-n", NS).stdout) == normalise("NAMESPACE  NAME\n%s  c1\n" % NS)
+    spec = json.loads(run("tfcluster", "get", "c1", "-n", NS, "-o", "json").stdout)
+    assert spec["kind"] == "TFCluster" and spec["worker"]["replicas"] == 1
+    assert "tfcluster/c1" in run("tfcluster", "list", "-A", "-o", "name").stdout
+
+    out = run("tfcluster", "wait", "c1", "-n", NS, "--for", "ready", "--timeout", "60s").stdout
+    assert out.startswith("Running\n"), out
+    status = run("tfcluster", "status", "c1", "-n", NS).stdout
+    assert status.startswith("Running"), status
+    assert re.search(r"^ps +0 +c1-ps-0\S* +Running", status, re.M), status
+    assert json.loads(run("tfcluster", "status", "c1", "-n", NS, "-o", "json").stdout)["phase"] == "Running"
+    # A wait that times out: progress as plain lines (not a terminal), then one error line.
+    r = run("tfcluster", "wait", "c1", "-n", NS, "--for", "finished", "--timeout", "2s", check=False)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: Timeout: "), r.stderr
+    assert lines[:-1] and all(re.match(r"^(Pending|Running), \d+ not ready", l) for l in lines[:-1]), r.stderr
+    wide = run("tfcluster", "list", "-n", NS, "-o", "wide").stdout
+    assert re.search(r"^%s +c1 +Running +0$" % NS, wide, re.M), wide
+    # The stored spec, as YAML, applies back unchanged.
+    stored = run("tfcluster", "get", "c1", "-n", NS, "-o", "yaml").stdout
+    assert "\nkind: TFCluster\n" in "\n" + stored, stored
+    assert run("tfcluster", "apply", "-f", "-", input=stored).stdout == "tfcluster/c1 applied (5 objects)\n"
+
+    logs = run("tfcluster", "logs", "c1", "-n", NS).stdout
+    assert re.search(r"^\[ps-0\] ", logs, re.M) and re.search(r"^\[worker-0\] ", logs, re.M), logs
+    logs = run("tfcluster", "logs", "c1", "-n", NS, "--role", "worker").stdout
+    assert "[worker-0]" in logs and "[ps-0]" not in logs, logs
+
+    assert "scaled" in run("tfcluster", "scale", "c1", "-n", NS, "--role", "worker", "--replicas", "2").stdout
+    assert re.search(r"^worker +1 ", run("tfcluster", "status", "c1", "-n", NS).stdout, re.M)
+
+    assert run("tfcluster", "delete", "c2", "-n", NS, "--wait", "--timeout", "60s").stdout == "tfcluster/c2 deleted\n"
+    assert names("tfcluster") == ["tfcluster/c1"]
+    one_error_line(run("tfcluster", "status", "c2", "-n", NS, check=False), 1, "NotFound")
+
+
+def test_tfcluster_fits_and_why_not():
+    small = TFCLUSTER.format(name="small", team="a")
+    out = run("tfcluster", "fits", "-n", NS, "-f", "-", input=small).stdout
+    assert out.startswith("tfcluster/small: fits"), out
+    huge = small.replace("worker: {replicas: 1, resources: {cpu: 100m", "worker: {replicas: 1, resources: {cpu: \"500\"")
+    r = run("tfcluster", "fits", "-n", NS, "-f", "-", input=huge, check=False)
+    assert r.returncode == 1 and r.stderr == "", (r.stdout, r.stderr)
+    assert "tfcluster/small: does not fit" in r.stdout and "requests.cpu" in r.stdout, r.stdout
+    assert "small" not in " ".join(names("tfcluster"))
+
+
+# ---- dev ---------------------------------------------------------------------------------------
+
+def test_dev_lifecycle_and_no_password_unless_asked():
+    rendered = run("dev", "render", "-n", NS, "-f", "-", input=DEV).stdout
+    assert "kind: StatefulSet" in rendered and "kind: Secret" not in rendered, rendered
+    assert run("dev", "fits", "-n", NS, "-f", "-", input=DEV).stdout.startswith("dev/lab: fits\n")
+    out = run("dev", "apply", "-n", NS, "-f", "-", input=DEV).stdout
+    assert out.startswith("dev/lab created\n") and "password: (not shown" in out, out
+    assert "jupyter" in out
+    rows = run("dev", "list", "-n", NS).stdout.splitlines()
+    assert rows[0].split() == ["NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"]
+    assert rows[1].split()[:3] == [NS, "lab", "alice"]
+    run("dev", "wait", "lab", "-n", NS, "--timeout", "60s")
+    assert "Running" in run("dev", "status", "lab", "-n", NS).stdout
+    assert re.search(r"^\[lab-0\] ", run("dev", "logs", "lab", "-n", NS).stdout, re.M)
+    access = run("dev", "access", "lab", "-n", NS).stdout
+    assert "jupyter" in access and "password" not in access.lower(), access
+    assert run("dev", "stop", "lab", "-n", NS).stdout == "dev/lab stopped\n"
+    out = run("dev", "start", "lab", "-n", NS).stdout
+    assert "password: (not shown" in out
+    out = run("dev", "start", "lab", "-n", NS, "--show-password").stdout
+    password = re.search(r"^password: (\S+)$", out, re.M).group(1)
+    assert len(password) >= 12 and "not" not in password
+    for verb in (("status", "lab"), ("access", "lab"), ("list",), ("get", "lab")):
+        for fmt in ("json", "yaml", "wide"):
+            assert password not in run("dev", *verb, "-n", NS, "-o", fmt).stdout
+    assert run("dev", "delete", "lab", "-n", NS, "--wait", "--timeout", "60s").stdout == "dev/lab deleted\n"
+    assert names("dev") == []
+
+
+# ---- job ---------------------------------------------------------------------------------------
+
+def test_job_on_demand_run_history_logs_wait():
+    out = run("job", "apply", "-n", NS, "-f", "-", input=ONE_OFF).stdout
+    assert re.match(r"^job/once run once-\S+ started\n$", out), out
+    done = run("job", "wait", "once", "-n", NS, "--timeout", "60s").stdout
+    assert "Succeeded" in done, done
+    history = normalise(run("job", "history", "once", "-n", NS).stdout).splitlines()
+    assert history[0] == "NAME TRIGGER RESULT START END DURATION ATTEMPTS REASON"
+    assert re.match(r"^once-\S+ on-demand Succeeded <time> <time> <dur> 1$", history[1]), history
+    logs = run("job", "logs", "once", "-n", NS).stdout
+    assert logs == "[attempt-1] epoch 1\n[attempt-1] loss 0.1\n", logs
+    assert run("job", "logs", "once", "-n", NS, "-f").stdout == logs
+    # On a terminal the prefix is coloured (and only there).
+    master, slave = pty.openpty()
+    try:
+        subprocess.run([CLI, "--kubeconfig", KUBECONFIG, "job", "logs", "once", "-n", NS], stdout=slave,
+                       stderr=subprocess.PIPE, timeout=60, check=True)
+        coloured = os.read(master, 65536).decode()
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert re.search(r"\x1b\[3\dm\[attempt-1\]\x1b\[0m epoch 1", coloured), repr(coloured)
+
+
+def test_job_schedule_suspend_resume_run():
+    assert "kind: CronJob" in run("job", "render", "-n", NS, "-f", "-", input=NIGHTLY).stdout
+    assert run("job", "fits", "-n", NS, "-f", "-", input=NIGHTLY).stdout.startswith("job/nightly: fits\n")
+    assert "applied" in run("job", "apply", "-n", NS, "-f", "-", input=NIGHTLY).stdout
+    status = run("job", "status", "nightly", "-n", NS).stdout.splitlines()
+    assert status[0].split() == ["SCHEDULE", "SUSPENDED", "LAST-SCHEDULE", "NEXT-SCHEDULE", "ACTIVE"]
+    assert status[1].startswith("0 3 * * *  no"), status
+    run("job", "suspend", "nightly", "-n", NS)
+    assert json.loads(run("job", "status", "nightly", "-n", NS, "-o", "json").stdout)["suspended"] is True
+    run("job", "resume", "nightly", "-n", NS)
+    assert json.loads(run("job", "status", "nightly", "-n", NS, "-o", "json").stdout)["suspended"] is False
+    out = run("job", "run", "nightly", "-n", NS).stdout
+    assert re.match(r"^job/nightly run nightly-\S+ started\n$", out), out
+    wide = run("job", "list", "-n", NS, "-o", "wide").stdout
+    assert re.search(r"nightly +0 3 \* \* \* +no", wide), wide
+    run("job", "delete", "nightly", "-n", NS, "--wait", "--timeout", "60s")
+    assert "job/nightly" not in names("job")
+
+
+# ---- bad inputs: one line, exit 1, nothing created --------------------------------------------
+
+def test_malformed_yaml_names_the_line_and_creates_nothing(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    # Lines 1-5: a good cluster; 6: "---"; 7: a mapping that cannot be; 8: more.
+    bad.write_text(TFCLUSTER.format(name="good", team="a") + "---\nname: bad: x\nworker: {replicas: 1}\n")
+    line = one_error_line(run("tfcluster", "apply", "-n", NS, "-f", bad, check=False), 1, "ValidationError")
+    assert "bad.yaml" in line and "line 7" in line, line
+    assert "tfcluster/good" not in names("tfcluster")
+
+
+def test_missing_file_wrong_kind_unknown_field_create_nothing(tmp_path):
+    line = one_error_line(run("tfcluster", "apply", "-f", tmp_path / "nope.yaml", check=False), 1, "ValidationError")
+    assert "nope.yaml" in line
+    good = TFCLUSTER.format(name="good", team="a")
+    r = run("tfcluster", "apply", "-n", NS, "-f", "-", input=good + "---\nkind: Deployment\nname: x\n", check=False)
+    assert "kind" in one_error_line(r, 1, "ValidationError")
+    r = run("tfcluster", "apply", "-n", NS, "-f", "-", input=good + "---\nname: y\nwoker: {replicas: 2}\n", check=False)
+    assert "document 2: woker" in one_error_line(r, 1, "ValidationError")
+    r = run("tfcluster", "apply", "-n", NS, "-f", "-", input=good + "---\nname: y\nworker: {replicas: -1}\n", check=False)
+    assert "worker.replicas" in one_error_line(r, 1, "ValidationError")
+    r = run("tfcluster", "apply", "-n", "other", "-f", "-", input="namespace: %s\n" % NS + good, check=False)
+    assert "namespace" in one_error_line(r, 1, "ValidationError")
+    assert "tfcluster/good" not in names("tfcluster")
+
+
+def test_unreachable_server_is_one_line(tmp_path):
+    with open(KUBECONFIG) as f:
+        text = f.read()
+    dead = tmp_path / "dead.kubeconfig"
+    text = re.sub(r"server: \S+", "server: https://127.0.0.1:9", text)
+    # The copy lives elsewhere: make the credential paths (relative to the original) absolute.
+    base = os.path.dirname(os.path.abspath(KUBECONFIG))
+    text = re.sub(r"^(\s+(?:certificate-authority|client-certificate|client-key|tokenFile): )(?!/)(\S+)$",
+                  lambda m: m.group(1) + os.path.join(base, m.group(2)), text, flags=re.M)
+    dead.write_text(text)
+    started = time.monotonic()
+    r = run("tfcluster", "list", "-n", NS, kubeconfig=dead, check=False)
+    line = one_error_line(r, 1, "TransportError")
+    assert "127.0.0.1:9" in line, line
+    assert time.monotonic() - started < 20
+    r = run("version", kubeconfig=tmp_path / "none.kubeconfig", check=False)
+    one_error_line(r, 1, "ConfigError")

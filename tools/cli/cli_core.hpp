@@ -1,0 +1,69 @@
+#pragma once
+// The pure part of the `tfk8s` command (no I/O, no server): reading spec documents, finding
+// fields a spec does not know, label selectors, the one-line error text and the completion
+// scripts. Unit-tested in tests/unit/test_cli.cpp; main.cpp wires it to CLI11 and the library.
+
+#include <chrono>
+#include <exception>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfk8s/client.hpp"
+
+namespace tfk8s::cli {
+
+/// Exit codes (docs/cli.md).
+inline constexpr int kExitOk = 0;     ///< Success.
+inline constexpr int kExitError = 1;  ///< Any error (validation, server, transport, config).
+inline constexpr int kExitUsage = 2;  ///< Bad command line.
+
+/// Every document of a YAML or JSON stream, each a mapping in the spec's own format. A document
+/// may carry `kind: <expected_kind>` (removed here); another kind is a ValidationError naming
+/// the document. Malformed YAML is a ValidationError whose message has the line number.
+/// `origin` (a file name or "-") names the source in messages.
+std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& origin,
+                                    const std::string& expected_kind);
+
+/// The fields of `input` that its spec does not read: keys absent from `round_trip` (what
+/// FromJson(input).ToJson() gives back) at the same place, as paths like "worker.replica".
+/// Keys whose value is empty (null, "", 0, false, [] or {}) are not reported: a spec's ToJson
+/// may leave out fields at their defaults.
+std::vector<std::string> UnknownFields(const Json& input, const Json& round_trip);
+
+/// One requirement of an equality-based label selector.
+struct LabelRequirement {
+  std::string key;
+  enum class Op { kEquals, kNotEquals, kExists, kNotExists } op = Op::kExists;
+  std::string value;
+};
+
+/// Parses "a=b,c!=d,e,!f" (also "=="). Set-based selectors ("in", "notin") are refused with a
+/// ValidationError (field "selector").
+std::vector<LabelRequirement> ParseLabelSelector(std::string_view selector);
+/// Whether `labels` satisfy every requirement.
+bool MatchesSelector(const std::vector<LabelRequirement>& selector,
+                     const std::map<std::string, std::string>& labels);
+
+/// A duration as "90", "90s", "5m", "1h", "250ms" (plain numbers are seconds); a
+/// ValidationError naming `field` otherwise.
+std::chrono::milliseconds ParseDuration(std::string_view text, const std::string& field);
+
+/// The error as one line for stderr: "error: <TypedReason>: <message>" (newlines folded).
+std::string ErrorLine(const std::exception& error);
+
+/// A command of the completion tree.
+struct CommandNode {
+  std::string name;
+  std::vector<std::string> flags;  ///< e.g. "-n", "--namespace".
+  std::vector<CommandNode> children;
+};
+
+/// A bash completion script (`source <(tfk8s completion bash)`) for the tree: subcommands by
+/// position, then the flags of the command reached.
+std::string BashCompletion(const CommandNode& root);
+/// A zsh completion script (`source <(tfk8s completion zsh)`), through bashcompinit.
+std::string ZshCompletion(const CommandNode& root);
+
+}  // namespace tfk8s::cli

@@ -1,0 +1,860 @@
+// The `tfk8s` command: the four workloads (TFCluster, DevInstance, ScheduledJob, Quota), the
+// node inventory and the server's version from a shell, with kubectl's conventions. It is a
+// client of the public library API only (like any user's program); the pure parts live in
+// cli_core.cpp. See docs/cli.md.
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli_core.hpp"
+#include "tfk8s/client.hpp"
+#include "tfk8s/config.hpp"
+#include "tfk8s/devinstance.hpp"
+#include "tfk8s/error.hpp"
+#include "tfk8s/placement.hpp"
+#include "tfk8s/quota.hpp"
+#include "tfk8s/scheduledjob.hpp"
+#include "tfk8s/tfcluster.hpp"
+#include "tfk8s/workload.hpp"
+#include "tfk8s/yaml.hpp"
+
+#ifndef TFK8S_VERSION
+#error "TFK8S_VERSION must be defined by the build"
+#endif
+
+namespace tfk8s::cli {
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+// ---- global state ------------------------------------------------------------------------
+
+struct Globals {
+  std::string namespace_name;
+  std::string context;
+  std::string kubeconfig;
+  std::string output;
+  std::string selector;
+  bool all_namespaces = false;
+};
+
+class Session {
+ public:
+  explicit Session(const Globals& g) : g_(g) {}
+  Client& client() {
+    if (!client_) {
+      KubeconfigOptions o;
+      o.path = g_.kubeconfig;
+      o.context = g_.context;
+      o.namespace_override = g_.namespace_name;
+      client_.emplace(Client::FromDefault(o));
+    }
+    return *client_;
+  }
+  // -n, else the context's namespace.
+  std::string Namespace() { return g_.namespace_name.empty() ? client().default_namespace() : g_.namespace_name; }
+  // "" with -A (every namespace).
+  std::string ListNamespace() { return g_.all_namespaces ? std::string() : Namespace(); }
+  const Globals& globals() const { return g_; }
+
+ private:
+  const Globals& g_;
+  std::optional<Client> client_;
+};
+
+bool StdoutIsTerminal() { return isatty(STDOUT_FILENO) == 1; }
+bool StderrIsTerminal() { return isatty(STDERR_FILENO) == 1; }
+
+std::string ReadInput(const std::string& file) {
+  if (file == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ValidationError("file", file, "cannot be read (missing or not readable)");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Objects in the requested format: YAML documents (default) or JSON (one object, or a List).
+void PrintObjects(const std::vector<Json>& objects, const std::string& output) {
+  if (output == "json") {
+    Json out = objects.size() == 1
+                   ? objects.front()
+                   : Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << ToYamlDocuments(objects);
+  }
+}
+
+// A result that has a text table and a JSON form.
+void PrintResult(const std::string& table, const Json& json, const std::string& output) {
+  if (output == "json") {
+    std::cout << json.dump(2) << "\n";
+  } else if (output == "yaml") {
+    std::cout << ToYaml(json);
+  } else {
+    std::cout << table;
+  }
+}
+
+void Progress(const std::string& line) {
+  if (StderrIsTerminal()) {
+    std::cerr << "\r\033[K" << line << std::flush;
+  } else {
+    std::cerr << line << "\n";
+  }
+}
+void EndProgress() {
+  if (StderrIsTerminal()) std::cerr << "\r\033[K" << std::flush;
+}
+
+std::map<std::string, std::string> StringMapOf(const Json& j) {
+  std::map<std::string, std::string> out;
+  if (!j.is_object()) return out;
+  for (const auto& [k, v] : j.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  return out;
+}
+
+// ---- the four kinds ----------------------------------------------------------------------
+
+struct LogRequest {
+  bool follow = false;
+  std::string role;
+  std::string run;
+};
+
+// What differs between the workloads; the verbs below are written once over it.
+class Kind {
+ public:
+  Kind(std::string command, std::string doc_kind) : command_(std::move(command)), doc_kind_(std::move(doc_kind)) {}
+  virtual ~Kind() = default;
+  const std::string& command() const { return command_; }    // "tfcluster"
+  const std::string& doc_kind() const { return doc_kind_; }  // "TFCluster"
+  virtual bool namespaced() const { return true; }
+  // FromJson(doc).ToJson(): what the spec understood of the document.
+  virtual Json RoundTrip(const Json& doc) const = 0;
+  // Validates and renders (pure).
+  virtual std::vector<Json> Render(const Json& doc) const = 0;
+  // Sends the document's spec; returns what to print.
+  virtual std::string Apply(Session& s, const Json& doc, bool show_password) const = 0;
+  // The stored spec.
+  virtual Json Get(Session& s, const std::string& ns, const std::string& name) const = 0;
+  // Rows (header first) of the workloads of `ns` ("" = all).
+  virtual Rows List(Session& s, const std::string& ns, bool wide) const = 0;
+  virtual void Status(Session& s, const std::string& ns, const std::string& name,
+                      const std::string& output) const = 0;
+  virtual void Delete(Session& s, const std::string& ns, const std::string& name,
+                      std::optional<std::chrono::milliseconds> wait) const = 0;
+  virtual FitResult Fits(Session& /*s*/, const Json& /*doc*/) const {
+    throw ValidationError("kind", doc_kind(), "has no pre-flight");
+  }
+  virtual std::vector<std::string> WaitConditions() const { return {}; }
+  virtual void Wait(Session& /*s*/, const std::string& /*ns*/, const std::string& /*name*/,
+                    const std::string& /*until*/, std::chrono::milliseconds /*timeout*/,
+                    const std::string& /*output*/) const {}
+  virtual bool HasLogs() const { return false; }
+  virtual WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
+                                 const LogRequest& request) const = 0;
+
+ private:
+  std::string command_;
+  std::string doc_kind_;
+};
+
+std::vector<Json> RenderSpec(const TFClusterSpec& spec) { return RenderTFCluster(spec); }
+std::vector<Json> RenderSpec(const DevInstanceSpec& spec) { return RenderDevInstance(spec); }
+std::vector<Json> RenderSpec(const ScheduledJobSpec& spec) { return RenderScheduledJob(spec); }
+std::vector<Json> RenderSpec(const QuotaSpec& spec) { return RenderQuota(spec); }
+
+// The reading and rendering every kind does the same way through its spec type.
+template <typename Spec>
+class SpecKind : public Kind {
+ public:
+  using Kind::Kind;
+  static Spec Read(const Json& doc) { return Spec::FromJson(doc); }
+  Json RoundTrip(const Json& doc) const override { return Read(doc).ToJson(); }
+  std::vector<Json> Render(const Json& doc) const override { return RenderSpec(Read(doc)); }
+};
+
+// What the three workloads (not quotas) do the same way through their class.
+template <typename Spec, typename Workload, typename DeleteOptions>
+class WorkloadKind : public SpecKind<Spec> {
+ public:
+  using SpecKind<Spec>::SpecKind;
+  static Workload Load(Session& s, const std::string& ns, const std::string& name) {
+    return Workload::Load(s.client(), ns, name);
+  }
+  Json Get(Session& s, const std::string& ns, const std::string& name) const override {
+    return Load(s, ns, name).spec().ToJson();
+  }
+  void Delete(Session& s, const std::string& ns, const std::string& name,
+              std::optional<std::chrono::milliseconds> wait) const override {
+    DeleteOptions o;
+    o.wait = wait;
+    Load(s, ns, name).Delete(o);
+  }
+  FitResult Fits(Session& s, const Json& doc) const override {
+    return Workload(s.client(), SpecKind<Spec>::Read(doc)).Preflight();
+  }
+};
+
+std::string NameOf(const Json& doc) { return doc.value("name", std::string()); }
+
+// Name rows with the namespace; shared by the kinds listed as references.
+Rows RefRows(const std::vector<WorkloadRef>& refs, const std::vector<std::string>& extra_header,
+             const std::function<std::vector<std::string>(const WorkloadRef&)>& extra) {
+  Rows rows;
+  std::vector<std::string> header{"NAMESPACE", "NAME"};
+  header.insert(header.end(), extra_header.begin(), extra_header.end());
+  rows.push_back(header);
+  for (const auto& r : refs) {
+    std::vector<std::string> row{r.namespace_name, r.name};
+    if (extra) {
+      auto more = extra(r);
+      row.insert(row.end(), more.begin(), more.end());
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+class TFClusterKind : public WorkloadKind<TFClusterSpec, TFCluster, TFDeleteOptions> {
+ public:
+  TFClusterKind() : WorkloadKind("tfcluster", "TFCluster") {}
+  std::string Apply(Session& s, const Json& doc, bool) const override {
+    TFCluster cluster(s.client(), Read(doc));
+    auto objects = cluster.Apply();
+    return "tfcluster/" + NameOf(doc) + " applied (" + std::to_string(objects.size()) + " objects)\n";
+  }
+  Rows List(Session& s, const std::string& ns, bool wide) const override {
+    Client& c = s.client();
+    return RefRows(TFCluster::ListRefs(c, ns), wide ? std::vector<std::string>{"PHASE", "NOT-READY"} : std::vector<std::string>{},
+                   wide ? std::function<std::vector<std::string>(const WorkloadRef&)>(
+                              [&c](const WorkloadRef& r) {
+                                TFClusterStatus st = TFCluster::Load(c, r.namespace_name, r.name).Status();
+                                return std::vector<std::string>{ToString(st.phase), std::to_string(st.NotReady())};
+                              })
+                        : nullptr);
+  }
+  void Status(Session& s, const std::string& ns, const std::string& name,
+              const std::string& output) const override {
+    TFClusterStatus st = Load(s, ns, name).Status();
+    PrintResult(ToString(st.phase) + (st.message.empty() ? "" : ": " + st.message) + "\n" + st.Table(),
+                st.ToJson(), output);
+  }
+  std::vector<std::string> WaitConditions() const override { return {"ready", "finished"}; }
+  void Wait(Session& s, const std::string& ns, const std::string& name, const std::string& until,
+            std::chrono::milliseconds timeout, const std::string& output) const override {
+    TFCluster cluster = Load(s, ns, name);
+    TFClusterStatus st = cluster.Wait(
+        until == "finished" ? TFWaitFor::kFinished : TFWaitFor::kReady, timeout,
+        [](const TFClusterStatus& p) {
+          Progress(ToString(p.phase) + ", " + std::to_string(p.NotReady()) + " not ready" +
+                   (p.message.empty() ? "" : ": " + p.message));
+        });
+    EndProgress();
+    PrintResult(ToString(st.phase) + "\n" + st.Table(), st.ToJson(), output);
+  }
+  bool HasLogs() const override { return true; }
+  WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
+                         const LogRequest& request) const override {
+    TFLogOptions o;
+    o.role = request.role;
+    o.follow = request.follow;
+    return Load(s, ns, name).StreamLogs(o);
+  }
+};
+
+std::string AccessText(const DevStartResult& started, bool show_password) {
+  std::string out = started.access.Table();
+  out += show_password ? "password: " + started.password + "\n"
+                       : "password: (not shown; --show-password shows it)\n";
+  return out;
+}
+
+class DevKind : public WorkloadKind<DevInstanceSpec, DevInstance, DevDeleteOptions> {
+ public:
+  DevKind() : WorkloadKind("dev", "DevInstance") {}
+  std::string Apply(Session& s, const Json& doc, bool show_password) const override {
+    DevInstanceSpec spec = Read(doc);
+    try {
+      DevInstance existing = Load(s, spec.namespace_name, spec.name);
+      existing.set_spec(spec);
+      existing.Apply();
+      return "dev/" + spec.name + " configured\n";
+    } catch (const NotFound&) {
+      DevInstance created(s.client(), spec);
+      return "dev/" + spec.name + " created\n" + AccessText(created.Create(), show_password);
+    }
+  }
+  Rows List(Session& s, const std::string& ns, bool) const override {
+    Rows rows{{"NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"}};
+    for (const auto& d : DevInstance::List(s.client(), ns)) {
+      rows.push_back({d.namespace_name, d.name, d.owner, d.image, d.running ? "yes" : "no",
+                      d.ready ? "yes" : "no"});
+    }
+    return rows;
+  }
+  void Status(Session& s, const std::string& ns, const std::string& name,
+              const std::string& output) const override {
+    DevInstanceStatus st = Load(s, ns, name).Status();
+    PrintResult(st.Table(), st.ToJson(), output);
+  }
+  std::vector<std::string> WaitConditions() const override { return {"ready"}; }
+  void Wait(Session& s, const std::string& ns, const std::string& name, const std::string&,
+            std::chrono::milliseconds timeout, const std::string& output) const override {
+    DevInstanceStatus st = Load(s, ns, name)
+                               .Wait(timeout, [](const DevInstanceStatus& p) {
+                                 Progress(ToString(p.phase) + (p.message.empty() ? "" : ": " + p.message));
+                               });
+    EndProgress();
+    PrintResult(st.Table(), st.ToJson(), output);
+  }
+  bool HasLogs() const override { return true; }
+  WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
+                         const LogRequest& request) const override {
+    LogOptions o;
+    o.follow = request.follow;
+    return Load(s, ns, name).StreamLogs(o);
+  }
+};
+
+std::string TimeText(const std::optional<std::chrono::system_clock::time_point>& t) {
+  if (!t) return "-";
+  std::time_t tt = std::chrono::system_clock::to_time_t(*t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+class JobKind : public WorkloadKind<ScheduledJobSpec, ScheduledJob, ScheduledJobDeleteOptions> {
+ public:
+  JobKind() : WorkloadKind("job", "ScheduledJob") {}
+  std::string Apply(Session& s, const Json& doc, bool) const override {
+    ScheduledJob job(s.client(), Read(doc));
+    if (job.spec().scheduled()) {
+      job.Apply();
+      return "job/" + job.spec().name + " applied (schedule \"" + job.spec().schedule + "\")\n";
+    }
+    JobRun run = job.RunNow();
+    return "job/" + job.spec().name + " run " + run.name + " started\n";
+  }
+  Rows List(Session& s, const std::string& ns, bool wide) const override {
+    Client& c = s.client();
+    return RefRows(ScheduledJob::ListRefs(c, ns),
+                   wide ? std::vector<std::string>{"SCHEDULE", "SUSPENDED", "ACTIVE"} : std::vector<std::string>{},
+                   wide ? std::function<std::vector<std::string>(const WorkloadRef&)>(
+                              [&c](const WorkloadRef& r) {
+                                ScheduleStatus st = ScheduledJob::Load(c, r.namespace_name, r.name).Status();
+                                return std::vector<std::string>{st.exists ? st.schedule : "-",
+                                                                st.suspended ? "yes" : "no",
+                                                                std::to_string(st.active.size())};
+                              })
+                        : nullptr);
+  }
+  void Status(Session& s, const std::string& ns, const std::string& name,
+              const std::string& output) const override {
+    ScheduledJob job = Load(s, ns, name);
+    ScheduleStatus st = job.Status();
+    std::vector<JobRun> runs = job.History();
+    Rows rows{{"SCHEDULE", "SUSPENDED", "LAST-SCHEDULE", "NEXT-SCHEDULE", "ACTIVE"}};
+    rows.push_back({st.exists ? st.schedule : "(on demand)", st.suspended ? "yes" : "no",
+                    TimeText(st.last_schedule_time), TimeText(st.next_schedule_time),
+                    std::to_string(st.active.size())});
+    Json json = st.ToJson();
+    json["runs"] = Json::array();
+    for (const auto& r : runs) json["runs"].push_back(r.ToJson());
+    PrintResult(FormatTextTable(rows) + "\n" + FormatRunTable(runs), json, output);
+  }
+  std::vector<std::string> WaitConditions() const override { return {"finished"}; }
+  void Wait(Session& s, const std::string& ns, const std::string& name, const std::string&,
+            std::chrono::milliseconds timeout, const std::string& output) const override {
+    ScheduledJob job = Load(s, ns, name);
+    std::string run = LatestRun(job);
+    WaitOptions<JobRun> o;
+    o.until = WaitUntil::kFinished;
+    o.timeout = timeout;
+    o.on_progress = [](const JobRun& r) { Progress(r.name + ": " + ToString(r.result)); };
+    JobRun done = job.WaitForRun(run, o);
+    EndProgress();
+    PrintResult(FormatRunTable({done}), done.ToJson(), output);
+  }
+  bool HasLogs() const override { return true; }
+  WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
+                         const LogRequest& request) const override {
+    ScheduledJob job = Load(s, ns, name);
+    return job.StreamLogs(request.run.empty() ? LatestRun(job) : request.run, request.follow);
+  }
+  // The newest run's name (History() is newest first? sort by start time to be sure).
+  static std::string LatestRun(ScheduledJob& job) {
+    std::vector<JobRun> runs = job.History();
+    if (runs.empty()) {
+      throw NotFound(ErrorKind::kNotFound, "job/" + job.spec().name + " has no run yet", 404, "NotFound");
+    }
+    auto newest = std::max_element(runs.begin(), runs.end(), [](const JobRun& a, const JobRun& b) {
+      return a.start_time.value_or(std::chrono::system_clock::time_point{}) <
+             b.start_time.value_or(std::chrono::system_clock::time_point{});
+    });
+    return newest->name;
+  }
+};
+
+class QuotaKind : public SpecKind<QuotaSpec> {
+ public:
+  QuotaKind() : SpecKind("quota", "Quota") {}
+  bool namespaced() const override { return false; }
+  std::string Apply(Session& s, const Json& doc, bool) const override {
+    QuotaUsage usage = ApplyQuota(s.client(), Read(doc));
+    return "quota/" + NameOf(doc) + " applied\n" + FormatUsageTable({usage});
+  }
+  Json Get(Session& s, const std::string&, const std::string& name) const override {
+    auto usages = GetQuotaUsage(s.client(), name);
+    if (usages.empty()) throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
+    return UsagesJson(usages);
+  }
+  Rows List(Session& s, const std::string&, bool) const override {
+    Rows rows{{"QUEUE", "RESOURCES", "READY"}};
+    for (const auto& u : ListQueues(s.client())) {
+      rows.push_back({u.ns, std::to_string(u.resources.size()), u.ready ? "yes" : "no"});
+    }
+    return rows;
+  }
+  void Status(Session& s, const std::string&, const std::string& name,
+              const std::string& output) const override {
+    auto usages = GetQuotaUsage(s.client(), name);
+    if (usages.empty()) throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
+    PrintResult(FormatUsageTable(usages), UsagesJson(usages), output);
+  }
+  void Delete(Session& s, const std::string&, const std::string& name,
+              std::optional<std::chrono::milliseconds>) const override {
+    DeleteQuota(s.client(), name, delete_namespace);
+  }
+  WorkloadLogStream Logs(Session&, const std::string&, const std::string&,
+                         const LogRequest&) const override {
+    throw ValidationError("kind", "Quota", "has no logs");
+  }
+  static Json UsagesJson(const std::vector<QuotaUsage>& usages) {
+    Json out = Json::array();
+    for (const auto& u : usages) out.push_back(u.ToJson());
+    return out;
+  }
+  mutable bool delete_namespace = false;
+};
+
+// ---- verbs over a kind -------------------------------------------------------------------
+
+// Every document of `file`, checked (known fields, valid, renders) before anything is sent.
+std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
+                                const std::string& default_ns, const std::string& forced_ns) {
+  std::string origin = file == "-" ? "stdin" : file;
+  std::vector<Json> docs = ReadSpecDocuments(ReadInput(file), origin, kind.doc_kind());
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    Json& doc = docs[i];
+    std::string where = origin + " document " + std::to_string(i + 1);
+    if (kind.namespaced()) {
+      if (doc.contains("namespace") && doc["namespace"].is_string()) {
+        std::string ns = doc["namespace"];
+        if (!forced_ns.empty() && ns != forced_ns) {
+          throw ValidationError(where + ": namespace", ns,
+                                "differs from --namespace " + forced_ns);
+        }
+      } else if (!doc.contains("namespace") || doc["namespace"].is_null()) {
+        doc["namespace"] = default_ns;
+      }
+    }
+    try {
+      std::vector<std::string> unknown = UnknownFields(doc, kind.RoundTrip(doc));
+      if (!unknown.empty()) throw ValidationError(unknown.front(), "", "is not a field of " + kind.doc_kind());
+      (void)kind.Render(doc);
+    } catch (const ValidationError& e) {
+      throw ValidationError(where + ": " + e.field(), e.value(), e.server_message());
+    }
+  }
+  return docs;
+}
+
+std::vector<std::string> NamesOf(const Kind& kind, const Rows& rows) {
+  std::vector<std::string> names;
+  for (std::size_t i = 1; i < rows.size(); ++i) names.push_back(rows[i][kind.namespaced() ? 1 : 0]);
+  return names;
+}
+
+// The list, filtered by -l on the specs' labels.
+Rows Listing(Session& s, const Kind& kind, bool wide) {
+  Rows rows = kind.List(s, kind.namespaced() ? s.ListNamespace() : "", wide);
+  const std::string& selector = s.globals().selector;
+  if (selector.empty()) return rows;
+  if (!kind.namespaced()) {
+    throw ValidationError("selector", selector, "quota listings are not filtered by labels");
+  }
+  auto requirements = ParseLabelSelector(selector);
+  Rows kept{rows.front()};
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    Json spec = kind.Get(s, rows[i][0], rows[i][1]);
+    if (MatchesSelector(requirements, StringMapOf(spec.value("labels", Json::object())))) {
+      kept.push_back(rows[i]);
+    }
+  }
+  return kept;
+}
+
+void PrintListing(Session& s, const Kind& kind, const Rows& rows) {
+  const std::string& output = s.globals().output;
+  if (output == "name") {
+    for (const auto& name : NamesOf(kind, rows)) std::cout << kind.command() << "/" << name << "\n";
+  } else if (output == "json" || output == "yaml") {
+    Json items = Json::array();
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+      Json item = Json::object();
+      for (std::size_t c = 0; c < rows[0].size(); ++c) item[rows[0][c]] = rows[i][c];
+      items.push_back(item);
+    }
+    PrintResult("", items, output);
+  } else {
+    std::cout << FormatTextTable(rows);
+  }
+}
+
+constexpr int kColours[] = {31, 32, 33, 34, 35, 36};
+
+std::string ColourPrefix(const std::string& source) {
+  std::size_t h = std::hash<std::string>{}(source);
+  return "\033[" + std::to_string(kColours[h % std::size(kColours)]) + "m[" + source + "]\033[0m ";
+}
+
+void StreamLines(WorkloadLogStream stream) {
+  bool colour = StdoutIsTerminal();
+  while (true) {
+    std::optional<WorkloadLogLine> line = stream.Next(std::chrono::seconds(1));
+    if (!line) {
+      if (stream.ended()) break;
+      continue;
+    }
+    if (colour) {
+      std::cout << ColourPrefix(line->source) << line->line << "\n";
+    } else {
+      std::cout << line->Prefixed() << "\n";
+    }
+    std::cout.flush();
+  }
+}
+
+// ---- the command tree --------------------------------------------------------------------
+
+CommandNode TreeOf(const CLI::App& app, const std::vector<std::string>& inherited) {
+  CommandNode node;
+  node.name = app.get_name();
+  node.flags = inherited;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt == app.get_help_ptr()) continue;  // inherited
+    for (const auto& s : opt->get_snames()) node.flags.push_back("-" + s);
+    for (const auto& l : opt->get_lnames()) node.flags.push_back("--" + l);
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    node.children.push_back(TreeOf(*sub, inherited));
+  }
+  return node;
+}
+
+struct KindFlags {
+  std::string file;
+  std::string name;
+  bool show_password = false;
+  bool wait = false;
+  std::string timeout = "5m";
+  std::string until = "ready";
+  LogRequest logs;
+  std::string role;
+  int replicas = -1;
+  bool delete_namespace = false;
+};
+
+// A failure already reported on stdout (fits): exit 1 without an error line.
+struct Reported {};
+
+// Runs a verb; errors become one line and exit code 1.
+using Action = std::function<void()>;
+
+void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
+             std::vector<std::pair<CLI::App*, Action>>& actions) {
+  const std::string noun = kind.command();
+  CLI::App* cmd = app.add_subcommand(noun, "Work with " + kind.doc_kind() + "s")->require_subcommand(1);
+  auto add = [&](const std::string& verb, const std::string& help, Action action) {
+    CLI::App* v = cmd->add_subcommand(verb, help);
+    actions.emplace_back(v, std::move(action));
+    return v;
+  };
+  auto name_arg = [&](CLI::App* v) { v->add_option("name", f.name, "The " + kind.doc_kind() + "'s name")->required(); };
+  const Kind* k = &kind;
+  Session* s = &session;
+
+  add("apply", "Create or update from a spec file (YAML or JSON, several documents; -f - for stdin)",
+      [s, k, &f] {
+        auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
+        for (const auto& doc : docs) std::cout << k->Apply(*s, doc, f.show_password) << std::flush;
+      })
+      ->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
+  if (noun == "dev") {
+    actions.back().first->add_flag("--show-password", f.show_password, "Print a created instance's password");
+  }
+  add("render", "Print the Kubernetes objects of a spec file (YAML, or -o json); sends nothing",
+      [s, k, &f] {
+        const std::string& forced = s->globals().namespace_name;
+        auto docs = LoadDocuments(*k, f.file, forced.empty() ? "default" : forced, forced);
+        std::vector<Json> objects;
+        for (const auto& doc : docs) {
+          auto rendered = k->Render(doc);
+          objects.insert(objects.end(), rendered.begin(), rendered.end());
+        }
+        PrintObjects(objects, s->globals().output);
+      })
+      ->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
+  auto list = [s, k] {
+    PrintListing(*s, *k, Listing(*s, *k, s->globals().output == "wide"));
+  };
+  add("list", "List them (-A: every namespace, -l: by the spec's labels)", list);
+  CLI::App* get = add("get", "Show one (its stored spec with -o yaml|json), or list them without a name",
+                      [s, k, &f, list] {
+                        if (f.name.empty()) return list();
+                        std::string ns = k->namespaced() ? s->Namespace() : "";
+                        Json spec = k->Get(*s, ns, f.name);
+                        const std::string& output = s->globals().output;
+                        if (output == "json" || output == "yaml") {
+                          if (spec.is_object()) {
+                            Json with_kind{{"kind", k->doc_kind()}};
+                            with_kind.update(spec);
+                            spec = std::move(with_kind);
+                          }
+                          PrintResult("", spec, output);
+                        } else if (output == "name") {
+                          std::cout << k->command() << "/" << f.name << "\n";
+                        } else {
+                          Rows rows = k->List(*s, ns, output == "wide");
+                          Rows one{rows.front()};
+                          for (std::size_t i = 1; i < rows.size(); ++i) {
+                            if (rows[i][k->namespaced() ? 1 : 0] == f.name) one.push_back(rows[i]);
+                          }
+                          std::cout << FormatTextTable(one);
+                        }
+                      });
+  get->add_option("name", f.name, "The " + kind.doc_kind() + "'s name");
+  name_arg(add("status", "Status table (-o json|yaml for the fields)", [s, k, &f] {
+    k->Status(*s, k->namespaced() ? s->Namespace() : "", f.name, s->globals().output);
+  }));
+  CLI::App* del = add("delete", "Delete it (cascading); --wait until everything is gone", [s, k, &f] {
+    std::optional<std::chrono::milliseconds> wait;
+    if (f.wait) wait = ParseDuration(f.timeout, "--timeout");
+    k->Delete(*s, k->namespaced() ? s->Namespace() : "", f.name, wait);
+    std::cout << k->command() << "/" << f.name << " deleted\n";
+  });
+  name_arg(del);
+  if (kind.namespaced()) {
+    del->add_flag("--wait", f.wait, "Wait until every object is gone");
+    del->add_option("--timeout", f.timeout, "Bound of --wait (e.g. 90s, 5m)")->capture_default_str();
+  } else {
+    del->add_flag("--delete-namespace", f.delete_namespace, "Also delete the queue's namespace and everything in it");
+  }
+  if (kind.namespaced()) {
+    add("fits", "Would the spec fit now (quota headroom, node placement)? Exit 1 when not",
+        [s, k, &f] {
+          auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
+          bool all = true;
+          for (const auto& doc : docs) {
+            FitResult fit = k->Fits(*s, doc);
+            all = all && fit.fits;
+            if (s->globals().output == "json" || s->globals().output == "yaml") {
+              PrintResult("", fit.ToJson(), s->globals().output);
+              continue;
+            }
+            std::cout << k->command() << "/" << NameOf(doc) << ": " << (fit.fits ? "fits" : "does not fit") << "\n";
+            if (!fit.fits) std::cout << fit.Message() << (fit.Message().empty() || fit.Message().back() == '\n' ? "" : "\n");
+            for (const auto& note : fit.notes) std::cout << "note: " << note << "\n";
+          }
+          if (!all) throw Reported();  // exit 1; the report above says why
+        })
+        ->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
+  }
+  if (!kind.WaitConditions().empty()) {
+    CLI::App* w = add("wait", "Wait (driven by watches) until the condition holds", [s, k, &f] {
+      k->Wait(*s, s->Namespace(), f.name, f.until, ParseDuration(f.timeout, "--timeout"), s->globals().output);
+    });
+    name_arg(w);
+    f.until = kind.WaitConditions().front();
+    w->add_option("--for", f.until, "Condition")->capture_default_str()->check(CLI::IsMember(kind.WaitConditions()));
+    w->add_option("--timeout", f.timeout, "How long at most (e.g. 90s, 5m)")->capture_default_str();
+  }
+  if (kind.HasLogs()) {
+    CLI::App* l = add("logs", "Logs, prefixed by their source (coloured on a terminal)", [s, k, &f] {
+      StreamLines(k->Logs(*s, s->Namespace(), f.name, f.logs));
+    });
+    name_arg(l);
+    l->add_flag("-f,--follow", f.logs.follow, "Follow until the workload ends");
+    if (noun == "tfcluster") l->add_option("--role", f.logs.role, "Only this role (ps, worker, chief, evaluator)");
+    if (noun == "job") l->add_option("--run", f.logs.run, "This run (default: the newest)");
+  }
+
+  // ---- verbs of one kind ----
+  if (noun == "tfcluster") {
+    CLI::App* sc = add("scale", "Change one role's replica count and apply", [s, &f] {
+      TFCluster cluster = TFCluster::Load(s->client(), s->Namespace(), f.name);
+      cluster.Scale(f.role, f.replicas);
+      std::cout << "tfcluster/" << f.name << " scaled (" << f.role << "=" << f.replicas << ")\n";
+    });
+    name_arg(sc);
+    sc->add_option("--role", f.role, "ps, worker, chief or evaluator")->required();
+    sc->add_option("--replicas", f.replicas, "New replica count")->required()->check(CLI::NonNegativeNumber);
+  }
+  if (noun == "dev") {
+    CLI::App* start = add("start", "Start a stopped instance (a fresh password)", [s, &f] {
+      DevStartResult r = DevInstance::Load(s->client(), s->Namespace(), f.name).Start();
+      std::cout << "dev/" << f.name << " started\n" << AccessText(r, f.show_password);
+    });
+    name_arg(start);
+    start->add_flag("--show-password", f.show_password, "Print the new password");
+    name_arg(add("stop", "Stop it (volumes kept)", [s, &f] {
+      DevInstance::Load(s->client(), s->Namespace(), f.name).Stop();
+      std::cout << "dev/" << f.name << " stopped\n";
+    }));
+    name_arg(add("access", "Where to reach its tools (never the password)", [s, &f] {
+      DevAccess access = DevInstance::Load(s->client(), s->Namespace(), f.name).Access();
+      PrintResult(access.Table(), access.ToJson(), s->globals().output);
+    }));
+  }
+  if (noun == "job") {
+    name_arg(add("run", "Start a run now", [s, &f] {
+      JobRun run = ScheduledJob::Load(s->client(), s->Namespace(), f.name).RunNow();
+      std::cout << "job/" << f.name << " run " << run.name << " started\n";
+    }));
+    name_arg(add("history", "Its runs", [s, &f] {
+      auto runs = ScheduledJob::Load(s->client(), s->Namespace(), f.name).History();
+      Json json = Json::array();
+      for (const auto& r : runs) json.push_back(r.ToJson());
+      PrintResult(FormatRunTable(runs), json, s->globals().output);
+    }));
+    name_arg(add("suspend", "No new scheduled runs", [s, &f] {
+      ScheduledJob::Load(s->client(), s->Namespace(), f.name).Suspend();
+      std::cout << "job/" << f.name << " suspended\n";
+    }));
+    name_arg(add("resume", "Scheduled runs again", [s, &f] {
+      ScheduledJob::Load(s->client(), s->Namespace(), f.name).Resume();
+      std::cout << "job/" << f.name << " resumed\n";
+    }));
+  }
+  if (noun == "quota") {
+    add("usage", "Used, hard and remaining of the namespace's quotas (-A: every queue)", [s] {
+      auto usages = s->globals().all_namespaces ? ListQueues(s->client())
+                                                : GetQuotaUsage(s->client(), s->Namespace());
+      PrintResult(FormatUsageTable(usages), QuotaKind::UsagesJson(usages), s->globals().output);
+    });
+  }
+}
+
+int Run(int argc, char** argv) {
+  Globals g;
+  Session session(g);
+  CLI::App app{"tfk8s: TFClusters, DevInstances, ScheduledJobs and quotas on Kubernetes", "tfk8s"};
+  app.fallthrough();
+  app.require_subcommand(1);
+  app.add_option("-n,--namespace", g.namespace_name, "Namespace (default: the context's)");
+  app.add_option("--context", g.context, "Kubeconfig context (default: current-context)");
+  app.add_option("--kubeconfig", g.kubeconfig, "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config)");
+  app.add_option("-o,--output", g.output, "Output format: json, yaml, wide or name")
+      ->check(CLI::IsMember({"json", "yaml", "wide", "name"}));
+  app.add_flag("-A,--all-namespaces", g.all_namespaces, "List across every namespace");
+  app.add_option("-l,--selector", g.selector, "Label selector (k=v, k!=v, k, !k) on the specs' labels");
+
+  TFClusterKind tfcluster;
+  DevKind dev;
+  JobKind job;
+  QuotaKind quota;
+  KindFlags tf_flags, dev_flags, job_flags, quota_flags;
+  std::vector<std::pair<CLI::App*, Action>> actions;
+  AddKind(app, session, tfcluster, tf_flags, actions);
+  AddKind(app, session, dev, dev_flags, actions);
+  AddKind(app, session, job, job_flags, actions);
+  AddKind(app, session, quota, quota_flags, actions);
+
+  CLI::App* nodes = app.add_subcommand("nodes", "Node inventory with the seeds' label columns (gputype, cputype, pool)");
+  actions.emplace_back(nodes, [&] {
+    Inventory inv = GetInventory(session.client());
+    PrintResult(FormatInventory(inv), inv.ToJson(), g.output);
+  });
+  bool client_only = false;
+  CLI::App* version = app.add_subcommand("version", "Client and server versions");
+  version->add_flag("--client", client_only, "Only the client's version (no server contact)");
+  actions.emplace_back(version, [&] {
+    Json v = {{"clientVersion", TFK8S_VERSION}};
+    if (!client_only) v["serverVersion"] = session.client().ServerVersion();
+    std::string text = std::string("Client Version: ") + TFK8S_VERSION + "\n";
+    if (!client_only) text += "Server Version: " + v["serverVersion"].value("gitVersion", std::string("unknown")) + "\n";
+    PrintResult(text, v, g.output);
+  });
+  std::string shell;
+  CLI::App* completion = app.add_subcommand("completion", "Shell completion script: source <(tfk8s completion bash)");
+  completion->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+  actions.emplace_back(completion, [&] {
+    std::vector<std::string> globals;
+    for (const CLI::Option* opt : app.get_options()) {
+      for (const auto& sn : opt->get_snames()) globals.push_back("-" + sn);
+      for (const auto& ln : opt->get_lnames()) globals.push_back("--" + ln);
+    }
+    CommandNode root;
+    root.name = "tfk8s";
+    root.flags = globals;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      root.children.push_back(TreeOf(*sub, globals));
+    }
+    std::cout << (shell == "zsh" ? ZshCompletion(root) : BashCompletion(root));
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    std::cerr << "error: usage: " << message << " (see tfk8s --help)\n";
+    return kExitUsage;
+  }
+  quota.delete_namespace = quota_flags.delete_namespace;
+  try {
+    for (auto& [command, action] : actions) {
+      if (command->parsed()) {
+        action();
+        return kExitOk;
+      }
+    }
+    std::cerr << "error: usage: no command given (see tfk8s --help)\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << ErrorLine(e) << "\n";
+    return kExitError;
+  } catch (const Reported&) {
+    return kExitError;
+  }
+}
+
+}  // namespace
+}  // namespace tfk8s::cli
+
+int main(int argc, char** argv) { return tfk8s::cli::Run(argc, argv); }
