@@ -33,11 +33,16 @@ def test_up_cleans_up_after_a_crash(real_cluster, client, namespace):
     marker = os.path.join(real_cluster.home, INSTANCE) + "/"
     pids = _instance_pids(marker)
     assert len(pids) >= 12, pids  # control plane, simulator, real node, shims
-    for pid in pids:  # the processes this session's `up` started
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    # The processes this session's `up` started, all frozen first and then killed: a crash ends
+    # them at once. Killed one by one in /proc's order, a shim could die while containerd still
+    # ran, and containerd would then clean up the "dead shim" by killing its container (seen on
+    # CI after the pids had wrapped around 32768, so a shim's pid came before containerd's).
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
     wait_for("the instance's processes to die", lambda: not _instance_pids(marker), 20)
     old = _sleepers()
     assert len(old) == 1, old  # the container outlived its shim: a real crash's leftovers
