@@ -64,7 +64,15 @@ struct DevHomeVolume {
   std::string mount_path = "/root";                        ///< Where the container sees it.
 };
 
-/// SSH login modes.
+/// An RBAC subject (rbac.authorization.k8s.io/v1 Subject): who a RoleBinding grants to.
+struct RbacSubject {
+  std::string kind;            ///< "User", "Group" or "ServiceAccount".
+  std::string name;            ///< The user, group or service account name.
+  std::string namespace_name;  ///< ServiceAccount only; empty = the instance's namespace.
+  bool operator==(const RbacSubject&) const = default;
+};
+
+/// SSH login modes, and who may read the credentials.
 struct DevSecurity {
   bool ssh_password_login = true;                ///< Allow SSH with the generated password.
   std::vector<std::string> ssh_authorized_keys;  ///< Public keys allowed to log in as root.
@@ -73,6 +81,12 @@ struct DevSecurity {
   /// Off by default: the script reads the root-only file named by TFK8S_PASSWORD_FILE, because
   /// a process's environment stays readable in /proc/<pid>/environ for its whole life.
   bool password_env = false;
+  /// Per-user credential isolation: a Role `<name>-credentials-reader` allowing `get` on this
+  /// instance's Secret `<name>-credentials` only (resourceNames), bound to these subjects (the
+  /// instance's user), owned by the instance. In a team namespace, members then get no read
+  /// access to Secrets otherwise, and each reads only their own instance's password (see
+  /// docs/devinstance.md, "Credentials in a team namespace"). Empty: no Role.
+  std::vector<RbacSubject> credential_readers;
 };
 
 /// How ports are reached from outside the cluster.
@@ -180,8 +194,9 @@ struct DevCredentials {
 };
 
 /// The rules of the Role a DevInstance with `launch_workloads` gets: read, create, change and
-/// delete what tfk8s workloads are made of in the namespace (ConfigMaps, Secrets, Services,
-/// PVCs, Jobs, CronJobs, StatefulSets, Deployments, ReplicaSets); read pods, their logs,
+/// delete what tfk8s workloads are made of in the namespace (ConfigMaps, Services, PVCs, Jobs,
+/// CronJobs, StatefulSets, Deployments, ReplicaSets); create and delete Secrets, but not read,
+/// list or patch them (no user's instance reads another's password); read pods, their logs,
 /// events, quotas and limit ranges; nothing cluster-scoped, no RBAC objects, no exec.
 Json DevInstanceWorkloadRules();
 

@@ -320,7 +320,9 @@ class TFCluster {
   void CleanUpAfterSuccess();
   /// The session's password (from its Secret) and where to reach Jupyter and SSH (the
   /// Services' cluster addresses; node ports with the NodePort type). Throws
-  /// ValidationError without a session, NotFound before Apply.
+  /// ValidationError without a session, NotFound before Apply. With credentials that may not
+  /// read Secrets (a DevInstance's launching Role), only the object whose Apply created the
+  /// session knows its password; any other throws Forbidden saying so.
   DevStartResult Session();
   /// Every object of the cluster, root ConfigMap first, as Apply() sends them (pure: sends
   /// nothing).
@@ -333,6 +335,9 @@ class TFCluster {
   void RecreateJob(const Json& job, const ApplyOptions& apply);
   Client client_;
   TFClusterSpec spec_;
+  /// The session's password when this object's Apply created its Secret (for Session() with
+  /// credentials that may not read Secrets).
+  std::optional<std::string> session_password_;
 };
 
 /// Thrown by TFCluster::Wait when the cluster failed or cannot start; carries the status.

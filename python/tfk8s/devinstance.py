@@ -8,7 +8,7 @@ Security: the password of a start is returned once, in a :class:`DevCredentials`
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from tfk8s import _core, _html
 from tfk8s._keywords import renamed_keywords
@@ -160,6 +160,9 @@ class DevInstance(Workload):
     - ``launch_workloads`` (``launchWorkloads``): the instance's own ServiceAccount, Role and
       RoleBinding, so ``tfk8s.Client()`` inside it can launch workloads in its namespace
     - ``time_zone`` (``timeZone``): the container's ``TZ``, e.g. "Europe/Berlin"
+    - ``credential_readers`` (``security.credentialReaders``): who alone may read the
+      instance's credentials Secret, through a per-user Role; each a user name or a mapping
+      ``{"kind": "User"|"Group"|"ServiceAccount", "name": ..., "namespace": ...}``
 
     Validated at once (ValidationError); nothing is sent until :meth:`create`.
     """
@@ -196,6 +199,7 @@ class DevInstance(Workload):
         security_context: Optional[Mapping[str, Any]] = None,
         launch_workloads: Optional[bool] = None,
         time_zone: Optional[str] = None,
+        credential_readers: Optional[Sequence[Union[str, Mapping[str, str]]]] = None,
         _core_instance: Any = None,
     ) -> None:
         s = self._start_spec(client, _core_instance, spec, name, namespace)
@@ -230,6 +234,13 @@ class DevInstance(Workload):
             s["launchWorkloads"] = bool(launch_workloads)
         if time_zone is not None:
             s["timeZone"] = time_zone
+        if credential_readers is not None:
+            if isinstance(credential_readers, (str, bytes)):
+                raise TypeError("credential_readers: a list of users or subjects, not a string")
+            s.setdefault("security", {})["credentialReaders"] = [
+                {"kind": "User", "name": r} if isinstance(r, str) else dict(r)
+                for r in credential_readers
+            ]
         set_pod_extras(s, pod_annotations, env)
         set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         spec_json = _core.DevInstance.normalize_spec(s)  # validates at once

@@ -263,7 +263,9 @@ class TFCluster(Workload):
     def session(self) -> DevCredentials:
         """The session's password (read from its Secret; repr shows it REDACTED, read
         ``.password``) and where to reach Jupyter and SSH. Needs a session in the spec and
-        :meth:`apply` first."""
+        :meth:`apply` first. With credentials that may not read Secrets (a DevInstance's
+        ``launch_workloads`` account) only the object whose :meth:`apply` created the session
+        knows the password; any other raises Forbidden saying so."""
         with self._failures():
             return DevCredentials(self._core.session())
 

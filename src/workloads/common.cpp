@@ -274,4 +274,28 @@ bool WaitForObject(Client client, const ResourceType& type, const std::string& n
   }
 }
 
+bool WriteSecretWhole(Client& client, const Json& secret, bool replace, bool dry_run) {
+  const std::string ns = StringAt(At(secret, "metadata"), "namespace");
+  const std::string name = NameOf(secret);
+  WriteOptions write;
+  write.dry_run = dry_run;
+  write.field_manager = "tfk8s";
+  // Another writer may recreate it between our delete and create: a few rounds, then the
+  // AlreadyExists stands.
+  for (int round = 0;; ++round) {
+    try {
+      client.Create(kSecrets, ns, secret, write);
+      return true;
+    } catch (const AlreadyExists&) {
+      // A dry run has checked what it can: the real call would delete and create.
+      if (!replace || dry_run) return false;
+      if (round == 2) throw;
+    }
+    try {
+      client.Delete(kSecrets, ns, name);
+    } catch (const NotFound&) {
+    }
+  }
+}
+
 }  // namespace tfk8s::internal

@@ -96,6 +96,15 @@ class WatchTracker {
   std::thread thread_;
 };
 
+/// Writes a credentials Secret whole: created, or with `replace` deleted and created again.
+/// tfk8s never patches and never lists Secrets, and reads one only where a password must be
+/// kept, so the in-cluster launching Role (DevInstanceWorkloadRules) needs only create and
+/// delete on Secrets: get, list or patch would let one user's instance read (patch answers
+/// with the object) or take over another user's credentials. Returns true when this call
+/// created it; false when it existed and `replace` was false (then it is left as it is).
+/// `dry_run` sends the create with dryRun=All and nothing else.
+bool WriteSecretWhole(Client& client, const Json& secret, bool replace, bool dry_run = false);
+
 /// Waits for a condition on one object, driven by a watch on it (field selector on its name):
 /// returns true once `done(object or nullptr-when-absent)` holds, false at the deadline.
 bool WaitForObject(Client client, const ResourceType& type, const std::string& ns,

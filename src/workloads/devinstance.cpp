@@ -389,6 +389,11 @@ Json DevInstance::ApplyObjects(bool running, const std::optional<DevCredentials>
     std::string kind = obj.value("kind", "");
     // The StatefulSet is applied; the home PVC is only ever created (never resized or taken).
     if (kind == "StatefulSet" || kind == "PersistentVolumeClaim") continue;
+    if (kind == "Secret") {
+      // Written whole before the pod can (re)start, so the pod reads these credentials.
+      internal::WriteSecretWhole(client_, obj, true);
+      continue;
+    }
     children.push_back(std::move(obj));
   }
   for (auto& r : client_.ApplyAll(children, Forced())) {
@@ -495,10 +500,26 @@ void DevInstance::Apply() {
     } catch (const ValidationError&) {
     }
   }
-  // Keep the password; re-render the Secret so changed authorized keys reach it.
+  // Keep the password; rewrite the Secret so changed authorized keys reach it. Credentials
+  // that may not read Secrets (the launching Role: one user's instance must not read
+  // another's password) leave it as it is, which is right unless the keys changed.
   std::optional<DevCredentials> credentials;
-  if (auto secret = GetOptional(client_, kSecrets, ns, DevSecretName(spec_))) {
-    credentials = internal::CredentialsFromSecret(*secret);
+  try {
+    if (auto secret = GetOptional(client_, kSecrets, ns, DevSecretName(spec_))) {
+      credentials = internal::CredentialsFromSecret(*secret);
+    }
+  } catch (const Forbidden& e) {
+    if (!previous ||
+        previous->security.ssh_authorized_keys != spec_.security.ssh_authorized_keys) {
+      throw Forbidden(
+          ErrorKind::kForbidden,
+          fmt::format("DevInstance {}/{}: changing security.sshAuthorizedKeys keeps the password, "
+                      "which is in Secret {}; these credentials may not read it (nothing was "
+                      "changed). Restart the instance for a new password, or apply with "
+                      "credentials that may read the Secret",
+                      ns, spec_.name, DevSecretName(spec_)),
+          e.http_code(), e.reason(), e.server_message(), e.causes());
+    }
   }
   ApplyObjects(running, credentials);
   if (spec_.expose.backend != DevExposure::kNodePort) {

@@ -441,6 +441,23 @@ void DevInstanceSpec::Validate() const {
                             "must be an OpenSSH public key (ssh-ed25519 …, ssh-rsa …, ecdsa-…)");
     }
   }
+  for (std::size_t i = 0; i < security.credential_readers.size(); ++i) {
+    const RbacSubject& r = security.credential_readers[i];
+    std::string f = fmt::format("security.credentialReaders[{}]", i);
+    if (r.kind != "User" && r.kind != "Group" && r.kind != "ServiceAccount") {
+      throw ValidationError(f + ".kind", r.kind, "must be User, Group or ServiceAccount");
+    }
+    if (r.name.empty()) throw ValidationError(f + ".name", "", "is required");
+    if (r.kind == "ServiceAccount") {
+      validation::RequireDns1123Subdomain(f + ".name", r.name);
+      if (!r.namespace_name.empty()) {
+        validation::RequireNamespaceName(f + ".namespace", r.namespace_name);
+      }
+    } else if (!r.namespace_name.empty()) {
+      throw ValidationError(f + ".namespace", r.namespace_name,
+                            "only a ServiceAccount has a namespace");
+    }
+  }
   if (tools.ssh && !security.ssh_password_login && security.ssh_authorized_keys.empty()) {
     throw ValidationError("security.sshPasswordLogin", "false",
                           "SSH is enabled with neither password login nor authorized keys");
@@ -502,6 +519,23 @@ PodOptions ReadPodOptions(const Json& j) {
   return internal::PodOptionsFromSpecJson(j, "", std::move(defaults));
 }
 
+// credentialReaders only when set, so specs stored before it read back unchanged.
+Json SecurityJson(const DevSecurity& security) {
+  Json out = {{"sshPasswordLogin", security.ssh_password_login},
+              {"sshAuthorizedKeys", security.ssh_authorized_keys},
+              {"passwordEnv", security.password_env}};
+  if (!security.credential_readers.empty()) {
+    Json readers = Json::array();
+    for (const auto& r : security.credential_readers) {
+      Json x = {{"kind", r.kind}, {"name", r.name}};
+      if (!r.namespace_name.empty()) x["namespace"] = r.namespace_name;
+      readers.push_back(std::move(x));
+    }
+    out["credentialReaders"] = std::move(readers);
+  }
+  return out;
+}
+
 }  // namespace
 
 PodOptions DevInstanceSpec::DefaultPodOptions() {
@@ -553,10 +587,7 @@ Json DevInstanceSpec::ToJson() const {
           {"mounts", mounts_json},
           {"hostLocaltime", host_localtime},
           {"placement", internal::ToSpecJson(placement)},
-          {"security",
-           {{"sshPasswordLogin", security.ssh_password_login},
-            {"sshAuthorizedKeys", security.ssh_authorized_keys},
-            {"passwordEnv", security.password_env}}},
+          {"security", SecurityJson(security)},
           {"expose",
            {{"backend", ToString(expose.backend)},
             {"tools", expose.tools},
@@ -631,6 +662,17 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   s.security.password_env = Field<bool>(sec, "passwordEnv", "security.", false);
   s.security.ssh_authorized_keys =
       Field<std::vector<std::string>>(sec, "sshAuthorizedKeys", "security.", {});
+  if (auto r = sec.find("credentialReaders"); r != sec.end() && !r->is_null()) {
+    if (!r->is_array()) {
+      throw ValidationError("security.credentialReaders", r->dump(), "must be a list");
+    }
+    for (const auto& v : *r) {
+      const char* f = "security.credentialReaders.";
+      s.security.credential_readers.push_back({Field<std::string>(v, "kind", f, "User"),
+                                               Field<std::string>(v, "name", f, ""),
+                                               Field<std::string>(v, "namespace", f, "")});
+    }
+  }
   const Json& x = Section(j, "expose");
   std::string backend = Field<std::string>(x, "backend", "expose.", "none");
   if (backend == "none") {
@@ -822,9 +864,13 @@ Json DevInstanceWorkloadRules() {
     return Json{{"apiGroups", {group}}, {"resources", std::move(resources)}, {"verbs", verbs}};
   };
   return Json::array(
-      {// What the workloads are made of (a TFCluster's root ConfigMap, a session's and a
-       // DevInstance's credentials, Services, shared storage).
-       rule("", {"configmaps", "secrets", "services", "persistentvolumeclaims"}, manage),
+      {// What the workloads are made of (a TFCluster's root ConfigMap, Services, shared storage).
+       rule("", {"configmaps", "services", "persistentvolumeclaims"}, manage),
+       // Credentials (a session's, a DevInstance's) are written whole and never read back
+       // (WriteSecretWhole): no get, list or watch, which would let this account read other
+       // users' passwords in a team namespace, and no patch or update, which would let it
+       // read them from the answer or replace them.
+       rule("", {"secrets"}, {"create", "delete"}),
        // Their controllers' objects.
        rule("batch", {"jobs", "cronjobs"}, manage),
        rule("apps", {"statefulsets", "deployments", "replicasets"}, manage),
@@ -876,6 +922,34 @@ std::vector<Json> RenderDevInstance(const DevInstanceSpec& spec, const DevRender
                    {"metadata", Metadata(spec, o, internal::DevSecretName(spec), "credentials")},
                    {"type", "Opaque"},
                    {"data", internal::DevSecretData(spec, *o.credentials)}});
+  }
+
+  if (!spec.security.credential_readers.empty()) {
+    // Per-user credential isolation: only these subjects may read this instance's Secret.
+    std::string role = spec.name + "-credentials-reader";
+    Json subjects = Json::array();
+    for (const auto& r : spec.security.credential_readers) {
+      Json x = {{"kind", r.kind}, {"name", r.name}};
+      if (r.kind == "ServiceAccount") {
+        x["namespace"] = r.namespace_name.empty() ? spec.namespace_name : r.namespace_name;
+      } else {
+        x["apiGroup"] = "rbac.authorization.k8s.io";
+      }
+      subjects.push_back(std::move(x));
+    }
+    out.push_back({{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                   {"kind", "Role"},
+                   {"metadata", Metadata(spec, o, role, "credentials-reader")},
+                   {"rules", Json::array({{{"apiGroups", {""}},
+                                           {"resources", {"secrets"}},
+                                           {"resourceNames", {internal::DevSecretName(spec)}},
+                                           {"verbs", {"get"}}}})}});
+    out.push_back({{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                   {"kind", "RoleBinding"},
+                   {"metadata", Metadata(spec, o, role, "credentials-reader")},
+                   {"roleRef",
+                    {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role}}},
+                   {"subjects", std::move(subjects)}});
   }
 
   if (spec.launch_workloads) {

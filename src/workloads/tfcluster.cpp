@@ -33,10 +33,32 @@ using internal::RoleName;
 namespace {
 
 
-// Every kind a cluster may own besides the root (for pruning and status).
+// Every kind a cluster may own besides the root (for pruning and status). Not Secrets: the
+// only one is the session's, known by name, and the in-cluster launching Role may not list
+// Secrets (see SessionSecret).
 const ResourceType* const kOwnedKinds[] = {&kServices,    &kJobs,        &kStatefulSets,
-                                           &kDeployments, &kReplicaSets, &kPvcs,
-                                           &kSecrets};
+                                           &kDeployments, &kReplicaSets, &kPvcs};
+
+// The session's credentials Secret as these credentials see it.
+struct SessionSecret {
+  enum State { kAbsent, kPresent, kUnreadable } state = kAbsent;
+  Json object;                             // kPresent: as stored
+  std::optional<DevCredentials> credentials;  // kPresent and complete: the kept password
+};
+
+SessionSecret ReadSessionSecret(Client& client, const TFClusterSpec& spec) {
+  SessionSecret out;
+  try {
+    out.object = client.Get(kSecrets, spec.namespace_name, internal::TFSessionSecretName(spec));
+    out.state = SessionSecret::kPresent;
+    out.credentials = internal::CredentialsFromSecret(out.object);
+  } catch (const NotFound&) {
+  } catch (const Forbidden&) {
+    // The launching Role: it may create the Secret but not read it (nor anyone else's).
+    out.state = SessionSecret::kUnreadable;
+  }
+  return out;
+}
 
 std::string Selector(const TFClusterSpec& spec) {
   return std::string(kClusterLabel) + "=" + spec.name;
@@ -286,6 +308,7 @@ namespace {
 // round trip of latency instead of one per kind).
 struct Survey {
   std::vector<std::vector<Json>> owned;  // per kOwnedKinds entry; a kind not served is empty
+  SessionSecret session;                 // read only when the spec has a session
   FitResult placement;                   // these two only when asked for: placement
   FitResult quota_all;                   // and quota for every child, as if none existed yet
 };
@@ -302,15 +325,23 @@ Survey SurveyCluster(Client& client, const TFClusterSpec& spec, const std::vecto
   out.owned.resize(kinds);
   ListOptions o;
   o.label_selector = Selector(spec);
-  // Tasks: one list per owned kind, then (for a pre-flight) placement and quota, then lookups.
+  // Tasks: one list per owned kind, the session's Secret, then (for a pre-flight) placement
+  // and quota, then lookups.
   const std::size_t checks = preflight ? 2 : 0;
-  internal::ForEachConcurrently(kinds + checks + lookups.size(), [&](std::size_t i) {
+  internal::ForEachConcurrently(kinds + 1 + checks + lookups.size(), [&](std::size_t i) {
     if (i < kinds) {
       try {
         out.owned[i] = Items(client.ListAll(*kOwnedKinds[i], spec.namespace_name, o));
       } catch (const NotFound&) {
       }
-    } else if (i == kinds && checks) {
+      return;
+    }
+    if (i == kinds) {
+      if (spec.session) out.session = ReadSessionSecret(client, spec);
+      return;
+    }
+    --i;
+    if (i == kinds && checks) {
       out.placement = CheckPlacement(client, children);
     } else if (i == kinds + 1 && checks) {
       out.quota_all = CheckQuota(client, spec.namespace_name, children);
@@ -331,6 +362,10 @@ FitResult PreflightOf(Client& client, const TFClusterSpec& spec,
     for (const auto& item : survey.owned[i]) {
       existing.insert({kOwnedKinds[i]->kind, internal::NameOf(item)});
     }
+  }
+  // An unreadable session Secret counts as new: possibly one object too many, never too few.
+  if (survey.session.state == SessionSecret::kPresent) {
+    existing.insert({"Secret", internal::TFSessionSecretName(spec)});
   }
   // Demand only grows with objects: when every child fits, or none exists yet, the survey's
   // check is the answer; only a tight quota on a re-apply needs a second look.
@@ -394,17 +429,34 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   apply.force = true;  // tfk8s owns these objects' fields
   Json root = client_.Apply(rendered.front(), apply);
   ro.root_uid = root["metadata"].value("uid", "");
+  SessionSecret session;
   if (spec_.session) {
-    std::optional<DevCredentials> kept;
-    try {
-      kept = internal::CredentialsFromSecret(
-          client_.Get(kSecrets, spec_.namespace_name, internal::TFSessionSecretName(spec_)));
-    } catch (const NotFound&) {
-    }
-    ro.session_credentials = kept ? *kept : DevCredentials::Generate();
+    session = (options.preflight || prune) ? survey.session : ReadSessionSecret(client_, spec_);
+    ro.session_credentials =
+        session.credentials ? *session.credentials : DevCredentials::Generate();
   }
   rendered = RenderTFCluster(spec_, ro);
-  std::vector<Json> children(rendered.begin() + 1, rendered.end());
+  std::vector<Json> children;
+  for (auto& c : std::vector<Json>(rendered.begin() + 1, rendered.end())) {
+    if (c.value("kind", "") != "Secret") {
+      children.push_back(std::move(c));
+      continue;
+    }
+    // The session keeps the password of its Secret across applies. Written whole, before the
+    // session's pod exists: created when absent; rewritten only when its content is not what
+    // the kept password renders (a Secret from before argon2 hashes); left alone when these
+    // credentials may not read it (then its password is not known here, see Session()).
+    if (session.state == SessionSecret::kPresent && session.object.value("data", Json()) ==
+                                                        c.value("data", Json())) {
+      continue;
+    }
+    bool created = internal::WriteSecretWhole(client_, c, session.state ==
+                                                              SessionSecret::kPresent,
+                                              options.dry_run);
+    if (created && !options.dry_run && session.state != SessionSecret::kPresent) {
+      session_password_ = ro.session_credentials->password;
+    }
+  }
   auto results = client_.ApplyAll(children, apply);
   std::vector<Json> applied{root};
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -437,6 +489,10 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
           stale.emplace_back(t, internal::NameOf(item));
         }
       }
+    }
+    if (!spec_.session) {
+      // By name: Secrets are not listed (see kOwnedKinds); NotFound when there was none.
+      stale.emplace_back(&kSecrets, internal::TFSessionSecretName(spec_));
     }
     DeleteOptions del;
     del.propagation_policy = "Background";
@@ -769,14 +825,31 @@ DevStartResult TFCluster::Session() {
   }
   const TFSessionSpec& s = *spec_.session;
   const std::string& ns = spec_.namespace_name;
-  auto credentials = internal::CredentialsFromSecret(
-      client_.Get(kSecrets, ns, internal::TFSessionSecretName(spec_)));
-  if (!credentials) {
-    throw ValidationError("session", internal::TFSessionSecretName(spec_),
-                          "the credentials Secret is incomplete");
-  }
+  const std::string secret = internal::TFSessionSecretName(spec_);
   DevStartResult out;
-  out.password = credentials->password;
+  try {
+    auto credentials = internal::CredentialsFromSecret(client_.Get(kSecrets, ns, secret));
+    if (!credentials) {
+      throw ValidationError("session", secret, "the credentials Secret is incomplete");
+    }
+    out.password = credentials->password;
+  } catch (const Forbidden& e) {
+    // The in-cluster launching Role may create Secrets but read none, so that one user's
+    // instance cannot read another's passwords: only the object whose Apply created the
+    // Secret knows its password.
+    if (!session_password_) {
+      throw Forbidden(
+          ErrorKind::kForbidden,
+          fmt::format("TFCluster {}/{}: the session's password is in Secret {}, which these "
+                      "credentials may not read (a DevInstance's launching Role reads no "
+                      "Secrets, so that no user reads another's); call session() on the "
+                      "TFCluster whose apply() created the session, or with credentials that "
+                      "may read the Secret",
+                      ns, spec_.name, secret),
+          e.http_code(), e.reason(), e.server_message(), e.causes());
+    }
+    out.password = *session_password_;
+  }
   const std::string name = spec_.name + "-session";
   for (const auto& [tool, service, port] : {std::tuple{"jupyter", name, s.jupyter_port},
                                             std::tuple{"ssh", name + "-ssh", s.ssh_port}}) {

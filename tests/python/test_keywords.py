@@ -138,6 +138,11 @@ DEVINSTANCE: Table = {
     "env": ({"A": "1"}, ("env",), [{"name": "A", "value": "1"}]),
     "launch_workloads": (True, ("launchWorkloads",), True),
     "time_zone": ("Europe/Berlin", ("timeZone",), "Europe/Berlin"),
+    "credential_readers": (
+        ["alice", {"kind": "Group", "name": "team-a-admins"}],
+        ("security", "credentialReaders"),
+        [{"kind": "User", "name": "alice"}, {"kind": "Group", "name": "team-a-admins"}],
+    ),
 }
 
 SCHEDULEDJOB_BASE: Dict[str, Any] = {

@@ -182,6 +182,13 @@ TEST_SUITE("devinstance") {
     CHECK_FALSE(granted.count("pods:create"));
     CHECK_FALSE(granted.count("pods/exec:create"));
     CHECK_FALSE(granted.count("nodes:list"));
+    // Secrets are written whole, never read back: other users' credentials stay unreadable.
+    CHECK(granted.count("secrets:create"));
+    CHECK(granted.count("secrets:delete"));
+    for (const char* verb : {"get", "list", "watch", "patch", "update"}) {
+      CAPTURE(verb);
+      CHECK_FALSE(granted.count(std::string("secrets:") + verb));
+    }
     const Json& pod = objects[0]["spec"]["template"]["spec"];
     CHECK(pod["serviceAccountName"] == "notebook-test");
     CHECK(pod["automountServiceAccountToken"] == true);
@@ -193,6 +200,62 @@ TEST_SUITE("devinstance") {
     for (const auto& x : RenderDevInstance(CpuSpec(), o)) CHECK(x["kind"] != "Role");
     s.pod.service_account = "someone";
     CHECK_THROWS_AS(s.Validate(), ValidationError);
+  }
+
+  TEST_CASE("credentialReaders: a Role reading only this instance's Secret, bound to them") {
+    DevInstanceSpec s = CpuSpec();
+    s.security.credential_readers = {{"User", "alice", ""},
+                                     {"ServiceAccount", "alice-sa", ""},
+                                     {"Group", "team-a-admins", ""}};
+    DevRenderOptions o;
+    o.root_uid = "sts-uid";
+    const Json* role = nullptr;
+    const Json* binding = nullptr;
+    auto objects = RenderDevInstance(s, o);
+    for (const auto& x : objects) {
+      if (x["kind"] == "Role") role = &x;
+      if (x["kind"] == "RoleBinding") binding = &x;
+    }
+    REQUIRE(role);
+    REQUIRE(binding);
+    CHECK((*role)["metadata"]["name"] == "notebook-test-credentials-reader");
+    CHECK((*role)["metadata"]["ownerReferences"][0]["uid"] == "sts-uid");
+    CHECK((*role)["rules"] == Json::parse(R"([{"apiGroups": [""], "resources": ["secrets"],
+        "resourceNames": ["notebook-test-credentials"], "verbs": ["get"]}])"));
+    CHECK((*binding)["roleRef"]["name"] == "notebook-test-credentials-reader");
+    CHECK((*binding)["subjects"] == Json::parse(R"([
+        {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "ServiceAccount", "name": "alice-sa", "namespace": "team-a"},
+        {"kind": "Group", "name": "team-a-admins", "apiGroup": "rbac.authorization.k8s.io"}])"));
+    // The home PVC stays last (Create takes it from the back).
+    CHECK(objects.back()["kind"] == "PersistentVolumeClaim");
+    // Stored only when set, and read back.
+    CHECK(s.ToJson()["security"]["credentialReaders"].size() == 3);
+    CHECK_FALSE(CpuSpec().ToJson()["security"].contains("credentialReaders"));
+    CHECK(DevInstanceSpec::FromJson(s.ToJson()).security.credential_readers ==
+          s.security.credential_readers);
+    // A bare name is a user.
+    Json j = CpuSpec().ToJson();
+    j["security"]["credentialReaders"] = Json::parse(R"([{"name": "bob"}])");
+    CHECK(DevInstanceSpec::FromJson(j).security.credential_readers ==
+          std::vector<RbacSubject>{{"User", "bob", ""}});
+    // Bad subjects name the field.
+    auto refused = [&](RbacSubject r, const std::string& field) {
+      DevInstanceSpec bad = CpuSpec();
+      bad.security.credential_readers = {std::move(r)};
+      try {
+        bad.Validate();
+        FAIL("accepted a bad credential reader");
+      } catch (const ValidationError& e) {
+        CHECK(e.field() == field);
+      }
+    };
+    refused({"Robot", "r2", ""}, "security.credentialReaders[0].kind");
+    refused({"User", "", ""}, "security.credentialReaders[0].name");
+    refused({"ServiceAccount", "Not_A_Name", ""}, "security.credentialReaders[0].name");
+    refused({"User", "alice", "team-a"}, "security.credentialReaders[0].namespace");
+    // Without readers: no Role at all.
+    for (const auto& x : RenderDevInstance(CpuSpec(), o)) CHECK(x["kind"] != "Role");
   }
 
   TEST_CASE("rendering: the shape GoblinLab needs") {
