@@ -9,6 +9,7 @@
 
 #include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/server_shape.hpp"
 
 namespace tfk8s::internal {
 
@@ -104,8 +105,14 @@ std::string HtmlEscape(std::string_view text) {
 
 std::vector<Json> Items(Json list) {
   std::vector<Json> out;
+  // "PodList" → every item is read as a Pod (items carry no kind of their own).
+  std::string kind = StringAt(list, "kind");
+  if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) kind.resize(kind.size() - 4);
   if (auto it = list.find("items"); it != list.end() && it->is_array()) {
-    for (auto& item : *it) out.push_back(std::move(item));
+    for (auto& item : *it) {
+      CheckServerObject(item, kind, "list");
+      out.push_back(std::move(item));
+    }
   }
   return out;
 }
@@ -228,7 +235,7 @@ bool PodReady(const Json& pod) {
 WatchTracker::WatchTracker(Client client, const ResourceType& type, const std::string& ns,
                            ListOptions selectors, std::mutex* mu, std::condition_variable* cv,
                            std::atomic<int>* changes)
-    : informer_(std::move(client), type, ns, std::move(selectors)) {
+    : informer_(std::move(client), type, ns, std::move(selectors)), kind_(type.kind) {
   thread_ = std::thread([this, mu, cv, changes] {
     try {
       while (!stop_) {
@@ -257,6 +264,23 @@ WatchTracker::~WatchTracker() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::vector<Json> WatchTracker::Snapshot() const {
+  return CheckedSnapshot(informer_, kind_);
+}
+
+Json GetChecked(Client client, const ResourceType& type, std::string_view ns,
+                std::string_view name) {
+  Json object = client.Get(type, ns, name);
+  CheckServerObject(object, type.kind, "get");
+  return object;
+}
+
+std::vector<Json> CheckedSnapshot(const Informer& informer, const std::string& kind) {
+  std::vector<Json> out = informer.Snapshot();
+  CheckServerObjects(out, kind, "watch");
+  return out;
+}
+
 bool WaitForObject(Client client, const ResourceType& type, const std::string& ns,
                    const std::string& name, std::chrono::milliseconds timeout,
                    const std::function<bool(const Json* object)>& done) {
@@ -267,7 +291,7 @@ bool WaitForObject(Client client, const ResourceType& type, const std::string& n
   while (true) {
     // The first Next() lists, so the snapshot reflects the server from then on.
     auto ev = watch.Next(std::chrono::milliseconds(200));
-    auto snapshot = watch.Snapshot();
+    auto snapshot = CheckedSnapshot(watch, type.kind);
     if (done(snapshot.empty() ? nullptr : &snapshot.front())) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     (void)ev;

@@ -34,7 +34,8 @@ void AddNamespacePodSecurity(Client& client, const std::string& ns,
                              const std::vector<Json>& objects, const PodSecurityPreflight& options,
                              FitResult* fit);
 
-/// The items of a list, by value: `for (x : client.ListAll(...)["items"])` would iterate over a
+/// The items of a list, by value, each checked as the list's kind (CheckServerObject: a field of
+/// the wrong type is a DecodeError naming it): `for (x : client.ListAll(...)["items"])` would iterate over a
 /// destroyed temporary.
 std::vector<Json> Items(Json list);
 
@@ -81,8 +82,8 @@ class WatchTracker {
   WatchTracker(const WatchTracker&) = delete;
   WatchTracker& operator=(const WatchTracker&) = delete;
   ~WatchTracker();
-  /// The objects currently known.
-  [[nodiscard]] std::vector<Json> Snapshot() const { return informer_.Snapshot(); }
+  /// The objects currently known, their shape checked (CheckServerObject: DecodeError).
+  [[nodiscard]] std::vector<Json> Snapshot() const;
   /// The error that stopped the informer, if any (read under the shared mutex).
   [[nodiscard]] std::exception_ptr error() const { return error_; }
   /// True once the first list is done: from then on Snapshot() reflects the server.
@@ -90,6 +91,7 @@ class WatchTracker {
 
  private:
   Informer informer_;
+  std::string kind_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> synced_{false};
   std::exception_ptr error_;
@@ -104,6 +106,13 @@ class WatchTracker {
 /// created it; false when it existed and `replace` was false (then it is left as it is).
 /// `dry_run` sends the create with dryRun=All and nothing else.
 bool WriteSecretWhole(Client& client, const Json& secret, bool replace, bool dry_run = false);
+
+/// GET one object, its shape checked as `type.kind` (CheckServerObject: DecodeError).
+Json GetChecked(Client client, const ResourceType& type, std::string_view ns,
+                std::string_view name);
+
+/// An Informer's snapshot, every object's shape checked as `kind` (CheckServerObject).
+std::vector<Json> CheckedSnapshot(const Informer& informer, const std::string& kind);
 
 /// Waits for a condition on one object, driven by a watch on it (field selector on its name):
 /// returns true once `done(object or nullptr-when-absent)` holds, false at the deadline.

@@ -176,7 +176,7 @@ ApplyOptions Forced() {
 std::optional<Json> GetOptional(Client& client, const ResourceType& type, const std::string& ns,
                                 const std::string& name) {
   try {
-    return client.Get(type, ns, name);
+    return internal::GetChecked(client, type, ns, name);
   } catch (const NotFound&) {
     return std::nullopt;
   }
@@ -317,7 +317,7 @@ void DevInstance::set_spec(DevInstanceSpec spec) {
 
 DevInstance DevInstance::Load(Client client, const std::string& ns, const std::string& name) {
   internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
-  Json sts = client.Get(kStatefulSets, ns, name);
+  Json sts = internal::GetChecked(client, kStatefulSets, ns, name);
   std::string text = AnnotationOf(sts, internal::kDevSpecAnnotation);
   if (LabelOf(sts, internal::kInstanceLabel) != name || text.empty()) {
     throw NotFound(
@@ -490,7 +490,7 @@ DevStartResult DevInstance::Create(const DevCreateOptions& options) {
 void DevInstance::Apply() {
   const std::string& ns = spec_.namespace_name;
   CheckGrants(client_, spec_);
-  Json sts = client_.Get(kStatefulSets, ns, spec_.name);
+  Json sts = internal::GetChecked(client_, kStatefulSets, ns, spec_.name);
   bool running = DesiredReplicas(sts) > 0;
   std::optional<DevInstanceSpec> previous;
   Json stored = Json::parse(AnnotationOf(sts, internal::kDevSpecAnnotation), nullptr, false);
@@ -541,7 +541,7 @@ void DevInstance::Apply() {
 DevStartResult DevInstance::Launch() {
   const std::string& ns = spec_.namespace_name;
   CheckGrants(client_, spec_);
-  Json sts = client_.Get(kStatefulSets, ns, spec_.name);
+  Json sts = internal::GetChecked(client_, kStatefulSets, ns, spec_.name);
   bool was_running = DesiredReplicas(sts) > 0;
   ThrowIfNotFit(spec_, PreflightObjects(client_, spec_, &sts, true),
                 was_running ? "restart" : "start");
@@ -553,7 +553,7 @@ DevStartResult DevInstance::Launch() {
   if (was_running) {
     // The running pod holds the old password: replace it (the StatefulSet recreates it).
     try {
-      Json pod = client_.Get(kPods, ns, DevPodName(spec_));
+      Json pod = internal::GetChecked(client_, kPods, ns, DevPodName(spec_));
       if (!pod["metadata"].contains("deletionTimestamp")) {
         DeleteOptions del;
         del.precondition_uid = pod["metadata"].value("uid", "");
@@ -572,7 +572,7 @@ DevStartResult DevInstance::Start() { return Launch(); }
 DevStartResult DevInstance::Restart() { return Launch(); }
 
 void DevInstance::Stop(const DevStopOptions& options) {
-  client_.Get(kStatefulSets, spec_.namespace_name, spec_.name);  // NotFound when absent
+  internal::GetChecked(client_, kStatefulSets, spec_.namespace_name, spec_.name);  // NotFound when absent
   ApplyStatefulSet(client_, spec_, false);
   if (!options.keep_ports) SyncExposure(spec_, false);
 }
@@ -631,7 +631,7 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
 DevInstanceStatus DevInstance::Status() {
   const std::string& ns = spec_.namespace_name;
   internal::DevObserved seen;
-  seen.statefulset = client_.Get(kStatefulSets, ns, spec_.name);
+  seen.statefulset = internal::GetChecked(client_, kStatefulSets, ns, spec_.name);
   ListOptions sel;
   sel.label_selector = internal::DevSelector(spec_);
   seen.pods = Items(client_.ListAll(kPods, ns, sel));

@@ -136,7 +136,7 @@ void UpdateTcpServices(Client& client, const DevExposeSpec& x,
     Json cm;
     bool exists = true;
     try {
-      cm = client.Get(kConfigMaps, x.configmap_namespace, x.configmap_name);
+      cm = internal::GetChecked(client, kConfigMaps, x.configmap_namespace, x.configmap_name);
     } catch (const NotFound&) {
       if (!may_create) return;  // nothing to release
       if (!x.create_configmap) {
@@ -252,7 +252,7 @@ void UpdateGrants(Client& client, const std::string& ns, const std::string& clai
   validation::RequireDns1123Label("owner", owner);
   constexpr int kAttempts = 10;
   for (int attempt = 0;; ++attempt) {
-    Json pvc = client.Get(kPvcs, ns, claim);
+    Json pvc = internal::GetChecked(client, kPvcs, ns, claim);
     std::string actual = internal::LabelOf(pvc, kOwnerLabel);
     if (actual != owner) {
       throw ValidationError(

@@ -73,7 +73,7 @@ FitResult CheckNamespacePodSecurity(Client& client, const std::string& ns,
   }
   Json namespace_object;
   try {
-    namespace_object = client.Get(internal::kinds::kNamespaces, "", ns);
+    namespace_object = internal::GetChecked(client, internal::kinds::kNamespaces, "", ns);
   } catch (const NotFound&) {
     return {};  // creating anything there fails with the server's own NotFound
   } catch (const Forbidden& e) {

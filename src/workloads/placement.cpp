@@ -270,7 +270,7 @@ Json PatchLabels(Client& client, const std::string& node,
                  const std::function<std::map<std::string, std::string>(
                      const std::map<std::string, std::string>&, Json&)>& change) {
   for (int attempt = 0;; ++attempt) {
-    Json current = client.Get(kNodes, "", node);
+    Json current = internal::GetChecked(client, kNodes, "", node);
     Json label_patch = Json::object();
     const std::map<std::string, std::string> result = change(LabelsOf(current), label_patch);
     ValidateNodeLabels(result);
@@ -407,7 +407,7 @@ Inventory GetInventory(Client& client) {
 
 NodeInfo GetNodeInfo(Client& client, const std::string& node) {
   validation::RequireDns1123Subdomain("node", node);
-  Json object = client.Get(kNodes, "", node);
+  Json object = internal::GetChecked(client, kNodes, "", node);
   ListOptions on_node;
   on_node.field_selector = fmt::format("spec.nodeName={},{}", node, kActivePods);
   Inventory inv = BuildInventory({object}, Items(client.ListAll(kPods, "", on_node)));

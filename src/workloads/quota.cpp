@@ -18,6 +18,7 @@
 #include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
 #include "workloads/common.hpp"
+#include "workloads/server_shape.hpp"
 #include "workloads/quota_pods.hpp"
 
 namespace tfk8s {
@@ -676,7 +677,7 @@ namespace {
 // objects tfk8s manages are touched.
 void DeleteIfManaged(Client& client, const ResourceType& type, const std::string& name) {
   try {
-    Json existing = client.Get(type, name, name);
+    Json existing = internal::GetChecked(client, type, name, name);
     if (StringAt(At(At(existing, "metadata"), "labels"), kManagedByLabel) != kManagedByValue)
       return;
     client.Delete(type, name, name);
@@ -699,7 +700,7 @@ QuotaUsage ApplyQuota(Client& client, const QuotaSpec& spec, const ApplyQuotaOpt
     WaitForQuotaReady(client, spec.name, options.ready_timeout);
   }
   if (spec.hard.empty()) return QuotaUsage{spec.name, spec.name, {}, true};
-  return UsageOf(client.Get(kResourceQuotas, spec.name, spec.name));
+  return UsageOf(internal::GetChecked(client, kResourceQuotas, spec.name, spec.name));
 }
 
 void DeleteQuota(Client& client, const std::string& name, bool delete_namespace) {
@@ -848,6 +849,7 @@ void WaitForQuotaReady(Client& client, const std::string& ns, std::chrono::milli
     if (event->type == WatchEventType::kDeleted) {
       quotas.erase(name);
     } else if (event->type == WatchEventType::kAdded || event->type == WatchEventType::kModified) {
+      internal::CheckServerObject(event->object, "ResourceQuota", "watch");
       quotas[name] = event->object;
     }
     if (all_ready()) return;

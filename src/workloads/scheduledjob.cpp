@@ -133,7 +133,7 @@ ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std:
   };
   try {
     ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
-    if (auto loaded = from(client.Get(cronjobs, ns, name))) return std::move(*loaded);
+    if (auto loaded = from(internal::GetChecked(client, cronjobs, ns, name))) return std::move(*loaded);
   } catch (const NotFound&) {
   }
   ListOptions sel;
@@ -210,7 +210,7 @@ JobRun ScheduledJob::RunNow(const RunOptions& options) {
   if (spec_.scheduled()) {
     Json cronjob;
     try {
-      cronjob = client_.Get(CronJobType(), spec_.namespace_name, spec_.name);
+      cronjob = internal::GetChecked(client_, CronJobType(), spec_.namespace_name, spec_.name);
     } catch (const NotFound&) {
       throw NotFound(ErrorKind::kNotFound,
                      fmt::format("ScheduledJob {}/{} has a schedule but its CronJob does not "
@@ -330,7 +330,7 @@ ScheduleStatus ScheduledJob::Status() {
   if (!spec_.scheduled()) return st;
   Json cj;
   try {
-    cj = client_.Get(CronJobType(), spec_.namespace_name, spec_.name);
+    cj = internal::GetChecked(client_, CronJobType(), spec_.namespace_name, spec_.name);
   } catch (const NotFound&) {
     return st;
   }
@@ -374,7 +374,7 @@ std::vector<JobRun> ScheduledJob::History() {
 }
 
 JobRun ScheduledJob::GetRun(const std::string& job_name) {
-  Json job = client_.Get(kJobs, spec_.namespace_name, job_name);
+  Json job = internal::GetChecked(client_, kJobs, spec_.namespace_name, job_name);
   JobRun run = RunOf(job);
   if (run.scheduled_job != spec_.name) {
     throw NotFound(ErrorKind::kNotFound,
@@ -482,7 +482,7 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
     // Drain what the watches have (each Next() is short: both streams must be read).
     pods.Next(std::chrono::milliseconds(200));
     jobs.Next(std::chrono::milliseconds(200));
-    std::vector<Json> snapshot = pods.Snapshot();
+    std::vector<Json> snapshot = internal::CheckedSnapshot(pods, "Pod");
     SortByCreation(snapshot);
     const Json* next = nullptr;
     int attempt = 0;
@@ -518,7 +518,7 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
       idle_since = std::chrono::steady_clock::now();
       continue;
     }
-    auto job_snapshot = jobs.Snapshot();
+    auto job_snapshot = internal::CheckedSnapshot(jobs, "Job");
     bool gone = job_snapshot.empty();  // the first Next() listed: the run was deleted
     bool finished = !gone && RunOf(job_snapshot.front()).finished();
     bool all_followed = true;

@@ -15,6 +15,8 @@
 #include "workloads/cron.hpp"
 #include "workloads/kinds.hpp"
 #include "workloads/scheduledjob_internal.hpp"
+#include "workloads/common.hpp"
+#include "workloads/server_shape.hpp"
 
 namespace tfk8s {
 
@@ -562,13 +564,16 @@ struct ScheduledJobWatcher::Impl {
       try {
         for (auto& [is_cronjob, ev] : batch) {
           if (ev.type != WatchEventType::kAdded && ev.type != WatchEventType::kModified) continue;
+          internal::CheckServerObject(ev.object, is_cronjob ? "CronJob" : "Job", "watch");
           consider(is_cronjob ? HandleCronJob(*cron_type, ev.object) : HandleJob(ev.object));
         }
         if (std::chrono::system_clock::now() >= next_sweep) {
           next_sweep = std::chrono::system_clock::now() + kSweepEvery;
-          for (const auto& job : jobs.Snapshot()) consider(HandleJob(job));
+          for (const auto& job : internal::CheckedSnapshot(jobs, "Job")) consider(HandleJob(job));
           if (cronjobs) {
-            for (const auto& cj : cronjobs->Snapshot()) consider(HandleCronJob(*cron_type, cj));
+            for (const auto& cj : internal::CheckedSnapshot(*cronjobs, "CronJob")) {
+              consider(HandleCronJob(*cron_type, cj));
+            }
           }
         }
       } catch (const std::exception& e) {

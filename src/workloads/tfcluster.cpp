@@ -49,7 +49,7 @@ struct SessionSecret {
 SessionSecret ReadSessionSecret(Client& client, const TFClusterSpec& spec) {
   SessionSecret out;
   try {
-    out.object = client.Get(kSecrets, spec.namespace_name, internal::TFSessionSecretName(spec));
+    out.object = internal::GetChecked(client, kSecrets, spec.namespace_name, internal::TFSessionSecretName(spec));
     out.state = SessionSecret::kPresent;
     out.credentials = internal::CredentialsFromSecret(out.object);
   } catch (const NotFound&) {
@@ -265,7 +265,7 @@ void TFCluster::set_spec(TFClusterSpec spec) {
 
 TFCluster TFCluster::Load(Client client, const std::string& ns, const std::string& name) {
   internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
-  Json root = client.Get(kConfigMaps, ns, name);
+  Json root = internal::GetChecked(client, kConfigMaps, ns, name);
   if (LabelOf(root, kClusterLabel) != name) {
     throw NotFound(ErrorKind::kNotFound,
                    fmt::format("configmap {}/{} exists but is not a tfk8s cluster", ns, name), 404,
@@ -468,7 +468,7 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
         std::rethrow_exception(r.error);
       } catch (const Invalid&) {
         RecreateJob(children[i], apply);
-        r.object = client_.Get(kJobs, spec_.namespace_name, internal::NameOf(children[i]));
+        r.object = internal::GetChecked(client_, kJobs, spec_.namespace_name, internal::NameOf(children[i]));
         r.error = nullptr;
       } catch (...) {
       }
@@ -778,7 +778,7 @@ void TFCluster::Delete(const TFDeleteOptions& options) {
   del.propagation_policy = options.foreground || options.wait ? "Foreground" : "Background";
   std::string root_uid;
   try {
-    root_uid = client_.Get(kConfigMaps, ns, spec_.name)["metadata"].value("uid", "");
+    root_uid = internal::GetChecked(client_, kConfigMaps, ns, spec_.name)["metadata"].value("uid", "");
     del.precondition_uid = root_uid;
     client_.Delete(kConfigMaps, ns, spec_.name, del);
   } catch (const NotFound&) {
@@ -828,7 +828,7 @@ DevStartResult TFCluster::Session() {
   const std::string secret = internal::TFSessionSecretName(spec_);
   DevStartResult out;
   try {
-    auto credentials = internal::CredentialsFromSecret(client_.Get(kSecrets, ns, secret));
+    auto credentials = internal::CredentialsFromSecret(internal::GetChecked(client_, kSecrets, ns, secret));
     if (!credentials) {
       throw ValidationError("session", secret, "the credentials Secret is incomplete");
     }
@@ -858,7 +858,7 @@ DevStartResult TFCluster::Session() {
     e.port = port;
     e.cluster_address = fmt::format("{}.{}.svc:{}", service, ns, port);
     if (s.service_type == "NodePort") {
-      Json svc = client_.Get(kServices, ns, service);
+      Json svc = internal::GetChecked(client_, kServices, ns, service);
       for (const auto& p : svc["spec"].value("ports", Json::array())) {
         if (p.value("name", "") == tool) e.external_port = p.value("nodePort", 0);
       }
