@@ -180,7 +180,9 @@ def _command(module: str) -> str:
     return command
 
 
-ENTRY_POINTS = "[console_scripts]\ntfk8s = tfk8s._cli:main\n"
+# A top-level module, so the script does not import the package (and its extension) first.
+LAUNCHER = "_tfk8s_command"
+ENTRY_POINTS = f"[console_scripts]\ntfk8s = {LAUNCHER}:main\n"
 
 
 def _package_files(module: str) -> List[Tuple[str, str]]:
@@ -190,6 +192,7 @@ def _package_files(module: str) -> List[Tuple[str, str]]:
         if name.endswith((".py", ".pyi")) or name == "py.typed":
             files.append((f"{PACKAGE}/{name}", os.path.join(PACKAGE_SOURCE, name)))
     files.append((f"{PACKAGE}/{os.path.basename(module)}", module))
+    files.append((f"{LAUNCHER}.py", os.path.join(ROOT, "python", f"{LAUNCHER}.py")))
     return files
 
 
@@ -259,7 +262,7 @@ def build_wheel(
                 add(path, f.read(), executable=source == module or path.endswith("/bin/tfk8s"))
         add(f"{dist_info}/METADATA", _metadata().encode())
         add(f"{dist_info}/WHEEL", _wheel_file(tag).encode())
-        add(f"{dist_info}/top_level.txt", f"{PACKAGE}\n".encode())
+        add(f"{dist_info}/top_level.txt", f"{LAUNCHER}\n{PACKAGE}\n".encode())
         add(f"{dist_info}/entry_points.txt", ENTRY_POINTS.encode())
         record_path = f"{dist_info}/RECORD"
         records.append(f"{record_path},,")

@@ -63,7 +63,7 @@ def main():
             expect("the wheel's command", stat.S_ISREG(mode) and mode & 0o111,
                    "tfk8s/bin/tfk8s is not an executable regular file in the zip (mode %o)" % mode)
             entry = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
-            expect("the console script", entry and "tfk8s = tfk8s._cli:main" in z.read(entry[0]).decode(),
+            expect("the console script", entry and "tfk8s = _tfk8s_command:main" in z.read(entry[0]).decode(),
                    "entry_points.txt does not declare it")
 
         venv = os.path.join(work, "venv")
