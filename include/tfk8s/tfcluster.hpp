@@ -298,6 +298,10 @@ class TFCluster {
   void Scale(const std::string& role, int replicas);
   /// The status table and condition (one list of pods, jobs and events).
   TFClusterStatus Status();
+  /// The status of the stored cluster `name` without loading it first: its root (the spec),
+  /// pods and Jobs are read at the same time, one round trip instead of Load() then Status().
+  /// Throws NotFound like Load().
+  static TFClusterStatus StatusOf(Client client, const std::string& ns, const std::string& name);
   /// Waits, driven by watches, until the condition holds; fails fast (throws TFClusterFailed)
   /// when a replica cannot start (unschedulable with no node that could ever fit, image pull
   /// failure, crash loop, OOMKilled, pods refused by quota) or the cluster failed.

@@ -12,6 +12,9 @@ Settings (``pip install --config-settings KEY=VALUE``, or the environment):
   temporary folder when the tree is read-only).
 * ``build-type`` / ``TFK8S_WHEEL_BUILD_TYPE``: the CMake build type (default ``Release``).
 * ``CMAKE_BUILD_PARALLEL_LEVEL``: parallel compile jobs (default: the number of CPUs).
+* ``prebuilt-dir`` / ``TFK8S_WHEEL_PREBUILT_DIR``: a CMake build folder where the ``_core`` and
+  ``tfk8s_cli`` targets are already built (e.g. the test suite's): they are packed as they are,
+  without configuring or building (tests/python/wheel_check.py uses it).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import io
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -130,8 +134,20 @@ def _run(command: List[str]) -> None:
     subprocess.run(command, check=True, stdout=sys.stderr)
 
 
+def _built_module(build_dir: str) -> str:
+    """The _core module a CMake build folder holds (RuntimeError when it has none)."""
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    module = os.path.join(build_dir, "python", PACKAGE, "_core" + suffix)
+    if not os.path.exists(module):
+        raise RuntimeError(f"the build did not produce {module} (is pybind11-dev installed?)")
+    return module
+
+
 def _build_extension(config_settings: Optional[Mapping[str, object]]) -> str:
     """Configures and builds the _core target; returns the path of the built module."""
+    prebuilt = _setting(config_settings, "prebuilt-dir", "TFK8S_WHEEL_PREBUILT_DIR")
+    if prebuilt:
+        return _built_module(os.path.abspath(prebuilt))
     cmake = shutil.which("cmake")
     if not cmake:
         raise RuntimeError("tfk8s needs CMake >= 3.25 to build (Debian: apt-get install cmake)")
@@ -152,11 +168,7 @@ def _build_extension(config_settings: Optional[Mapping[str, object]]) -> str:
     _run(configure)
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
     _run([cmake, "--build", build_dir, "--target", "_core", "tfk8s_cli", "--parallel", jobs])
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    module = os.path.join(build_dir, "python", PACKAGE, "_core" + suffix)
-    if not os.path.exists(module):
-        raise RuntimeError(f"the build did not produce {module} (is pybind11-dev installed?)")
-    return module
+    return _built_module(build_dir)
 
 
 def _command(module: str) -> str:
@@ -168,7 +180,9 @@ def _command(module: str) -> str:
     return command
 
 
-ENTRY_POINTS = "[console_scripts]\ntfk8s = tfk8s._cli:main\n"
+# A top-level module, so the script does not import the package (and its extension) first.
+LAUNCHER = "_tfk8s_command"
+ENTRY_POINTS = f"[console_scripts]\ntfk8s = {LAUNCHER}:main\n"
 
 
 def _package_files(module: str) -> List[Tuple[str, str]]:
@@ -178,6 +192,7 @@ def _package_files(module: str) -> List[Tuple[str, str]]:
         if name.endswith((".py", ".pyi")) or name == "py.typed":
             files.append((f"{PACKAGE}/{name}", os.path.join(PACKAGE_SOURCE, name)))
     files.append((f"{PACKAGE}/{os.path.basename(module)}", module))
+    files.append((f"{LAUNCHER}.py", os.path.join(ROOT, "python", f"{LAUNCHER}.py")))
     return files
 
 
@@ -235,7 +250,9 @@ def build_wheel(
     with zipfile.ZipFile(os.path.join(wheel_directory, wheel_name), "w", zipfile.ZIP_DEFLATED) as z:
         def add(path: str, data: bytes, executable: bool = False) -> None:
             info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = (0o755 if executable else 0o644) << 16
+            # A regular file's type bits with the permissions: pip makes an installed file
+            # executable only when both are there (S_ISREG and any x bit).
+            info.external_attr = (stat.S_IFREG | (0o755 if executable else 0o644)) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, data)
             records.append(_record_line(path, data))
@@ -245,7 +262,7 @@ def build_wheel(
                 add(path, f.read(), executable=source == module or path.endswith("/bin/tfk8s"))
         add(f"{dist_info}/METADATA", _metadata().encode())
         add(f"{dist_info}/WHEEL", _wheel_file(tag).encode())
-        add(f"{dist_info}/top_level.txt", f"{PACKAGE}\n".encode())
+        add(f"{dist_info}/top_level.txt", f"{LAUNCHER}\n{PACKAGE}\n".encode())
         add(f"{dist_info}/entry_points.txt", ENTRY_POINTS.encode())
         record_path = f"{dist_info}/RECORD"
         records.append(f"{record_path},,")

@@ -1,10 +1,12 @@
-"""The ``tfk8s`` console script: runs the C++ command shipped inside the package
-(``tfk8s/bin/tfk8s``, built from tools/cli with the extension; see docs/cli.md)."""
+"""The C++ command shipped inside the package (``tfk8s/bin/tfk8s``, built from tools/cli with
+the extension; see docs/cli.md). The console script itself is the top-level module
+``_tfk8s_command``, which does not import this package."""
 
 from __future__ import annotations
 
 import os
-import sys
+
+from _tfk8s_command import run
 
 
 def command_path() -> str:
@@ -14,9 +16,4 @@ def command_path() -> str:
 
 def main() -> None:
     """Replaces this process with the bundled command (same arguments, exit code and streams)."""
-    path = command_path()
-    if not os.access(path, os.X_OK):
-        sys.stderr.write("error: ConfigError: the tfk8s command is missing from the package (%s); "
-                         "reinstall tfk8s\n" % path)
-        sys.exit(1)
-    os.execv(path, [path] + sys.argv[1:])
+    run(command_path())

@@ -117,6 +117,44 @@ std::vector<Json> Items(Json list) {
   return out;
 }
 
+std::vector<Json> ListItemsWithout(Client& client, const ResourceType& type, const std::string& ns,
+                                   const ListOptions& options,
+                                   const std::vector<std::string_view>& dropped) {
+  // nlohmann's depth at a key event: 1 for the list's own keys, 3 for an item's (metadata,
+  // spec, status), 4 for the keys inside those.
+  constexpr int kItemSectionKeyDepth = 4;
+  const Json::parser_callback_t keep = [&dropped](int depth, Json::parse_event_t event,
+                                                  Json& parsed) {
+    if (event != Json::parse_event_t::key || depth != kItemSectionKeyDepth) return true;
+    const auto& key = parsed.get_ref<const std::string&>();
+    return std::find(dropped.begin(), dropped.end(), key) == dropped.end();
+  };
+  std::vector<Json> items;
+  client.ListPages(type, ns, options, 500, [&](std::string text) {
+    Json page = Json::parse(text, keep, /*allow_exceptions=*/false);
+    if (page.is_discarded() || !page.is_object()) {
+      throw DecodeError(fmt::format("list {}: the server's answer is not a list object ({} bytes)",
+                                    type.plural, text.size()),
+                        "");
+    }
+    auto it = page.find("items");
+    if (it != page.end() && it->is_array()) {
+      for (auto& item : *it) {
+        CheckServerObject(item, type.kind, "list");
+        items.push_back(std::move(item));
+      }
+    } else if (it != page.end() && !it->is_null()) {
+      throw DecodeError(fmt::format("list {}: the server's field \"items\" is {}, not an array",
+                                    type.plural, it->type_name()),
+                        "items");
+    }
+    const Json& metadata = At(page, "metadata");
+    const Json& next = At(metadata, "continue");
+    return next.is_string() ? next.get<std::string>() : std::string();
+  });
+  return items;
+}
+
 namespace {
 
 std::string MetadataString(const Json& object, const char* section, const std::string& key) {

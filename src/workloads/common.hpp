@@ -39,6 +39,15 @@ void AddNamespacePodSecurity(Client& client, const std::string& ns,
 /// destroyed temporary.
 std::vector<Json> Items(Json list);
 
+/// Every item of a list (all pages), decoded without the fields named in `dropped`: keys of
+/// an item's own metadata, spec or status (e.g. "managedFields", "containers", "template").
+/// For status reads of many objects: the dropped parts are never built in memory, which is
+/// most of the decoding cost (a 32-pod list is ~300 KB, two thirds managedFields and
+/// containers). A malformed page is a DecodeError as in Client::ListAll.
+std::vector<Json> ListItemsWithout(Client& client, const ResourceType& type, const std::string& ns,
+                                   const ListOptions& options,
+                                   const std::vector<std::string_view>& dropped);
+
 /// object[key] without inserting: null when absent or when `object` is not an object.
 const Json& At(const Json& object, std::string_view key);
 /// At(object, key) when it is a string, else "".

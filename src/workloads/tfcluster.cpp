@@ -60,6 +60,11 @@ SessionSecret ReadSessionSecret(Client& client, const TFClusterSpec& spec) {
   return out;
 }
 
+// What ComputeStatus never reads of a pod or Job (and most of their size): decoding skips them.
+const std::vector<std::string_view> kNotReadByStatus = {
+    "managedFields", "containers", "initContainers", "volumes", "affinity", "tolerations",
+    "template"};
+
 std::string Selector(const TFClusterSpec& spec) {
   return std::string(kClusterLabel) + "=" + spec.name;
 }
@@ -246,6 +251,21 @@ TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
   return st;
 }
 
+// The status from the pods, reading the Jobs only when they can matter. When the newest pod of
+// every replica is Running (and not being deleted), the Jobs cannot change the result, and
+// reading them (as large as the pods) is skipped: a Job is Complete only once its pod has
+// Succeeded, and the Job controller deletes a failed Job's pods before it records the Failed
+// condition, so a pod read as Running means its Job had not failed when the pods were read.
+TFClusterStatus StatusFromPods(const TFClusterSpec& spec, Observed seen,
+                               const std::function<std::vector<Json>()>& list_jobs) {
+  TFClusterStatus from_pods = ComputeStatus(spec, seen, nullptr);
+  bool all_running = std::all_of(from_pods.replicas.begin(), from_pods.replicas.end(),
+                                 [](const TFReplicaStatus& r) { return r.phase == "Running"; });
+  if (all_running) return from_pods;
+  seen.jobs = list_jobs();
+  return ComputeStatus(spec, seen, nullptr);
+}
+
 }  // namespace
 
 // ---- TFCluster ------------------------------------------------------------------------------
@@ -263,9 +283,10 @@ void TFCluster::set_spec(TFClusterSpec spec) {
   spec_ = std::move(spec);
 }
 
-TFCluster TFCluster::Load(Client client, const std::string& ns, const std::string& name) {
-  internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
-  Json root = internal::GetChecked(client, kConfigMaps, ns, name);
+namespace {
+
+// The spec stored in a cluster's root ConfigMap.
+TFClusterSpec SpecFromRoot(const Json& root, const std::string& ns, const std::string& name) {
   if (LabelOf(root, kClusterLabel) != name) {
     throw NotFound(ErrorKind::kNotFound,
                    fmt::format("configmap {}/{} exists but is not a tfk8s cluster", ns, name), 404,
@@ -276,7 +297,15 @@ TFCluster TFCluster::Load(Client client, const std::string& ns, const std::strin
   if (j.is_discarded()) {
     throw ValidationError("data." + std::string(kSpecKey), name, "the stored spec is not JSON");
   }
-  return TFCluster(std::move(client), TFClusterSpec::FromJson(j));
+  return TFClusterSpec::FromJson(j);
+}
+
+}  // namespace
+
+TFCluster TFCluster::Load(Client client, const std::string& ns, const std::string& name) {
+  internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
+  Json root = internal::GetChecked(client, kConfigMaps, ns, name);
+  return TFCluster(std::move(client), SpecFromRoot(root, ns, name));
 }
 
 std::vector<std::string> TFCluster::List(Client client, const std::string& ns) {
@@ -542,14 +571,33 @@ TFClusterStatus TFCluster::Status() {
   ListOptions o;
   o.label_selector = Selector(spec_);
   Observed seen;
+  seen.pods = internal::ListItemsWithout(client_, kPods, spec_.namespace_name, o, kNotReadByStatus);
+  return StatusFromPods(spec_, std::move(seen), [&] {
+    return internal::ListItemsWithout(client_, kJobs, spec_.namespace_name, o, kNotReadByStatus);
+  });
+}
+
+TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns,
+                                    const std::string& name) {
+  internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
+  // The pods and Jobs are selected by the cluster label alone, so they need not wait for the
+  // spec; the spec then says which replicas to expect.
+  ListOptions o;
+  o.label_selector = std::string(kClusterLabel) + "=" + name;
+  Json root;
+  Observed seen;
   internal::ForEachConcurrently(2, [&](std::size_t i) {
     if (i == 0) {
-      seen.pods = Items(client_.ListAll(kPods, spec_.namespace_name, o));
+      root = internal::GetChecked(client, kConfigMaps, ns, name);
     } else {
-      seen.jobs = Items(client_.ListAll(kJobs, spec_.namespace_name, o));
+      seen.pods = internal::ListItemsWithout(client, kPods, ns, o, kNotReadByStatus);
     }
   });
-  return ComputeStatus(spec_, seen, nullptr);
+  TFClusterSpec spec = SpecFromRoot(root, ns, name);
+  spec.Validate();
+  return StatusFromPods(spec, std::move(seen), [&] {
+    return internal::ListItemsWithout(client, kJobs, ns, o, kNotReadByStatus);
+  });
 }
 
 

@@ -87,6 +87,10 @@ def names(kind, ns=NS):
     return run(kind, "list", "-n", ns, "-o", "name").stdout.split()
 
 
+def names_with(*args):
+    return run("tfcluster", "list", "-n", NS, "-o", "name", *args).stdout.split()
+
+
 def normalise(table):
     """Times and durations vary between runs: replace them before comparing tables."""
     table = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", table)
@@ -156,6 +160,11 @@ def test_quota_render_list_status_usage():
     usage = json.loads(run("quota", "usage", "-n", NS, "-o", "json").stdout)
     assert usage[0]["namespace"] == NS and usage[0]["resources"]
     one_error_line(run("quota", "status", "no-such-queue-" + NS, check=False), 1, "NotFound")
+    wide = run("quota", "list", "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["QUEUE", "RESOURCES", "READY", "CPU", "MEMORY", "GPU", "PODS"], wide
+    row = next(l.split() for l in wide if l.split()[0] == NS)
+    assert re.match(r"^\S+/8$", row[3]) and re.match(r"^\S+/16Gi$", row[4]), row
+    assert row[5] == "-" and re.match(r"^\d+/40$", row[6]), row
 
 
 # ---- tfcluster ---------------------------------------------------------------------------------
@@ -172,6 +181,11 @@ def test_tfcluster_lifecycle():
     assert normalise(run("tfcluster", "list", "-n", NS).stdout) == normalise(
         "NAMESPACE  NAME\n%s  c1\n%s  c2\n" % (NS, NS))
     assert run("tfcluster", "list", "-n", NS, "-l", "team=b", "-o", "name").stdout == "tfcluster/c2\n"
+    # Set-based selectors, as kubectl reads them.
+    assert names_with("-l", "team in (a, b)") == ["tfcluster/c1", "tfcluster/c2"]
+    assert names_with("-l", "team notin (a)") == ["tfcluster/c2"]
+    assert names_with("-l", "team in (c),!team") == []
+    assert names_with("-l", "!nosuchlabel,team") == ["tfcluster/c1", "tfcluster/c2"]
     assert normalise(run("tfcluster", "get", "c1", "-n", NS).stdout) == normalise("NAMESPACE  NAME\n%s  c1\n" % NS)
     spec = json.loads(run("tfcluster", "get", "c1", "-n", NS, "-o", "json").stdout)
     assert spec["kind"] == "TFCluster" and spec["worker"]["replicas"] == 1
@@ -233,6 +247,10 @@ def test_dev_lifecycle_and_no_password_unless_asked():
     assert rows[0].split() == ["NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"]
     assert rows[1].split()[:3] == [NS, "lab", "alice"]
     run("dev", "wait", "lab", "-n", NS, "--timeout", "60s")
+    wide = run("dev", "list", "-n", NS, "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY", "PHASE", "NODE",
+                               "RESTARTS", "REASON"], wide
+    assert re.match(r"^%s +lab +alice +\S+ +yes +yes +Running +sim-\S+ +0 +-$" % NS, wide[1]), wide
     assert "Running" in run("dev", "status", "lab", "-n", NS).stdout
     assert re.search(r"^\[lab-0\] ", run("dev", "logs", "lab", "-n", NS).stdout, re.M)
     access = run("dev", "access", "lab", "-n", NS).stdout
@@ -337,3 +355,105 @@ def test_unreachable_server_is_one_line(tmp_path):
     assert time.monotonic() - started < 20
     r = run("version", kubeconfig=tmp_path / "none.kubeconfig", check=False)
     one_error_line(r, 1, "ConfigError")
+
+
+# ---- selectors, mixed-kind fits, the terminal, followed cluster logs ----------------------------
+
+def test_bad_selectors_are_one_usage_line():
+    for bad in ("team in (a,b", "team in ()", "a b", "k=(x)", "=a", "team notin", "k>x"):
+        r = run("tfcluster", "list", "-n", NS, "-l", bad, check=False)
+        line = one_error_line(r, 2, "usage: -l/--selector")
+        assert bad in line, line
+        assert r.stdout == ""
+
+
+def test_top_level_fits_with_mixed_kinds(tmp_path):
+    huge = TFCLUSTER.format(name="huge", team="a").replace("worker: {replicas: 1, resources: {cpu: 100m",
+                                                           "worker: {replicas: 1, resources: {cpu: \"500\"")
+    mixed = "\n---\n".join([
+        "kind: Quota\n" + QUOTA.format(ns=NS),
+        TFCLUSTER.format(name="small", team="a"),
+        DEV,
+        "kind: ScheduledJob\n" + NIGHTLY,
+        huge,
+    ])
+    r = run("-n", NS, "fits", "-f", "-", input=mixed, check=False)
+    assert r.returncode == 1 and r.stderr == "", (r.stdout, r.stderr)
+    out = r.stdout
+    for line in ("quota/%s: fits" % NS, "tfcluster/small: fits", "dev/lab: fits", "job/nightly: fits",
+                 "tfcluster/huge: does not fit"):
+        assert re.search("^" + re.escape(line) + "$", out, re.M), out
+    assert out.index("tfcluster/huge: does not fit") < out.index("requests.cpu"), out
+    records = json.loads(run("-n", NS, "fits", "-f", "-", "-o", "json", input=mixed, check=False).stdout)
+    assert [(x["kind"], x["name"], x["fits"]) for x in records] == [
+        ("Quota", NS, True), ("TFCluster", "small", True), ("DevInstance", "lab", True),
+        ("ScheduledJob", "nightly", True), ("TFCluster", "huge", False)], records
+    assert all(x["namespace"] == NS for x in records[1:])
+    ok = run("-n", NS, "fits", "-f", "-", input=TFCLUSTER.format(name="small", team="a") + "---\n" + DEV)
+    assert ok.stdout.splitlines()[:2] == ["tfcluster/small: fits", "dev/lab: fits"], ok.stdout
+    # Every document must name its kind; one that does not, or a bad one, fails before any request.
+    line = one_error_line(run("fits", "-f", "-", input=DEV + "---\nname: x\n", check=False), 1, "ValidationError")
+    assert "document 2: kind" in line, line
+    r = run("fits", "-f", "-", input=DEV + "---\nkind: TFCluster\nname: y\nwoker: {replicas: 1}\n", check=False)
+    assert "document 2: woker" in one_error_line(r, 1, "ValidationError")
+    assert "tfcluster/small" not in names("tfcluster")
+    assert "dev/lab" not in names("dev")
+
+
+def read_pty(master):
+    """Everything the child wrote to the terminal until it closed it."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every slave end is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out.decode()
+
+
+def test_progress_redraws_one_terminal_line():
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=TFCLUSTER.format(name="tty", team="t"))
+    master, slave = pty.openpty()
+    try:
+        # stderr is a terminal, stdout a pipe: the progress goes to stderr only.
+        p = subprocess.Popen([CLI, "--kubeconfig", KUBECONFIG, "-n", NS, "tfcluster", "wait", "tty", "--for",
+                              "finished", "--timeout", "4s"], stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        slave = None
+        err = read_pty(master)
+        out = p.communicate(timeout=60)[0]
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+    assert p.returncode == 1 and out == b"", (p.returncode, out, err)
+    # Every progress update starts with carriage return + erase line and ends without a newline;
+    # the error line clears the last one, so the only line break is the error's.
+    assert err.startswith("\r\x1b[K"), repr(err)
+    updates = [u for u in err.split("\r\x1b[K") if u]
+    assert len(updates) >= 2, repr(err)
+    assert all(re.match(r"^(Pending|Running), \d+ not ready", u) and "\n" not in u for u in updates[:-1]), repr(err)
+    assert re.match(r"^error: Timeout: [^\r\n]*\r?\n$", updates[-1]), repr(err)
+    run("tfcluster", "delete", "tty", "-n", NS)
+
+
+def test_tfcluster_logs_follow_until_every_replica_finished():
+    finishing = 'podAnnotations: {sim.tfk8s.io/exit-code: "0", sim.tfk8s.io/exit-after: "3", ' \
+                'sim.tfk8s.io/log-lines: "step 1\\nstep 2"}'
+    spec = ("name: fin\n"
+            "ps: {replicas: 1, resources: {cpu: 100m, memory: 128Mi}, " + finishing + "}\n"
+            "worker: {replicas: 2, resources: {cpu: 100m, memory: 128Mi}, " + finishing + "}\n")
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=spec)
+    started = time.monotonic()
+    r = run("tfcluster", "logs", "fin", "-n", NS, "-f", timeout=90)
+    lines = sorted(r.stdout.splitlines())
+    assert lines == sorted("[%s] step %d" % (replica, n) for replica in ("ps-0", "worker-0", "worker-1")
+                           for n in (1, 2)), r.stdout
+    # It followed: it ended only when the replicas exited (3 s after they started), not at once.
+    assert time.monotonic() - started >= 2.5, r.stdout
+    status = run("tfcluster", "status", "fin", "-n", NS).stdout
+    assert status.startswith("Succeeded"), status
+    run("tfcluster", "delete", "fin", "-n", NS)

@@ -63,9 +63,38 @@ TEST_SUITE("cli") {
     CHECK_FALSE(MatchesSelector(sel, {{"team", "a"}}));
     CHECK(MatchesSelector(ParseLabelSelector("team==a"), {{"team", "a"}}));
     CHECK(ParseLabelSelector("").empty());
-    CHECK_THROWS_AS(ParseLabelSelector("team in (a,b)"), ValidationError);
     CHECK_THROWS_AS(ParseLabelSelector("a,,b"), ValidationError);
     CHECK_THROWS_AS(ParseLabelSelector("=a"), ValidationError);
+  }
+
+  TEST_CASE("label selectors: set-based requirements and comparisons, as labels.Parse reads them") {
+    auto sel = ParseLabelSelector("team in (a, b),tier notin (gpu),!debug");
+    REQUIRE(sel.size() == 3);
+    CHECK(sel[0].op == LabelRequirement::Op::kIn);
+    CHECK(sel[0].values == std::vector<std::string>{"a", "b"});
+    CHECK(sel[1].op == LabelRequirement::Op::kNotIn);
+    CHECK(MatchesSelector(sel, {{"team", "a"}}));
+    CHECK(MatchesSelector(sel, {{"team", "b"}, {"tier", "cpu"}}));
+    CHECK_FALSE(MatchesSelector(sel, {{"team", "c"}}));
+    CHECK_FALSE(MatchesSelector(sel, {}));  // in: the key must be there
+    CHECK_FALSE(MatchesSelector(sel, {{"team", "a"}, {"tier", "gpu"}}));
+    CHECK_FALSE(MatchesSelector(sel, {{"team", "a"}, {"debug", "1"}}));
+    // notin and != match an absent key, as in Kubernetes.
+    CHECK(MatchesSelector(ParseLabelSelector("tier notin (gpu)"), {}));
+    CHECK(MatchesSelector(ParseLabelSelector("tier!=gpu"), {}));
+    // An empty place in a set is the empty value.
+    CHECK(ParseLabelSelector("k in (a,)")[0].values == std::vector<std::string>{"", "a"});
+    auto gt = ParseLabelSelector("rank>9,size<100");
+    CHECK(MatchesSelector(gt, {{"rank", "10"}, {"size", "99"}}));
+    CHECK_FALSE(MatchesSelector(gt, {{"rank", "9"}, {"size", "99"}}));
+    CHECK_FALSE(MatchesSelector(gt, {{"rank", "x"}, {"size", "99"}}));
+    CHECK(ParseLabelSelector("example.com/team = a")[0].key == "example.com/team");
+    for (const char* bad : {"team in (a,b", "team in a", "team in ()", "team notin", "k in (a b)",
+                            "k=(a)", "k>x", "!k=v", "a b", "bad key=1", "k=v=w", "k=-v", "!", ",",
+                            "in (a)"}) {
+      CAPTURE(bad);
+      CHECK_THROWS_AS(ParseLabelSelector(bad), ValidationError);
+    }
   }
 
   TEST_CASE("durations: units and bare seconds") {

@@ -602,6 +602,37 @@ TEST_SUITE("fake_cluster") {
     CHECK(ready.phase == TFClusterPhase::kRunning);
     CHECK(ready.NotReady() == 0);
 
+    // StatusOf reads the root and the pods at once. While every replica's pod is Running the
+    // Jobs cannot change the result and are not read; once one is not, they are.
+    auto job_lists = [&fake] {
+      int n = 0;
+      for (const auto& r : fake.requests()) {
+        n += r.method == "GET" && r.path == "/apis/batch/v1/namespaces/team-a/jobs";
+      }
+      return n;
+    };
+    fake.ClearRequests();
+    TFClusterStatus of = TFCluster::StatusOf(client, "team-a", "mnist");
+    CHECK(of.phase == TFClusterPhase::kRunning);
+    CHECK(of.replicas.size() == 4);
+    CHECK(cluster.Status().NotReady() == 0);
+    CHECK(job_lists() == 0);
+    // worker-1's Job fails: the Job controller deletes its pod, then records the condition.
+    client.Delete("v1", "Pod", "team-a", "mnist-worker-1-abcde");
+    Json failed_job = *fake.Find("batch/v1", "Job", "team-a", "mnist-worker-1");
+    failed_job["status"]["conditions"] =
+        Json::array({Json{{"type", "Failed"},
+                          {"status", "True"},
+                          {"reason", "BackoffLimitExceeded"},
+                          {"message", "Job has reached the specified backoff limit"}}});
+    fake.Add(failed_job);
+    of = TFCluster::StatusOf(client, "team-a", "mnist");
+    CHECK(job_lists() == 1);
+    CHECK(of.phase == TFClusterPhase::kFailed);
+    CHECK(of.message.find("worker-1 failed: BackoffLimitExceeded") != std::string::npos);
+    CHECK(cluster.Status().phase == TFClusterPhase::kFailed);
+    CHECK_THROWS_AS(TFCluster::StatusOf(client, "team-a", "nosuch"), NotFound);
+
     // Scaling down prunes the replica that is no longer rendered.
     cluster.Scale("worker", 1);
     CHECK(Names(fake.Objects("batch/v1", "Job", "team-a")) ==

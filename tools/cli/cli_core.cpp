@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "tfk8s/error.hpp"
+#include "tfk8s/validation.hpp"
 #include "tfk8s/yaml.hpp"
 
 namespace tfk8s::cli {
@@ -60,8 +61,10 @@ void BashCases(const CommandNode& node, const std::string& path, std::string* ou
 
 }  // namespace
 
-std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& origin,
-                                    const std::string& expected_kind) {
+namespace {
+
+// Every document of the stream, each a mapping; `where(i)` names document i in messages.
+std::vector<Json> ReadMappings(std::string_view text, const std::string& origin) {
   std::vector<Json> documents;
   try {
     documents = FromYamlDocuments(text);
@@ -70,13 +73,27 @@ std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& or
   }
   if (documents.empty()) throw ValidationError(origin, "", "holds no document");
   for (std::size_t i = 0; i < documents.size(); ++i) {
+    if (!documents[i].is_object()) {
+      throw ValidationError(origin + " document " + std::to_string(i + 1), documents[i].dump(),
+                            "must be a mapping");
+    }
+  }
+  return documents;
+}
+
+std::string KindText(const Json& kind) { return kind.is_string() ? kind.get<std::string>() : kind.dump(); }
+
+}  // namespace
+
+std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& origin,
+                                    const std::string& expected_kind) {
+  std::vector<Json> documents = ReadMappings(text, origin);
+  for (std::size_t i = 0; i < documents.size(); ++i) {
     Json& doc = documents[i];
-    std::string where = origin + " document " + std::to_string(i + 1);
-    if (!doc.is_object()) throw ValidationError(where, doc.dump(), "must be a mapping");
     if (doc.contains("kind")) {
       const Json& kind = doc["kind"];
       if (!kind.is_string() || kind.get<std::string>() != expected_kind) {
-        throw ValidationError(where + ": kind", kind.is_string() ? kind.get<std::string>() : kind.dump(),
+        throw ValidationError(origin + " document " + std::to_string(i + 1) + ": kind", KindText(kind),
                               "must be " + expected_kind + " (or absent) for this command");
       }
       doc.erase("kind");
@@ -85,52 +102,191 @@ std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& or
   return documents;
 }
 
+std::vector<KindedDocument> ReadKindedDocuments(std::string_view text, const std::string& origin,
+                                                const std::vector<std::string>& kinds) {
+  std::string known;
+  for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
+  std::vector<KindedDocument> out;
+  std::vector<Json> documents = ReadMappings(text, origin);
+  for (std::size_t i = 0; i < documents.size(); ++i) {
+    Json& doc = documents[i];
+    std::string where = origin + " document " + std::to_string(i + 1) + ": kind";
+    if (!doc.contains("kind")) throw ValidationError(where, "", "is required here (one of " + known + ")");
+    const Json& kind = doc["kind"];
+    if (!kind.is_string() || std::find(kinds.begin(), kinds.end(), kind.get<std::string>()) == kinds.end()) {
+      throw ValidationError(where, KindText(kind), "must be one of " + known);
+    }
+    KindedDocument d{kind.get<std::string>(), std::move(doc)};
+    d.document.erase("kind");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 std::vector<std::string> UnknownFields(const Json& input, const Json& round_trip) {
   std::vector<std::string> out;
   CollectUnknown(input, round_trip, "", &out);
   return out;
 }
 
+namespace {
+
+// The tokens of a selector, as Kubernetes' labels.Parse lexes them: identifiers are runs of
+// characters other than whitespace and the special ones (`!`, `=`, `<`, `>`, `(`, `)`, `,`);
+// `in` and `notin` are keywords.
+struct SelectorToken {
+  enum class Type { kIdentifier, kIn, kNotIn, kNot, kEquals, kDoubleEquals, kNotEquals,
+                    kGreater, kLess, kOpen, kClose, kComma, kEnd } type;
+  std::string text;
+};
+
+bool IsSelectorSpecial(char c) {
+  return c == '!' || c == '=' || c == '<' || c == '>' || c == '(' || c == ')' || c == ',';
+}
+
+std::vector<SelectorToken> LexSelector(std::string_view s) {
+  using T = SelectorToken::Type;
+  std::vector<SelectorToken> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    char c = s[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      ++i;
+      continue;
+    }
+    if (IsSelectorSpecial(c)) {
+      std::string two(s.substr(i, 2));
+      if (two == "==") out.push_back({T::kDoubleEquals, two});
+      else if (two == "!=") out.push_back({T::kNotEquals, two});
+      if (two == "==" || two == "!=") {
+        i += 2;
+        continue;
+      }
+      T type = c == '!' ? T::kNot : c == '=' ? T::kEquals : c == '<' ? T::kLess
+             : c == '>' ? T::kGreater : c == '(' ? T::kOpen : c == ')' ? T::kClose : T::kComma;
+      out.push_back({type, std::string(1, c)});
+      ++i;
+      continue;
+    }
+    std::size_t b = i;
+    while (i < s.size() && !IsSelectorSpecial(s[i]) && s[i] != ' ' && s[i] != '\t' &&
+           s[i] != '\n' && s[i] != '\r') {
+      ++i;
+    }
+    std::string word(s.substr(b, i - b));
+    out.push_back({word == "in" ? T::kIn : word == "notin" ? T::kNotIn : T::kIdentifier, word});
+  }
+  out.push_back({T::kEnd, ""});
+  return out;
+}
+
+}  // namespace
+
 std::vector<LabelRequirement> ParseLabelSelector(std::string_view selector) {
+  using T = SelectorToken::Type;
+  using Op = LabelRequirement::Op;
+  const std::string whole(selector);
+  auto fail = [&](const std::string& why) -> void { throw ValidationError("selector", whole, why); };
+  std::vector<SelectorToken> tokens = LexSelector(selector);
+  std::size_t at = 0;
+  auto next = [&]() -> const SelectorToken& { return tokens[at++]; };
+  auto peek = [&]() -> const SelectorToken& { return tokens[at]; };
+  auto check_key = [&](const std::string& key) {
+    auto errors = validation::IsQualifiedName(key);
+    if (!errors.empty()) fail("key \"" + key + "\": " + errors.front());
+  };
+  auto check_value = [&](const std::string& value) {
+    auto errors = validation::IsValidLabelValue(value);
+    if (!errors.empty()) fail("value \"" + value + "\": " + errors.front());
+  };
+
   std::vector<LabelRequirement> out;
-  std::size_t start = 0;
-  while (start <= selector.size()) {
-    std::size_t comma = selector.find(',', start);
-    std::string part =
-        Trim(selector.substr(start, comma == std::string_view::npos ? std::string_view::npos
-                                                                    : comma - start));
-    start = comma == std::string_view::npos ? selector.size() + 1 : comma + 1;
-    if (part.empty()) {
-      if (selector.empty()) break;
-      throw ValidationError("selector", std::string(selector), "has an empty requirement");
-    }
-    if (part.find('(') != std::string::npos || part.find(" in ") != std::string::npos ||
-        part.find(" notin ") != std::string::npos) {
-      throw ValidationError("selector", part, "set-based requirements are not supported");
-    }
+  if (peek().type == T::kEnd) return out;
+  while (true) {
     LabelRequirement r;
-    std::size_t op = std::string::npos;
-    if ((op = part.find("!=")) != std::string::npos) {
-      r.op = LabelRequirement::Op::kNotEquals;
-      r.key = Trim(part.substr(0, op));
-      r.value = Trim(part.substr(op + 2));
-    } else if ((op = part.find("==")) != std::string::npos) {
-      r.op = LabelRequirement::Op::kEquals;
-      r.key = Trim(part.substr(0, op));
-      r.value = Trim(part.substr(op + 2));
-    } else if ((op = part.find('=')) != std::string::npos) {
-      r.op = LabelRequirement::Op::kEquals;
-      r.key = Trim(part.substr(0, op));
-      r.value = Trim(part.substr(op + 1));
-    } else if (part.front() == '!') {
-      r.op = LabelRequirement::Op::kNotExists;
-      r.key = Trim(part.substr(1));
-    } else {
-      r.op = LabelRequirement::Op::kExists;
-      r.key = part;
+    bool negated = false;
+    if (peek().type == T::kNot) {
+      next();
+      negated = true;
     }
-    if (r.key.empty()) throw ValidationError("selector", part, "has no label key");
+    const SelectorToken& key = next();
+    if (key.type != T::kIdentifier) {
+      fail(key.type == T::kEnd ? "ends where a label key is expected"
+                               : "found '" + key.text + "' where a label key is expected");
+    }
+    r.key = key.text;
+    check_key(r.key);
+    if (negated) {
+      r.op = Op::kNotExists;
+    } else {
+      switch (peek().type) {
+        case T::kEnd:
+        case T::kComma:
+          r.op = Op::kExists;
+          break;
+        case T::kEquals:
+        case T::kDoubleEquals:
+        case T::kNotEquals:
+        case T::kGreater:
+        case T::kLess: {
+          T op = next().type;
+          r.op = op == T::kNotEquals ? Op::kNotEquals
+               : op == T::kGreater   ? Op::kGreaterThan
+               : op == T::kLess      ? Op::kLessThan
+                                     : Op::kEquals;
+          std::string value;
+          if (peek().type == T::kIdentifier) {
+            value = next().text;
+          } else if (peek().type != T::kEnd && peek().type != T::kComma) {
+            fail("found '" + peek().text + "' where a value is expected after '" + r.key + "'");
+          }
+          if (r.op == Op::kGreaterThan || r.op == Op::kLessThan) {
+            bool integer = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+              return c >= '0' && c <= '9';
+            });
+            if (!integer) fail("'" + r.key + "' must be compared with a whole number");
+          }
+          check_value(value);
+          r.values = {value};
+          break;
+        }
+        case T::kIn:
+        case T::kNotIn: {
+          r.op = next().type == T::kIn ? Op::kIn : Op::kNotIn;
+          if (next().type != T::kOpen) fail("'" + r.key + "': a value set must start with '('");
+          // Values separated by commas; an empty place is the empty value, as in Kubernetes.
+          std::set<std::string> values;
+          bool expect_value = true;
+          while (true) {
+            const SelectorToken& t = next();
+            if (t.type == T::kClose) {
+              if (expect_value && !values.empty()) values.insert("");
+              break;
+            }
+            if (t.type == T::kIdentifier && expect_value) {
+              values.insert(t.text);
+              expect_value = false;
+            } else if (t.type == T::kComma) {
+              if (expect_value) values.insert("");
+              expect_value = true;
+            } else {
+              fail(t.type == T::kEnd ? "a value set is not closed with ')'"
+                                     : "found '" + t.text + "' in the value set of '" + r.key + "'");
+            }
+          }
+          if (values.empty()) fail("the value set of '" + r.key + "' is empty");
+          for (const auto& v : values) check_value(v);
+          r.values.assign(values.begin(), values.end());
+          break;
+        }
+        default:
+          fail("found '" + peek().text + "' after the key '" + r.key + "'");
+      }
+    }
     out.push_back(std::move(r));
+    const SelectorToken& sep = next();
+    if (sep.type == T::kEnd) break;
+    if (sep.type != T::kComma) fail("found '" + sep.text + "' where ',' or the end is expected");
   }
   return out;
 }
@@ -139,11 +295,31 @@ bool MatchesSelector(const std::vector<LabelRequirement>& selector,
                      const std::map<std::string, std::string>& labels) {
   return std::all_of(selector.begin(), selector.end(), [&](const LabelRequirement& r) {
     auto it = labels.find(r.key);
+    bool has = it != labels.end();
+    auto in_values = [&] {
+      return has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    };
+    auto compare = [&](bool greater) {
+      if (!has || it->second.empty() || r.values.empty()) return false;
+      if (!std::all_of(it->second.begin(), it->second.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return false;
+      }
+      // Whole numbers of at most 63 digits: compare by length, then lexically.
+      const std::string a = it->second.substr(std::min(it->second.find_first_not_of('0'), it->second.size() - 1));
+      const std::string& v = r.values.front();
+      const std::string b = v.substr(std::min(v.find_first_not_of('0'), v.size() - 1));
+      int cmp = a.size() != b.size() ? (a.size() < b.size() ? -1 : 1) : a.compare(b);
+      return greater ? cmp > 0 : cmp < 0;
+    };
     switch (r.op) {
-      case LabelRequirement::Op::kEquals: return it != labels.end() && it->second == r.value;
-      case LabelRequirement::Op::kNotEquals: return it == labels.end() || it->second != r.value;
-      case LabelRequirement::Op::kExists: return it != labels.end();
-      case LabelRequirement::Op::kNotExists: return it == labels.end();
+      case LabelRequirement::Op::kEquals:
+      case LabelRequirement::Op::kIn: return in_values();
+      case LabelRequirement::Op::kNotEquals:
+      case LabelRequirement::Op::kNotIn: return !in_values();
+      case LabelRequirement::Op::kExists: return has;
+      case LabelRequirement::Op::kNotExists: return !has;
+      case LabelRequirement::Op::kGreaterThan: return compare(true);
+      case LabelRequirement::Op::kLessThan: return compare(false);
     }
     return false;
   });

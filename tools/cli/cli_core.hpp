@@ -26,21 +26,36 @@ inline constexpr int kExitUsage = 2;  ///< Bad command line.
 std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& origin,
                                     const std::string& expected_kind);
 
+/// A document of a stream that mixes kinds.
+struct KindedDocument {
+  std::string kind;  ///< Its `kind`, one of the allowed ones.
+  Json document;     ///< The spec, `kind` removed.
+};
+
+/// Every document of a YAML or JSON stream that may mix kinds: each must say `kind:`, one of
+/// `kinds`; otherwise a ValidationError naming the document. Malformed YAML as in
+/// ReadSpecDocuments.
+std::vector<KindedDocument> ReadKindedDocuments(std::string_view text, const std::string& origin,
+                                                const std::vector<std::string>& kinds);
+
 /// The fields of `input` that its spec does not read: keys absent from `round_trip` (what
 /// FromJson(input).ToJson() gives back) at the same place, as paths like "worker.replica".
 /// Keys whose value is empty (null, "", 0, false, [] or {}) are not reported: a spec's ToJson
 /// may leave out fields at their defaults.
 std::vector<std::string> UnknownFields(const Json& input, const Json& round_trip);
 
-/// One requirement of an equality-based label selector.
+/// One requirement of a label selector.
 struct LabelRequirement {
   std::string key;
-  enum class Op { kEquals, kNotEquals, kExists, kNotExists } op = Op::kExists;
-  std::string value;
+  enum class Op { kEquals, kNotEquals, kIn, kNotIn, kExists, kNotExists, kGreaterThan, kLessThan };
+  Op op = Op::kExists;
+  /// One value for =, ==, != , > and <; the set (sorted, distinct) for in and notin.
+  std::vector<std::string> values;
 };
 
-/// Parses "a=b,c!=d,e,!f" (also "=="). Set-based selectors ("in", "notin") are refused with a
-/// ValidationError (field "selector").
+/// Parses a selector as Kubernetes' labels.Parse does: comma-joined requirements `k=v`, `k==v`,
+/// `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>N`, `k<N`; keys must be qualified names
+/// and values label values. Anything else is a ValidationError (field "selector") saying where.
 std::vector<LabelRequirement> ParseLabelSelector(std::string_view selector);
 /// Whether `labels` satisfy every requirement.
 bool MatchesSelector(const std::vector<LabelRequirement>& selector,

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -40,6 +41,7 @@ namespace tfk8s::cli {
 namespace {
 
 using Rows = std::vector<std::vector<std::string>>;
+
 
 // ---- global state ------------------------------------------------------------------------
 
@@ -111,15 +113,20 @@ void PrintResult(const std::string& table, const Json& json, const std::string& 
   }
 }
 
+// Whether a progress line is on the terminal (an error line must first clear it).
+bool progress_shown = false;
+
 void Progress(const std::string& line) {
   if (StderrIsTerminal()) {
     std::cerr << "\r\033[K" << line << std::flush;
+    progress_shown = true;
   } else {
     std::cerr << line << "\n";
   }
 }
 void EndProgress() {
-  if (StderrIsTerminal()) std::cerr << "\r\033[K" << std::flush;
+  if (progress_shown) std::cerr << "\r\033[K" << std::flush;
+  progress_shown = false;
 }
 
 std::map<std::string, std::string> StringMapOf(const Json& j) {
@@ -252,7 +259,7 @@ class TFClusterKind : public WorkloadKind<TFClusterSpec, TFCluster, TFDeleteOpti
   }
   void Status(Session& s, const std::string& ns, const std::string& name,
               const std::string& output) const override {
-    TFClusterStatus st = Load(s, ns, name).Status();
+    TFClusterStatus st = TFCluster::StatusOf(s.client(), ns, name);
     PrintResult(ToString(st.phase) + (st.message.empty() ? "" : ": " + st.message) + "\n" + st.Table(),
                 st.ToJson(), output);
   }
@@ -301,11 +308,18 @@ class DevKind : public WorkloadKind<DevInstanceSpec, DevInstance, DevDeleteOptio
       return "dev/" + spec.name + " created\n" + AccessText(created.Create(), show_password);
     }
   }
-  Rows List(Session& s, const std::string& ns, bool) const override {
+  Rows List(Session& s, const std::string& ns, bool wide) const override {
     Rows rows{{"NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"}};
+    if (wide) rows.front().insert(rows.front().end(), {"PHASE", "NODE", "RESTARTS", "REASON"});
     for (const auto& d : DevInstance::List(s.client(), ns)) {
-      rows.push_back({d.namespace_name, d.name, d.owner, d.image, d.running ? "yes" : "no",
-                      d.ready ? "yes" : "no"});
+      std::vector<std::string> row{d.namespace_name, d.name, d.owner, d.image,
+                                   d.running ? "yes" : "no", d.ready ? "yes" : "no"};
+      if (wide) {
+        DevInstanceStatus st = Load(s, d.namespace_name, d.name).Status();
+        row.insert(row.end(), {ToString(st.phase), st.node.empty() ? "-" : st.node,
+                               std::to_string(st.restarts), st.reason.empty() ? "-" : st.reason});
+      }
+      rows.push_back(std::move(row));
     }
     return rows;
   }
@@ -428,10 +442,25 @@ class QuotaKind : public SpecKind<QuotaSpec> {
     if (usages.empty()) throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
     return UsagesJson(usages);
   }
-  Rows List(Session& s, const std::string&, bool) const override {
+  // -o wide: used/hard of the resources a queue is usually about ("-": not limited).
+  static constexpr const char* kWideResources[][2] = {{"CPU", "requests.cpu"},
+                                                      {"MEMORY", "requests.memory"},
+                                                      {"GPU", "requests.nvidia.com/gpu"},
+                                                      {"PODS", "pods"}};
+  Rows List(Session& s, const std::string&, bool wide) const override {
     Rows rows{{"QUEUE", "RESOURCES", "READY"}};
+    if (wide) {
+      for (const auto& [column, resource] : kWideResources) rows.front().push_back(column);
+    }
     for (const auto& u : ListQueues(s.client())) {
-      rows.push_back({u.ns, std::to_string(u.resources.size()), u.ready ? "yes" : "no"});
+      std::vector<std::string> row{u.ns, std::to_string(u.resources.size()), u.ready ? "yes" : "no"};
+      if (wide) {
+        for (const auto& [column, resource] : kWideResources) {
+          std::optional<ResourceUsage> r = u.Find(resource);
+          row.push_back(r ? r->used.ToString() + "/" + r->hard.ToString() : "-");
+        }
+      }
+      rows.push_back(std::move(row));
     }
     return rows;
   }
@@ -459,34 +488,59 @@ class QuotaKind : public SpecKind<QuotaSpec> {
 
 // ---- verbs over a kind -------------------------------------------------------------------
 
-// Every document of `file`, checked (known fields, valid, renders) before anything is sent.
-std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
-                                const std::string& default_ns, const std::string& forced_ns) {
-  std::string origin = file == "-" ? "stdin" : file;
-  std::vector<Json> docs = ReadSpecDocuments(ReadInput(file), origin, kind.doc_kind());
-  for (std::size_t i = 0; i < docs.size(); ++i) {
-    Json& doc = docs[i];
-    std::string where = origin + " document " + std::to_string(i + 1);
-    if (kind.namespaced()) {
-      if (doc.contains("namespace") && doc["namespace"].is_string()) {
-        std::string ns = doc["namespace"];
-        if (!forced_ns.empty() && ns != forced_ns) {
-          throw ValidationError(where + ": namespace", ns,
-                                "differs from --namespace " + forced_ns);
-        }
-      } else if (!doc.contains("namespace") || doc["namespace"].is_null()) {
-        doc["namespace"] = default_ns;
+// Checks one document (namespace, known fields, valid, renders) before anything is sent; fills
+// in the namespace. `where` names it in messages.
+void CheckDocument(const Kind& kind, Json& doc, const std::string& where,
+                   const std::string& default_ns, const std::string& forced_ns) {
+  if (kind.namespaced()) {
+    if (doc.contains("namespace") && doc["namespace"].is_string()) {
+      std::string ns = doc["namespace"];
+      if (!forced_ns.empty() && ns != forced_ns) {
+        throw ValidationError(where + ": namespace", ns, "differs from --namespace " + forced_ns);
       }
-    }
-    try {
-      std::vector<std::string> unknown = UnknownFields(doc, kind.RoundTrip(doc));
-      if (!unknown.empty()) throw ValidationError(unknown.front(), "", "is not a field of " + kind.doc_kind());
-      (void)kind.Render(doc);
-    } catch (const ValidationError& e) {
-      throw ValidationError(where + ": " + e.field(), e.value(), e.server_message());
+    } else if (!doc.contains("namespace") || doc["namespace"].is_null()) {
+      doc["namespace"] = default_ns;
     }
   }
+  try {
+    std::vector<std::string> unknown = UnknownFields(doc, kind.RoundTrip(doc));
+    if (!unknown.empty()) throw ValidationError(unknown.front(), "", "is not a field of " + kind.doc_kind());
+    (void)kind.Render(doc);
+  } catch (const ValidationError& e) {
+    throw ValidationError(where + ": " + e.field(), e.value(), e.server_message());
+  }
+}
+
+std::string Origin(const std::string& file) { return file == "-" ? "stdin" : file; }
+
+// Every document of `file`, checked before anything is sent.
+std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
+                                const std::string& default_ns, const std::string& forced_ns) {
+  std::string origin = Origin(file);
+  std::vector<Json> docs = ReadSpecDocuments(ReadInput(file), origin, kind.doc_kind());
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    CheckDocument(kind, docs[i], origin + " document " + std::to_string(i + 1), default_ns, forced_ns);
+  }
   return docs;
+}
+
+// One document's pre-flight: "NOUN/NAME: fits" or "does not fit" and why, then the notes (or
+// the fields with -o json|yaml). Returns whether it fits.
+bool ReportFit(const Kind& kind, const Json& doc, const FitResult& fit, const std::string& output,
+               Json* records) {
+  if (output == "json" || output == "yaml") {
+    Json record{{"kind", kind.doc_kind()}, {"name", NameOf(doc)}, {"namespace", doc.value("namespace", "")}};
+    record.update(fit.ToJson());
+    records->push_back(std::move(record));
+    return fit.fits;
+  }
+  std::cout << kind.command() << "/" << NameOf(doc) << ": " << (fit.fits ? "fits" : "does not fit") << "\n";
+  if (!fit.fits) {
+    std::string why = fit.Message();
+    std::cout << why << (why.empty() || why.back() == '\n' ? "" : "\n");
+  }
+  for (const auto& note : fit.notes) std::cout << "note: " << note << "\n";
+  return fit.fits;
 }
 
 std::vector<std::string> NamesOf(const Kind& kind, const Rows& rows) {
@@ -674,18 +728,11 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
     add("fits", "Would the spec fit now (quota headroom, node placement)? Exit 1 when not",
         [s, k, &f] {
           auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
+          const std::string& output = s->globals().output;
           bool all = true;
-          for (const auto& doc : docs) {
-            FitResult fit = k->Fits(*s, doc);
-            all = all && fit.fits;
-            if (s->globals().output == "json" || s->globals().output == "yaml") {
-              PrintResult("", fit.ToJson(), s->globals().output);
-              continue;
-            }
-            std::cout << k->command() << "/" << NameOf(doc) << ": " << (fit.fits ? "fits" : "does not fit") << "\n";
-            if (!fit.fits) std::cout << fit.Message() << (fit.Message().empty() || fit.Message().back() == '\n' ? "" : "\n");
-            for (const auto& note : fit.notes) std::cout << "note: " << note << "\n";
-          }
+          Json records = Json::array();
+          for (const auto& doc : docs) all = ReportFit(*k, doc, k->Fits(*s, doc), output, &records) && all;
+          if (!records.empty()) PrintResult("", records.size() == 1 ? records.front() : records, output);
           if (!all) throw Reported();  // exit 1; the report above says why
         })
         ->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
@@ -765,6 +812,16 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
   }
 }
 
+// Ends the process once a command has run: the output is flushed, and nothing is torn down
+// (the client's connection thread, the decoded objects, OpenSSL's tables): the system frees it
+// all at once, several milliseconds sooner than the destructors would.
+[[noreturn]] void ExitNow(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
 int Run(int argc, char** argv) {
   Globals g;
   Session session(g);
@@ -777,7 +834,7 @@ int Run(int argc, char** argv) {
   app.add_option("-o,--output", g.output, "Output format: json, yaml, wide or name")
       ->check(CLI::IsMember({"json", "yaml", "wide", "name"}));
   app.add_flag("-A,--all-namespaces", g.all_namespaces, "List across every namespace");
-  app.add_option("-l,--selector", g.selector, "Label selector (k=v, k!=v, k, !k) on the specs' labels");
+  app.add_option("-l,--selector", g.selector, "Label selector on the specs' labels (k=v, k!=v, k in (a,b), k notin (a,b), k, !k)");
 
   TFClusterKind tfcluster;
   DevKind dev;
@@ -789,6 +846,42 @@ int Run(int argc, char** argv) {
   AddKind(app, session, dev, dev_flags, actions);
   AddKind(app, session, job, job_flags, actions);
   AddKind(app, session, quota, quota_flags, actions);
+
+  std::string fits_file;
+  CLI::App* fits = app.add_subcommand(
+      "fits", "Would each document of a file (mixed kinds, each with kind:) fit now? Exit 1 when one does not");
+  fits->add_option("-f,--filename", fits_file, "Spec file, - for stdin")->required();
+  actions.emplace_back(fits, [&] {
+    const std::vector<const Kind*> kinds{&tfcluster, &dev, &job, &quota};
+    std::vector<std::string> names;
+    for (const Kind* k : kinds) names.push_back(k->doc_kind());
+    std::string origin = Origin(fits_file);
+    std::vector<KindedDocument> docs = ReadKindedDocuments(ReadInput(fits_file), origin, names);
+    std::vector<const Kind*> kind_of;
+    for (std::size_t i = 0; i < docs.size(); ++i) {  // every document checked before any request
+      const Kind* k = *std::find_if(kinds.begin(), kinds.end(),
+                                    [&](const Kind* c) { return c->doc_kind() == docs[i].kind; });
+      const std::string& forced = g.namespace_name;
+      CheckDocument(*k, docs[i].document, origin + " document " + std::to_string(i + 1),
+                    k->namespaced() ? session.Namespace() : "", forced);
+      kind_of.push_back(k);
+    }
+    bool all = true;
+    Json records = Json::array();
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      const Kind& k = *kind_of[i];
+      FitResult fit;
+      if (!k.namespaced()) {
+        // A queue is not placed anywhere: nothing to check but its own validity (done above).
+        fit.notes.push_back("a Quota is not scheduled; only its spec was checked");
+      } else {
+        fit = k.Fits(session, docs[i].document);
+      }
+      all = ReportFit(k, docs[i].document, fit, g.output, &records) && all;
+    }
+    if (!records.empty()) PrintResult("", records, g.output);
+    if (!all) throw Reported();
+  });
 
   CLI::App* nodes = app.add_subcommand("nodes", "Node inventory with the seeds' label columns (gputype, cputype, pool)");
   actions.emplace_back(nodes, [&] {
@@ -835,22 +928,34 @@ int Run(int argc, char** argv) {
     std::cerr << "error: usage: " << message << " (see tfk8s --help)\n";
     return kExitUsage;
   }
+  if (!g.selector.empty()) {
+    try {
+      (void)ParseLabelSelector(g.selector);
+    } catch (const ValidationError& e) {
+      std::string shown = g.selector;
+      std::replace(shown.begin(), shown.end(), '\n', ' ');
+      std::cerr << "error: usage: -l/--selector \"" << shown << "\": " << e.server_message()
+                << " (see tfk8s --help)\n";
+      return kExitUsage;
+    }
+  }
   quota.delete_namespace = quota_flags.delete_namespace;
   try {
     for (auto& [command, action] : actions) {
       if (command->parsed()) {
         action();
-        return kExitOk;
+        ExitNow(kExitOk);
       }
     }
     std::cerr << "error: usage: no command given (see tfk8s --help)\n";
     return kExitUsage;
   } catch (const std::exception& e) {
     std::cout.flush();
+    EndProgress();  // the error line replaces a progress line instead of following it
     std::cerr << ErrorLine(e) << "\n";
-    return kExitError;
+    ExitNow(kExitError);
   } catch (const Reported&) {
-    return kExitError;
+    ExitNow(kExitError);
   }
 }
 
