@@ -5,9 +5,20 @@ start-up barrier, for 1 and 8 replicas, side by side with
   design: pod i+1 is created once pod i is Ready), and
 - the floor: the same number of bare pods created at once, until each has printed a line.
 
+tfk8s runs in both of its topologies: per-replica (the default: one Job per replica, hostname
+and subdomain set) and statefulset (one StatefulSet per role, podManagementPolicy Parallel).
+A diagnostic contender, "bare pods, tfk8s template", creates the per-replica topology's own pods
+(launcher, ConfigMap volume, barrier, hostname/subdomain, the role's headless Service) directly,
+at once, without the Job controller: the difference to tfk8s is what the controller path costs,
+the difference to the floor what the pods' content and the barrier cost.
+
 Every contender's end is a line a container printed ("passed the start-up barrier", or
 "started" for the floor) and its time is the container runtime's log timestamp (nanoseconds),
 so polling the logs does not bias the result; the start is taken just before the first write.
+Each run also records a timeline per pod (a watch on the namespace's pods, receive times:
+created, scheduled, pod IP, Running; the container's first log line; the barrier line) and
+the time the apply call returned. Contenders run interleaved, in an order rotated every run,
+each in a fresh namespace, and the next one starts only once the previous one's pods are gone.
 Needs the local cluster with its real node (tools/bench-realnode.sh brings one up).
 
     /usr/bin/python3 bench/barrier.py --kubeconfig PATH [--repeat N] [--sizes 1,8]
@@ -21,11 +32,13 @@ import concurrent.futures
 import datetime
 import json
 import os
+import re
 import statistics
 import sys
+import threading
 import time
 import uuid
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import tfk8s
 
@@ -35,7 +48,21 @@ SMALL = {"cpu": "50m", "memory": "64Mi"}
 SLEEP = ["python3", "-c", "print('started', flush=True); import time; time.sleep(3600)"]
 PASSED = "passed the start-up barrier"
 TIMEOUT = 300.0
-CONTENDERS = ["tfk8s TFCluster (per-replica)", "StatefulSet OrderedReady", "floor (bare pods)"]
+TFK8S = "tfk8s TFCluster (per-replica)"
+TFK8S_STS = "tfk8s TFCluster (statefulset, Parallel)"
+BARE_TEMPLATE = "bare pods, tfk8s template"
+BARE_OTHER_LAUNCHER = "bare pods, tfk8s template, --other-launcher"
+ORDERED = "StatefulSet OrderedReady"
+FLOOR = "floor (bare pods)"
+CONTENDERS = [TFK8S, TFK8S_STS, BARE_TEMPLATE, BARE_OTHER_LAUNCHER, ORDERED, FLOOR]
+# for --contenders (bare-other-launcher runs only with --other-launcher)
+KEYS = ["tfk8s", "tfk8s-sts", "bare-template", "bare-other-launcher", "ordered", "floor"]
+# The timeline's phases, in order: (key, heading).
+PHASES = [("applied", "apply returned"), ("created", "last pod created"),
+          ("scheduled", "last scheduled"), ("sandbox_start", "last sandbox asked"),
+          ("sandbox_ready", "last sandbox ready"), ("container_started", "last container started"),
+          ("ip", "last pod IP"), ("running", "last Running"),
+          ("first_line", "last first log line"), ("end", "last barrier passed / started")]
 
 
 def log(msg: str) -> None:
@@ -49,6 +76,42 @@ def stamp(line: str) -> float:
     t = datetime.datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(
         tzinfo=datetime.timezone.utc).timestamp()
     return t + (float("0." + frac) if frac else 0.0)
+
+
+class PodTimeline:
+    """Watches a namespace's pods and keeps, per pod, when each phase was first seen (the
+    client's receive time: on one machine, close to the server's)."""
+
+    def __init__(self, client: tfk8s.Client, ns: str) -> None:
+        self.pods: Dict[str, Dict[str, float]] = {}
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(client, ns), daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    def _run(self, client: tfk8s.Client, ns: str) -> None:
+        rv = client.list("v1", "Pod", ns)["metadata"]["resourceVersion"]
+        self._ready.set()
+        while not self._stop.is_set():
+            with client.watch("v1", "Pod", ns, resource_version=rv, timeout_seconds=5) as events:
+                for kind, pod in events:
+                    now = time.time()
+                    rv = pod["metadata"].get("resourceVersion", rv)
+                    if kind == "DELETED" or self._stop.is_set():
+                        continue
+                    seen = self.pods.setdefault(pod["metadata"]["name"], {})
+                    seen.setdefault("created", now)
+                    if pod["spec"].get("nodeName"):
+                        seen.setdefault("scheduled", now)
+                    status = pod.get("status", {})
+                    if status.get("podIP"):
+                        seen.setdefault("ip", now)
+                    if status.get("phase") == "Running":
+                        seen.setdefault("running", now)
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 class Bench:
@@ -70,11 +133,21 @@ class Bench:
             time.sleep(0.2)
 
     def drop(self, ns: str) -> None:
+        """Deletes the namespace and waits (at most 90 s) until its pods are gone, so that one
+        contender's tear-down does not load the node under the next one."""
         self.client.delete("v1", "Namespace", ns, grace_period_seconds=0)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if not self.client.list("v1", "Pod", ns)["items"]:
+                return
+            time.sleep(0.5)
+        log(f"{ns}: pods still there after 90 s; going on")
 
-    def last_line_time(self, ns: str, selector: str, count: int, marker: str) -> float:
+    def last_line_time(self, ns: str, selector: str, count: int, marker: str,
+                       timeline: PodTimeline) -> float:
         """Waits until `count` pods matching `selector` each logged a line with `marker`;
-        returns the latest of those lines' timestamps."""
+        returns the latest of those lines' timestamps. Records each pod's first line and
+        marker line in `timeline`."""
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline:
             pods = self.client.list("v1", "Pod", ns, label_selector=selector)["items"]
@@ -82,13 +155,18 @@ class Bench:
             for p in pods:
                 if p.get("status", {}).get("phase") != "Running":
                     continue
+                name = p["metadata"]["name"]
                 try:
-                    text = self.client.logs(p["metadata"]["name"], ns, timestamps=True)
+                    text = self.client.logs(name, ns, timestamps=True)
                 except tfk8s.Error:
                     continue
-                hits = [stamp(l) for l in text.splitlines() if marker in l]
+                lines = text.splitlines()
+                hits = [stamp(l) for l in lines if marker in l]
                 if hits:
                     times.append(hits[0])
+                    seen = timeline.pods.setdefault(name, {})
+                    seen["first_line"] = stamp(lines[0])
+                    seen["end"] = hits[0]
             if len(times) >= count:
                 return max(times)
             time.sleep(0.5)
@@ -98,28 +176,59 @@ class Bench:
         return {"placement": {"nodetype": NODETYPE, "pool": ""}, "topology": topology,
                 "worker": {"replicas": n, "resources": SMALL, "command": SLEEP}}
 
-    def tfcluster(self, ns: str, n: int) -> float:
-        c = tfk8s.TFCluster(self.client, self.cluster(n, "per-replica"), name="pr", namespace=ns,
-                            cpu_image=IMAGE, image_pull_policy="Never",
-                            strategy="multi-worker-mirrored")
+    def tfcluster_object(self, ns: str, n: int, topology: str, name: str) -> tfk8s.TFCluster:
+        return tfk8s.TFCluster(self.client, self.cluster(n, topology), name=name, namespace=ns,
+                               cpu_image=IMAGE, image_pull_policy="Never",
+                               strategy="multi-worker-mirrored")
+
+    def tfcluster(self, ns: str, n: int, timeline: PodTimeline,
+                  topology: str = "per-replica", name: str = "pr") -> Dict[str, float]:
+        c = self.tfcluster_object(ns, n, topology, name)
         t0 = time.time()
         c.apply(preflight=False)
-        return self.last_line_time(ns, "tfk8s.io/cluster=pr", n, PASSED) - t0
+        applied = time.time()
+        end = self.last_line_time(ns, "tfk8s.io/cluster=" + name, n, PASSED, timeline)
+        return {"t0": t0, "applied": applied, "end": end}
 
-    def ordered_ready(self, ns: str, n: int) -> float:
-        c = tfk8s.TFCluster(self.client, self.cluster(n, "statefulset"), name="or",
-                            namespace=ns, cpu_image=IMAGE, image_pull_policy="Never",
-                            strategy="multi-worker-mirrored")
-        objects = c.render()
+    def bare_template(self, ns: str, n: int, timeline: PodTimeline,
+                      launcher: Optional[str] = None) -> Dict[str, float]:
+        """The per-replica topology's root ConfigMap and Service as they are, and its Jobs'
+        pod templates created as bare pods, all at once (with `launcher`: that launcher's
+        source in the ConfigMap instead of the library's)."""
+        objects = self.tfcluster_object(ns, n, "per-replica", "bt").render()
+        if launcher is not None:
+            objects[0]["data"]["launcher.py"] = launcher
+        pods = []
+        others = []
+        for o in objects:
+            if o["kind"] == "Job":
+                t = o["spec"]["template"]
+                pods.append({"apiVersion": "v1", "kind": "Pod",
+                             "metadata": {"name": o["metadata"]["name"],
+                                          "labels": t["metadata"]["labels"]},
+                             "spec": t["spec"]})
+            else:
+                others.append(o)
+        t0 = time.time()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=n + len(others)) as pool:
+            list(pool.map(lambda o: self.client.create(o, ns), others + pods))  # all at once
+        applied = time.time()
+        end = self.last_line_time(ns, "tfk8s.io/cluster=bt", n, PASSED, timeline)
+        return {"t0": t0, "applied": applied, "end": end}
+
+    def ordered_ready(self, ns: str, n: int, timeline: PodTimeline) -> Dict[str, float]:
+        objects = self.tfcluster_object(ns, n, "statefulset", "or").render()
         for o in objects:
             if o["kind"] == "StatefulSet":
                 o["spec"]["podManagementPolicy"] = "OrderedReady"
         t0 = time.time()
         for o in objects:
             self.client.create(o, ns)
-        return self.last_line_time(ns, "tfk8s.io/cluster=or", n, PASSED) - t0
+        applied = time.time()
+        end = self.last_line_time(ns, "tfk8s.io/cluster=or", n, PASSED, timeline)
+        return {"t0": t0, "applied": applied, "end": end}
 
-    def floor(self, ns: str, n: int) -> float:
+    def floor(self, ns: str, n: int, timeline: PodTimeline) -> Dict[str, float]:
         pods = [{"apiVersion": "v1", "kind": "Pod",
                  "metadata": {"name": f"bare-{i}", "labels": {"bench": "floor"}},
                  "spec": {"nodeSelector": {"nodetype": NODETYPE}, "restartPolicy": "Never",
@@ -131,7 +240,64 @@ class Bench:
         t0 = time.time()
         with concurrent.futures.ThreadPoolExecutor(max_workers=n) as pool:
             list(pool.map(lambda p: self.client.create(p, ns), pods))  # all at once
-        return self.last_line_time(ns, "bench=floor", n, "started") - t0
+        applied = time.time()
+        end = self.last_line_time(ns, "bench=floor", n, "started", timeline)
+        return {"t0": t0, "applied": applied, "end": end}
+
+
+CONTAINERD_TIME = re.compile(r'^time="([^"]+)"')
+SANDBOX_START = re.compile(r'RunPodSandbox for &PodSandboxMetadata\{Name:([^,]+),[^}]*Namespace:([^,]+),')
+SANDBOX_ID = re.compile(r'returns sandbox id \\"([0-9a-f]+)')
+CONTAINER_ID = re.compile(r'CreateContainer within sandbox \\"([0-9a-f]+)\\" for &ContainerMetadata.*'
+                          r'returns container id \\"([0-9a-f]+)')
+CONTAINER_STARTED = re.compile(r'StartContainer for \\"([0-9a-f]+)\\" returns successfully')
+
+
+def containerd_times(path: str, ns: str, timeline: PodTimeline) -> None:
+    """Adds each pod's sandbox request, sandbox ready and container started times from the
+    real node's containerd log (its own timestamps) to `timeline`."""
+    sandboxes: Dict[str, str] = {}
+    containers: Dict[str, str] = {}
+    try:
+        f = open(path, errors="replace")
+    except OSError:
+        return
+    with f:
+        for line in f:
+            if ns not in line and "StartContainer" not in line and "CreateContainer" not in line:
+                continue
+            m = CONTAINERD_TIME.match(line)
+            if not m:
+                continue
+            t = stamp(m.group(1))
+            if (s := SANDBOX_START.search(line)) and s.group(2) == ns:
+                seen = timeline.pods.setdefault(s.group(1), {})
+                if (sid := SANDBOX_ID.search(line)):
+                    sandboxes[sid.group(1)] = s.group(1)
+                    seen.setdefault("sandbox_ready", t)
+                else:
+                    seen.setdefault("sandbox_start", t)
+            elif (c := CONTAINER_ID.search(line)) and c.group(1) in sandboxes:
+                containers[c.group(2)] = sandboxes[c.group(1)]
+            elif (c := CONTAINER_STARTED.search(line)) and c.group(1) in containers:
+                timeline.pods[containers[c.group(1)]].setdefault("container_started", t)
+
+
+def summarize(result: Dict[str, float], timeline: PodTimeline) -> Dict[str, Any]:
+    """One run: its time, and for each phase when the last pod reached it (s after t0)."""
+    t0 = result["t0"]
+    phases: Dict[str, Optional[float]] = {"applied": result["applied"] - t0}
+    for key, _ in PHASES[1:]:
+        times = [p[key] for p in timeline.pods.values() if key in p]
+        phases[key] = max(times) - t0 if times else None
+    return {"seconds": result["end"] - t0, "phases": phases,
+            "pods": {name: {k: v - t0 for k, v in p.items()}
+                     for name, p in sorted(timeline.pods.items())}}
+
+
+def median_or_dash(values: List[Optional[float]]) -> str:
+    known = [v for v in values if v is not None]
+    return f"{statistics.median(known):.2f}" if known else "–"
 
 
 def main() -> int:
@@ -139,26 +305,51 @@ def main() -> int:
     ap.add_argument("--kubeconfig", required=True)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default="1,8")
+    ap.add_argument("--contenders", default=",".join(KEYS),
+                    help="comma-separated subset of: " + ",".join(KEYS))
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--markdown", default="")
+    ap.add_argument("--containerd-log", default="",
+                    help="the real node's containerd.log: adds sandbox and container times")
+    ap.add_argument("--other-launcher", default="",
+                    help="a launcher.py to compare with the library's (e.g. the previous "
+                         "commit's): adds the contender " + repr(BARE_OTHER_LAUNCHER))
     args = ap.parse_args()
+    contenders = [c for c in CONTENDERS if KEYS[CONTENDERS.index(c)] in args.contenders.split(",")]
+    other_launcher = ""
+    if args.other_launcher:
+        with open(args.other_launcher) as f:
+            other_launcher = f.read()
+    else:
+        contenders = [c for c in contenders if c != BARE_OTHER_LAUNCHER]
     client = tfk8s.Client(kubeconfig=args.kubeconfig)
     bench = Bench(client)
-    runs: Dict[str, Callable[[str, int], float]] = {
-        CONTENDERS[0]: bench.tfcluster, CONTENDERS[1]: bench.ordered_ready,
-        CONTENDERS[2]: bench.floor}
-    results: Dict[str, Dict[str, List[float]]] = {}
+    runs: Dict[str, Callable[[str, int, PodTimeline], Dict[str, float]]] = {
+        TFK8S: bench.tfcluster,
+        TFK8S_STS: lambda ns, n, t: bench.tfcluster(ns, n, t, "statefulset", "ss"),
+        BARE_TEMPLATE: bench.bare_template, ORDERED: bench.ordered_ready, FLOOR: bench.floor,
+        BARE_OTHER_LAUNCHER: lambda ns, n, t: bench.bare_template(ns, n, t, other_launcher)}
+    results: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
     for n in [int(x) for x in args.sizes.split(",")]:
-        samples: Dict[str, List[float]] = {k: [] for k in CONTENDERS}
+        samples: Dict[str, List[Dict[str, Any]]] = {k: [] for k in contenders}
         for r in range(args.repeat):
-            for name in CONTENDERS:  # interleaved, so load changes hit every contender alike
+            # Interleaved, so load changes hit every contender alike; the order rotates so that
+            # no contender always follows the same one.
+            order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+            for name in order:
                 ns = bench.namespace()
+                timeline = PodTimeline(client, ns)
                 try:
-                    seconds = runs[name](ns, n)
+                    result = runs[name](ns, n, timeline)
+                    if args.containerd_log:
+                        containerd_times(args.containerd_log, ns, timeline)
+                    run = summarize(result, timeline)
                 finally:
+                    timeline.stop()
                     bench.drop(ns)
-                samples[name].append(seconds)
-                log(f"{n} replicas, run {r + 1}: {name}: {seconds:.2f} s")
+                samples[name].append(run)
+                log(f"{n} replicas, run {r + 1}: {name}: {run['seconds']:.2f} s "
+                    + " ".join(f"{k}={v:.2f}" for k, v in run["phases"].items() if v is not None))
         results[str(n)] = samples
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "barrier.json"), "w") as f:
@@ -169,25 +360,58 @@ def main() -> int:
              "plain OrderedReady StatefulSet of the same pods and the floor (as many bare pods",
              "created at once, until each printed a line). Median of "
              f"{args.repeat} interleaved runs; one real node, 2 shared cores.", ""]
+    intro = len(lines)
     for n, samples in results.items():
-        floor = statistics.median(samples[CONTENDERS[2]])
+        def med(name: str) -> float:
+            return statistics.median(s["seconds"] for s in samples[name])
+        floor = med(FLOOR) if FLOOR in samples else float("nan")
         lines += [f"## {n} replica(s)", "", "| contender | median | runs | ratio to floor |",
                   "|---|---|---|---|"]
-        for name in CONTENDERS:
-            med = statistics.median(samples[name])
-            runs_text = ", ".join(f"{s:.2f}" for s in samples[name])
-            lines.append(f"| {name} | {med:.2f} s | {runs_text} | {med / floor:.2f}× |")
-        tf = statistics.median(samples[CONTENDERS[0]])
-        ordered = statistics.median(samples[CONTENDERS[1]])
-        lines += ["", f"tfk8s / floor: {tf / floor:.2f}× (goal ≤ 1.3×); "
-                      f"tfk8s / OrderedReady: {tf / ordered:.2f}× (goal < 0.33× for 8 replicas).",
-                  ""]
+        for name in contenders:
+            runs_text = ", ".join(f"{s['seconds']:.2f}" for s in samples[name])
+            lines.append(f"| {name} | {med(name):.2f} s | {runs_text} | {med(name) / floor:.2f}× |")
+        lines += ["", "Where the time goes (medians, seconds after the first write; \"last\": "
+                  "the last pod to get there):", "",
+                  "| contender | " + " | ".join(h for _, h in PHASES) + " |",
+                  "|---|" + "---|" * len(PHASES)]
+        for name in contenders:
+            lines.append(f"| {name} | " + " | ".join(
+                median_or_dash([s["phases"][k] for s in samples[name]]) for k, _ in PHASES)
+                + " |")
+        if TFK8S in samples and ORDERED in samples and FLOOR in samples:
+            lines.append("")
+            for name in (TFK8S, TFK8S_STS):
+                if name in samples:
+                    lines.append(f"{name} / floor: {med(name) / floor:.2f}× (goal ≤ 1.3×); "
+                                 f"/ OrderedReady: {med(name) / med(ORDERED):.2f}× "
+                                 "(goal < 0.33× for 8 replicas).  ")
+        lines.append("")
     text = "\n".join(lines)
     print(text)
     if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
+        write_markdown(args.markdown, text, "\n".join(lines[intro:]))
     return 0
+
+
+BEGIN = "<!-- bench/barrier.py: begin -->"
+END = "<!-- bench/barrier.py: end -->"
+
+
+def write_markdown(path: str, text: str, block: str, begin: str = BEGIN, end: str = END) -> None:
+    """Writes `block` between the `begin` and `end` markers of `path` (what is around them is
+    kept: the description and the hand-written reading), or `text` as the whole file when it
+    has no markers."""
+    try:
+        with open(path) as f:
+            old = f.read()
+    except FileNotFoundError:
+        old = ""
+    if begin in old and end in old:
+        head, _, rest = old.partition(begin)
+        _, _, tail = rest.partition(end)
+        text = head + begin + "\n" + block.strip("\n") + "\n" + end + tail
+    with open(path, "w") as f:
+        f.write(text)
 
 
 if __name__ == "__main__":
