@@ -107,7 +107,9 @@ std::vector<Json> Items(Json list) {
   std::vector<Json> out;
   // "PodList" → every item is read as a Pod (items carry no kind of their own).
   std::string kind = StringAt(list, "kind");
-  if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) kind.resize(kind.size() - 4);
+  if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) {
+    kind.resize(kind.size() - 4);
+  }
   if (auto it = list.find("items"); it != list.end() && it->is_array()) {
     for (auto& item : *it) {
       CheckServerObject(item, kind, "list");

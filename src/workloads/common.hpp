@@ -34,9 +34,9 @@ void AddNamespacePodSecurity(Client& client, const std::string& ns,
                              const std::vector<Json>& objects, const PodSecurityPreflight& options,
                              FitResult* fit);
 
-/// The items of a list, by value, each checked as the list's kind (CheckServerObject: a field of
-/// the wrong type is a DecodeError naming it): `for (x : client.ListAll(...)["items"])` would iterate over a
-/// destroyed temporary.
+/// The items of a list, by value, each checked as the list's kind (CheckServerObject: a field
+/// of the wrong type is a DecodeError naming it). By value: `for (x : client.ListAll(...)
+/// ["items"])` would iterate over a destroyed temporary.
 std::vector<Json> Items(Json list);
 
 /// Every item of a list (all pages), decoded without the fields named in `dropped`: keys of

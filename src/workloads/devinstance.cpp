@@ -572,7 +572,8 @@ DevStartResult DevInstance::Start() { return Launch(); }
 DevStartResult DevInstance::Restart() { return Launch(); }
 
 void DevInstance::Stop(const DevStopOptions& options) {
-  internal::GetChecked(client_, kStatefulSets, spec_.namespace_name, spec_.name);  // NotFound when absent
+  // NotFound when absent.
+  internal::GetChecked(client_, kStatefulSets, spec_.namespace_name, spec_.name);
   ApplyStatefulSet(client_, spec_, false);
   if (!options.keep_ports) SyncExposure(spec_, false);
 }

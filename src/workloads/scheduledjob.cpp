@@ -133,7 +133,9 @@ ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std:
   };
   try {
     ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
-    if (auto loaded = from(internal::GetChecked(client, cronjobs, ns, name))) return std::move(*loaded);
+    if (auto loaded = from(internal::GetChecked(client, cronjobs, ns, name))) {
+      return std::move(*loaded);
+    }
   } catch (const NotFound&) {
   }
   ListOptions sel;

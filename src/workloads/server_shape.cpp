@@ -232,7 +232,8 @@ struct Walk {
     }
     auto dot = rest.find('.');
     std::string_view segment = rest.substr(0, dot);
-    std::string_view tail = dot == std::string_view::npos ? std::string_view{} : rest.substr(dot + 1);
+    std::string_view tail =
+        dot == std::string_view::npos ? std::string_view{} : rest.substr(dot + 1);
     if (segment == "*") {
       if (value.is_array()) {
         for (std::size_t i = 0; i < value.size(); ++i) {

@@ -49,7 +49,8 @@ struct SessionSecret {
 SessionSecret ReadSessionSecret(Client& client, const TFClusterSpec& spec) {
   SessionSecret out;
   try {
-    out.object = internal::GetChecked(client, kSecrets, spec.namespace_name, internal::TFSessionSecretName(spec));
+    out.object = internal::GetChecked(client, kSecrets, spec.namespace_name,
+                                      internal::TFSessionSecretName(spec));
     out.state = SessionSecret::kPresent;
     out.credentials = internal::CredentialsFromSecret(out.object);
   } catch (const NotFound&) {
@@ -497,7 +498,8 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
         std::rethrow_exception(r.error);
       } catch (const Invalid&) {
         RecreateJob(children[i], apply);
-        r.object = internal::GetChecked(client_, kJobs, spec_.namespace_name, internal::NameOf(children[i]));
+        r.object = internal::GetChecked(client_, kJobs, spec_.namespace_name,
+                                        internal::NameOf(children[i]));
         r.error = nullptr;
       } catch (...) {
       }
@@ -826,7 +828,8 @@ void TFCluster::Delete(const TFDeleteOptions& options) {
   del.propagation_policy = options.foreground || options.wait ? "Foreground" : "Background";
   std::string root_uid;
   try {
-    root_uid = internal::GetChecked(client_, kConfigMaps, ns, spec_.name)["metadata"].value("uid", "");
+    root_uid =
+        internal::GetChecked(client_, kConfigMaps, ns, spec_.name)["metadata"].value("uid", "");
     del.precondition_uid = root_uid;
     client_.Delete(kConfigMaps, ns, spec_.name, del);
   } catch (const NotFound&) {
@@ -876,7 +879,8 @@ DevStartResult TFCluster::Session() {
   const std::string secret = internal::TFSessionSecretName(spec_);
   DevStartResult out;
   try {
-    auto credentials = internal::CredentialsFromSecret(internal::GetChecked(client_, kSecrets, ns, secret));
+    auto credentials =
+        internal::CredentialsFromSecret(internal::GetChecked(client_, kSecrets, ns, secret));
     if (!credentials) {
       throw ValidationError("session", secret, "the credentials Secret is incomplete");
     }

@@ -44,7 +44,8 @@ std::string FieldOfError(const Json& object, std::string_view kind = "") {
 }
 
 // Every path of `j` below `path`, depth first (arrays by index).
-void Paths(const Json& j, std::vector<std::vector<std::string>>* out, std::vector<std::string> path) {
+void Paths(const Json& j, std::vector<std::vector<std::string>>* out,
+           std::vector<std::string> path) {
   if (!path.empty()) out->push_back(path);
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
@@ -88,7 +89,8 @@ TEST_SUITE("server shape") {
           "\"status.containerStatuses[1].restartCount\" of type string, not a number");
     pod = RunningPod();
     pod["status"]["containerStatuses"][1]["state"]["terminated"]["exitCode"] = "1";
-    CHECK(FieldOfError(pod).rfind("status.containerStatuses[1].state.terminated.exitCode |", 0) == 0);
+    CHECK(FieldOfError(pod).rfind("status.containerStatuses[1].state.terminated.exitCode |", 0) ==
+          0);
     pod = RunningPod();
     pod["metadata"]["labels"]["app"] = 7;
     CHECK(FieldOfError(pod).rfind("metadata.labels.app |", 0) == 0);
