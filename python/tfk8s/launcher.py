@@ -32,16 +32,27 @@ exited with code N`` there instead, since its Job may run it again. Exit codes: 
 3 for a start-up barrier that timed out, 126 / 127 for a program that cannot be started.
 """
 
+from __future__ import annotations
+
 import errno
 import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+# A replica's CPU until it listens counts in every cluster's start-up (under a small CPU limit
+# each millisecond costs many), so what the barrier does not need is imported late or never:
+# typing only for type checkers (annotations stay unevaluated), subprocess when the program
+# starts.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+    Cluster = Dict[str, List[str]]
 
 USAGE = """\
 usage: launcher.py [-h] [--] [PROGRAM [ARGS...]]
@@ -97,7 +108,6 @@ tf.distribute.Server(tf.train.ClusterSpec(config["cluster"]), job_name=task["typ
                      task_index=int(task["index"]), protocol="grpc", start=True).join()
 """
 
-Cluster = Dict[str, List[str]]
 
 
 class ConfigError(Exception):
@@ -661,6 +671,8 @@ def wait_child(child: subprocess.Popen) -> int:
 def run_program(argv: List[str], topology: Topology, env: Dict[str, str],
                 signals: SignalState, log_path: Optional[str]) -> int:
     """Runs the program as a child, forwards signals, returns its exit code."""
+    import subprocess
+
     before = read_termination_log(log_path)
     try:
         child = subprocess.Popen(argv, env=env)
