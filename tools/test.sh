@@ -8,21 +8,31 @@ cd "$(dirname "$0")/.."
 
 bash tools/install-deps.sh
 
+# Runs a ctest preset; on failure prints what failed at the end of the log, then fails.
+run_ctest() {
+  local preset="$1"
+  shift
+  if ! ctest --preset "$preset" "$@"; then
+    bash tools/ci-failures.sh "build/$preset"
+    exit 1
+  fi
+}
+
 echo "== dev build"
 cmake --preset dev
 cmake --build --preset dev
 echo "== tests (unit, local cluster, integration, packaging)"
-ctest --preset dev
+run_ctest dev
 
 echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake --preset asan-ubsan
 cmake --build --preset asan-ubsan --target tfk8s_unit_tests
-ctest --preset asan-ubsan
+run_ctest asan-ubsan
 
 echo "== unit tests under ThreadSanitizer"
 cmake --preset tsan
 cmake --build --preset tsan --target tfk8s_unit_tests
-ctest --preset tsan
+run_ctest tsan
 
 # A fixed seed and number of inputs per harness, from the seed corpus (which holds every input
 # that ever found a bug): it replays every past finding and explores the same way on every
