@@ -21,7 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_HARNESSES=(yaml kubeconfig quantity cron watch tfcluster devinstance scheduledjob quota)
+ALL_HARNESSES=(yaml kubeconfig quantity cron watch tfcluster devinstance scheduledjob quota
+  selector)
 seconds=20
 build=1
 seed=""

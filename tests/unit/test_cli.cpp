@@ -89,6 +89,12 @@ TEST_SUITE("cli") {
     CHECK_FALSE(MatchesSelector(gt, {{"rank", "9"}, {"size", "99"}}));
     CHECK_FALSE(MatchesSelector(gt, {{"rank", "x"}, {"size", "99"}}));
     CHECK(ParseLabelSelector("example.com/team = a")[0].key == "example.com/team");
+    // Canonical text (what the fuzz harness round-trips): the parsed meaning, written one way.
+    CHECK(FormatLabelSelector(ParseLabelSelector(" team in (b,a,b), !debug,tier==gpu, k>07")) ==
+          "team in (a,b),!debug,tier=gpu,k>07");
+    CHECK(FormatLabelSelector(ParseLabelSelector("k in (,), j notin (a,), e=, x")) ==
+          "k in (,),j notin (,a),e=,x");
+    CHECK(ParseLabelSelector("k in (,)")[0].values == std::vector<std::string>{""});
     for (const char* bad : {"team in (a,b", "team in a", "team in ()", "team notin", "k in (a b)",
                             "k=(a)", "k>x", "!k=v", "a b", "bad key=1", "k=v=w", "k=-v", "!", ",",
                             "in (a)"}) {

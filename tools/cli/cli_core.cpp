@@ -291,6 +291,33 @@ std::vector<LabelRequirement> ParseLabelSelector(std::string_view selector) {
   return out;
 }
 
+std::string FormatLabelSelector(const std::vector<LabelRequirement>& selector) {
+  using Op = LabelRequirement::Op;
+  std::string out;
+  for (const LabelRequirement& r : selector) {
+    if (!out.empty()) out += ',';
+    auto first = [&] { return r.values.empty() ? std::string() : r.values.front(); };
+    auto set = [&] {
+      std::string joined;
+      for (std::size_t i = 0; i < r.values.size(); ++i) joined += (i ? "," : "") + r.values[i];
+      // The set of just the empty value: "()" would read as an empty set, "(,)" reads as {""}.
+      if (r.values.size() == 1 && joined.empty()) joined = ",";
+      return " (" + joined + ")";
+    };
+    switch (r.op) {
+      case Op::kEquals: out += r.key + "=" + first(); break;
+      case Op::kNotEquals: out += r.key + "!=" + first(); break;
+      case Op::kIn: out += r.key + " in" + set(); break;
+      case Op::kNotIn: out += r.key + " notin" + set(); break;
+      case Op::kExists: out += r.key; break;
+      case Op::kNotExists: out += "!" + r.key; break;
+      case Op::kGreaterThan: out += r.key + ">" + first(); break;
+      case Op::kLessThan: out += r.key + "<" + first(); break;
+    }
+  }
+  return out;
+}
+
 bool MatchesSelector(const std::vector<LabelRequirement>& selector,
                      const std::map<std::string, std::string>& labels) {
   return std::all_of(selector.begin(), selector.end(), [&](const LabelRequirement& r) {

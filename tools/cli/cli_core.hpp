@@ -57,6 +57,10 @@ struct LabelRequirement {
 /// `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>N`, `k<N`; keys must be qualified names
 /// and values label values. Anything else is a ValidationError (field "selector") saying where.
 std::vector<LabelRequirement> ParseLabelSelector(std::string_view selector);
+/// The selector as canonical text, as labels.Selector's String() writes it: requirements in the
+/// given order joined by ",", `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>N`,
+/// `k<N`. ParseLabelSelector reads it back to the same requirements.
+std::string FormatLabelSelector(const std::vector<LabelRequirement>& selector);
 /// Whether `labels` satisfy every requirement.
 bool MatchesSelector(const std::vector<LabelRequirement>& selector,
                      const std::map<std::string, std::string>& labels);
