@@ -59,7 +59,11 @@ def test_comparisons_and_hash() -> None:
     assert hash(Quantity("1Gi")) == hash(Quantity("1024Mi"))
     assert len({Quantity("1k"), Quantity("1000"), Quantity("1e3")}) == 1
     assert not Quantity("0") and Quantity("1m")
-    assert Quantity("1") != "not a quantity" or True  # no exception for foreign types
+    # Text that is no quantity, and foreign types, compare unequal instead of raising.
+    assert (Quantity("1") != "not a quantity") is True
+    assert (Quantity("1") == "not a quantity") is False
+    assert (Quantity("1") == object()) is False
+    assert (Quantity("1") != None) is True  # noqa: E711 (the operator itself is under test)
 
 
 def test_values() -> None:
