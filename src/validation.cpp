@@ -1,7 +1,8 @@
 // Name and label validation with the rules and messages of
 // k8s.io/apimachinery/pkg/util/validation (validation.go). The regular expressions are matched
-// by hand (they are all simple character-class patterns), but the messages quote the same
-// regular expressions Kubernetes prints so that users see identical text client- and server-side.
+// by hand (they are all simple character-class patterns). The messages are Kubernetes' words and
+// examples; the regular expression Kubernetes appends ("regex used for validation is ...") is
+// left out, because the words already state the rule and a reader gains nothing from the pattern.
 
 #include "tfk8s/validation.hpp"
 
@@ -22,29 +23,22 @@
 namespace tfk8s::validation {
 namespace {
 
-constexpr std::string_view kDns1123LabelFmt = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 constexpr std::string_view kDns1123LabelErrMsg =
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
     "must start and end with an alphanumeric character";
-constexpr std::string_view kDns1123SubdomainFmt =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 constexpr std::string_view kDns1123SubdomainErrMsg =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character";
-constexpr std::string_view kDns1035LabelFmt = "[a-z]([-a-z0-9]*[a-z0-9])?";
 constexpr std::string_view kDns1035LabelErrMsg =
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
     "alphabetic character, and end with an alphanumeric character";
-constexpr std::string_view kEnvVarNameFmt = "[-._a-zA-Z][-._a-zA-Z0-9]*";
 constexpr std::string_view kEnvVarNameErrMsg =
     "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', "
     "or '.', and must not start with a digit";
-constexpr std::string_view kQualifiedNameFmt = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 constexpr std::string_view kQualifiedNameErrMsg =
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character";
 constexpr std::size_t kQualifiedNameMaxLength = 63;
-constexpr std::string_view kLabelValueFmt = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 constexpr std::string_view kLabelValueErrMsg =
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
     "'.', and must start and end with an alphanumeric character";
@@ -85,22 +79,19 @@ std::string MaxLenError(std::size_t length) {
   return "must be no more than " + std::to_string(length) + " characters";
 }
 
-// validation.RegexError.
-std::string RegexError(std::string_view msg, std::string_view fmt,
-                       std::initializer_list<std::string_view> examples) {
-  std::string out(msg);
-  if (examples.size() == 0) {
-    return out + " (regex used for validation is '" + std::string(fmt) + "')";
-  }
+// validation.RegexError's words and examples, without its regular expression:
+// "<rule> (e.g. 'my-name' or '123-abc')".
+std::string RuleError(std::string_view rule, std::initializer_list<std::string_view> examples) {
+  std::string out(rule);
+  if (examples.size() == 0) return out;
   out += " (e.g. ";
   bool first = true;
   for (std::string_view example : examples) {
     if (!first) out += " or ";
     first = false;
-    out += "'" + std::string(example) + "', ";
+    out += "'" + std::string(example) + "'";
   }
-  out += "regex used for validation is '" + std::string(fmt) + "')";
-  return out;
+  return out + ")";
 }
 
 std::string Join(const std::vector<std::string>& errors) {
@@ -127,7 +118,7 @@ std::vector<std::string> IsDns1123Label(std::string_view value) {
       // A valid subdomain but not a label: the only difference is dots.
       errs.emplace_back("must not contain dots");
     } else {
-      errs.push_back(RegexError(kDns1123LabelErrMsg, kDns1123LabelFmt, {"my-name", "123-abc"}));
+      errs.push_back(RuleError(kDns1123LabelErrMsg, {"my-name", "123-abc"}));
     }
   }
   return errs;
@@ -137,7 +128,7 @@ std::vector<std::string> IsDns1035Label(std::string_view value) {
   std::vector<std::string> errs;
   if (value.size() > kDns1123LabelMaxLength) errs.push_back(MaxLenError(kDns1123LabelMaxLength));
   if (!MatchesDns1123Label(value) || !(value.front() >= 'a' && value.front() <= 'z')) {
-    errs.push_back(RegexError(kDns1035LabelErrMsg, kDns1035LabelFmt, {"my-name", "abc-123"}));
+    errs.push_back(RuleError(kDns1035LabelErrMsg, {"my-name", "abc-123"}));
   }
   return errs;
 }
@@ -162,7 +153,7 @@ std::vector<std::string> IsDns1123Subdomain(std::string_view value) {
     errs.push_back(MaxLenError(kDns1123SubdomainMaxLength));
   }
   if (!MatchesDns1123Subdomain(value)) {
-    errs.push_back(RegexError(kDns1123SubdomainErrMsg, kDns1123SubdomainFmt, {"example.com"}));
+    errs.push_back(RuleError(kDns1123SubdomainErrMsg, {"example.com"}));
   }
   return errs;
 }
@@ -175,8 +166,7 @@ std::vector<std::string> IsQualifiedName(std::string_view value) {
     if (value.find('/', slash + 1) != std::string_view::npos) {
       // More than one '/': Kubernetes reports only this.
       errs.push_back("a qualified name " +
-                     RegexError(kQualifiedNameErrMsg, kQualifiedNameFmt,
-                                {"MyName", "my.name", "123-abc"}) +
+                     RuleError(kQualifiedNameErrMsg, {"MyName", "my.name", "123-abc"}) +
                      " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
       return errs;
     }
@@ -194,8 +184,8 @@ std::vector<std::string> IsQualifiedName(std::string_view value) {
     errs.push_back("name part " + MaxLenError(kQualifiedNameMaxLength));
   }
   if (!MatchesQualifiedName(name)) {
-    errs.push_back("name part " + RegexError(kQualifiedNameErrMsg, kQualifiedNameFmt,
-                                             {"MyName", "my.name", "123-abc"}));
+    errs.push_back("name part " +
+                   RuleError(kQualifiedNameErrMsg, {"MyName", "my.name", "123-abc"}));
   }
   return errs;
 }
@@ -204,8 +194,7 @@ std::vector<std::string> IsValidLabelValue(std::string_view value) {
   std::vector<std::string> errs;
   if (value.size() > kLabelValueMaxLength) errs.push_back(MaxLenError(kLabelValueMaxLength));
   if (!value.empty() && !MatchesQualifiedName(value)) {
-    errs.push_back(
-        RegexError(kLabelValueErrMsg, kLabelValueFmt, {"MyValue", "my_value", "12345"}));
+    errs.push_back(RuleError(kLabelValueErrMsg, {"MyValue", "my_value", "12345"}));
   }
   return errs;
 }
@@ -310,8 +299,7 @@ std::vector<std::string> IsEnvVarName(std::string_view value) {
     if (!alnum && c != '-' && c != '.' && c != '_') ok = false;
   }
   if (ok) return {};
-  return {RegexError(kEnvVarNameErrMsg, kEnvVarNameFmt,
-                     {"my.env-name", "MY_ENV.NAME", "MyEnvName1"})};
+  return {RuleError(kEnvVarNameErrMsg, {"my.env-name", "MY_ENV.NAME", "MyEnvName1"})};
 }
 
 void ValidateResources(std::string_view field, const Resources& r, bool require_requests) {

@@ -1,7 +1,10 @@
 #pragma once
 /// @file
-/// Client-side name and label validation with the same rules and messages as Kubernetes'
-/// k8s.io/apimachinery/pkg/util/validation, so bad input fails before anything is sent.
+/// Client-side name and label validation with the same rules as Kubernetes'
+/// k8s.io/apimachinery/pkg/util/validation, so bad input fails before anything is sent. Messages
+/// state the rule in Kubernetes' words with its examples ("... must start and end with an
+/// alphanumeric character (e.g. 'my-name' or '123-abc')"), without the regular expression
+/// Kubernetes appends to them.
 
 #include <cstddef>
 #include <functional>
