@@ -183,17 +183,27 @@ TEST_SUITE("placement") {
   TEST_CASE("WhereFits answers where a 4-GPU v100 worker fits, and the scheduler agrees") {
     Client c = AdminClient();
     // The exact answers below need idle GPU nodes; pods of earlier tests may still be
-    // terminating with their namespaces, so give them a moment.
+    // terminating with their namespaces, so give them time. Still busy after that is a failure
+    // (a test that leaks GPU pods), reported with the pods that hold them.
     const bool idle = TestNamespace::WaitFor(
         [&] {
           Inventory inv = GetInventory(c);
           return NodeNamed(inv, "sim-gpu-0").free.at("nvidia.com/gpu") == Q("4") &&
                  NodeNamed(inv, "sim-gpu-1").free.at("nvidia.com/gpu") == Q("4");
         },
-        std::chrono::seconds(45));
+        std::chrono::seconds(120));
     if (!idle) {
-      MESSAGE("GPUs stayed in use by other tests; skipping");
-      return;
+      std::string holders;
+      for (const Json& pod : c.ListAll(kPods, "")["items"]) {
+        const std::string node = pod["spec"].value("nodeName", "");
+        const std::string phase = pod.value("status", Json::object()).value("phase", "");
+        if ((node == "sim-gpu-0" || node == "sim-gpu-1") && phase != "Succeeded" &&
+            phase != "Failed") {
+          holders += " " + pod["metadata"].value("namespace", "") + "/" +
+                     pod["metadata"].value("name", "") + "@" + node;
+        }
+      }
+      FAIL("the GPU nodes stayed busy for 120 s; pods on them:" << holders);
     }
     const ResourceList four{{"nvidia.com/gpu", Q("4")}, {"cpu", Q("4")}};
     const std::map<std::string, std::string> v100{{"gputype", "v100"}};

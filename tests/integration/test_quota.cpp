@@ -222,10 +222,7 @@ TEST_SUITE("quota") {
     CHECK(usage.Find("requests.cpu")->remaining.ToString() == "1300m");
 
     // The same numbers, as text, as kubectl prints them.
-    if (!HaveKubectl()) {
-      MESSAGE("kubectl not installed: skipping the comparison with kubectl describe");
-      return;
-    }
+    REQUIRE_MESSAGE(HaveKubectl(), "kubectl is not installed (tools/install-deps.sh installs it)");
     Json raw = Json::parse(Kubectl("get quota -n " + ns.name() + " " + ns.name() + " -o json"));
     auto described = DescribeQuota(ns.name(), ns.name());
     REQUIRE(described.size() == usage.resources.size());
