@@ -5,6 +5,7 @@ a notebook, one line on a terminal)."""
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import copy
 import sys
@@ -158,6 +159,10 @@ class Workload:
         if core is not None:
             self._core = core
             return None
+        if spec is not None and not isinstance(spec, collections.abc.Mapping):
+            hint = f" (for the name, pass name={spec!r})" if isinstance(spec, str) else ""
+            raise TypeError(f"{type(self).__name__}(): spec must be a mapping, not "
+                            f"{type(spec).__name__}{hint}")
         s: Dict[str, Any] = copy.deepcopy(dict(spec)) if spec is not None else {}
         if name is not None:
             s["name"] = name

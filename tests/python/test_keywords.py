@@ -323,3 +323,15 @@ def test_private_keywords_pass_through(client: tfk8s.Client) -> None:
     cluster = tfk8s.TFCluster(client, name="x", worker=2)
     again = tfk8s.TFCluster(client, _core_cluster=cluster._core)
     assert again.to_dict() == cluster.to_dict()
+
+
+@pytest.mark.parametrize("cls", [tfk8s.TFCluster, tfk8s.DevInstance, tfk8s.ScheduledJob])
+def test_a_name_given_where_the_spec_goes_says_so(client: tfk8s.Client, cls: Type[Any]) -> None:
+    # The second positional parameter is the spec mapping; a name there used to fail deep inside
+    # dict() with "dictionary update sequence element #0 has length 1".
+    with pytest.raises(TypeError) as info:
+        cls(client, "alice")
+    assert str(info.value) == (f"{cls.__name__}(): spec must be a mapping, not str "
+                               "(for the name, pass name='alice')")
+    with pytest.raises(TypeError, match="spec must be a mapping, not list$"):
+        cls(client, ["alice"])
