@@ -7,8 +7,10 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import io
+import os
 import pickle
 import sys
+import traceback
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -359,6 +361,28 @@ def test_workload_failed_status_becomes_the_status_record() -> None:
             call()
         assert isinstance(info.value.status, tfk8s.DevInstanceStatus)
         assert info.value.status.restarts == 3
+
+
+def test_a_failure_traceback_ends_at_the_public_call() -> None:
+    # What a notebook prints above the message: the user's line, the public call's line, then
+    # the C++ call. No frame of contextlib or of the workload helpers (the context managers
+    # around the call), none twice.
+    client = FakeCluster().client("team")
+    core = FailingCore(tfcluster_status_raw())
+    core.wait = core._fail  # type: ignore[method-assign]
+    cluster = tfk8s.TFCluster(client, _core_cluster=core)
+    for call, public in ((lambda: cluster.wait("finished", 5, progress=True), "wait"),
+                         (cluster.apply, "apply")):
+        with pytest.raises(tfk8s.WorkloadFailed) as info:
+            call()
+        frames = traceback.extract_tb(info.value.__traceback__)
+        names = [f.name for f in frames]
+        files = [os.path.basename(f.filename) for f in frames]
+        assert names.count(public) == 1, names
+        assert "contextlib.py" not in files and "_workload.py" not in files, files
+        assert names[-2:] == [public, "_fail"], names
+        assert files[-2] == "tfcluster.py"
+        assert isinstance(info.value.status, tfk8s.TFClusterStatus)
 
 
 def test_wait_returns_the_status_record_without_progress() -> None:
