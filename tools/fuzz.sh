@@ -17,7 +17,7 @@
 #
 # New inputs found during a run go to build/fuzz/corpus/<harness> (kept between runs, never
 # into the source tree); crash artifacts to build/fuzz/artifacts/<harness>/, logs to
-# build/fuzz/logs/<harness>.log.
+# build/fuzz/logs/<harness>.log (<harness>.runs.log for a --runs run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,6 +91,8 @@ for h in "${harnesses[@]}"; do
   fi
   artifacts="$BUILD/artifacts/$h"
   log="$BUILD/logs/$h.log"
+  # A fixed-input run (CI's smoke) keeps its own log, so it never overwrites a long run's.
+  if [ -n "$runs" ]; then log="$BUILD/logs/$h.runs.log"; fi
   mkdir -p "$work" "$artifacts" "$(dirname "$log")"
   if [ ! -x "$bin" ]; then
     echo "fuzz.sh: $bin is missing (build with: cmake --build --preset fuzz)" >&2
