@@ -13,6 +13,9 @@ PACKAGES=(
   # library dependencies
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev
   libyaml-cpp-dev pybind11-dev
+  # the static libcurl of tools/build-curl.sh: HTTP/2 (its TLS and zlib come from libssl-dev and
+  # zlib1g-dev)
+  libnghttp2-dev zlib1g-dev
   # argon2 password hashes for Jupyter and code-server (src/http/crypto.cpp); the `tfk8s`
   # command's argument parser
   libargon2-dev libcli11-dev
