@@ -700,12 +700,14 @@ DevInstanceStatus DevInstance::Wait(const WaitOptions<DevInstanceStatus>& option
     if (synced && on_progress && table != last_table) on_progress(st);
     if (synced) last_table = table;
 
-    if (st.phase == DevPhase::kRunning) return st;
+    // Running and Stopped are read from every watch's first list (a Running pod seen before the
+    // StatefulSet is no answer yet, and its message would be "watching").
+    if (synced && st.phase == DevPhase::kRunning) return st;
     if (!fatal.empty()) {
       throw DevInstanceFailed(
           fmt::format("DevInstance {}/{} cannot start: {}", ns, spec_.name, fatal.front()), st);
     }
-    if (st.phase == DevPhase::kStopped) {
+    if (synced && st.phase == DevPhase::kStopped) {
       throw DevInstanceFailed(
           fmt::format("DevInstance {}/{} is stopped; Start() it first", ns, spec_.name), st);
     }

@@ -51,6 +51,11 @@ def test_lifecycle_without_password_leaks(client: tfk8s.Client, namespace: str) 
 
         status = inst.wait(timeout=90, progress=False)
         assert status.phase == "Running"
+        # A wait on a Running instance answers from every watch's first list: the node it
+        # runs on, not "watching" (it once returned before the StatefulSet's list).
+        again_status = inst.wait(timeout=30, progress=False)
+        assert again_status.phase == "Running"
+        assert again_status.message.startswith("running on "), again_status.message
         status = inst.status()
         for shown in (repr(status), status._repr_html_(), status.table()):
             assert password not in shown
