@@ -6,7 +6,7 @@ Where it goes is decided by capability, not by class names:
 
 - a rich-display frontend (IPython imported, ``get_ipython()`` has a ``kernel``: Jupyter,
   JupyterLab, VS Code, Colab-like kernels): one live display per wait, an ``ipywidgets``
-  progress bar when ipywidgets imports, else HTML (a ``<progress>`` element in a
+  progress bar when ipywidgets (7 or later: widget protocol 2) imports, else HTML (a ``<progress>`` element in a
   ``<div class="tfk8s-progress">``) — every bundle with a text/plain line as its fallback;
 - a terminal (stderr is a tty): one line rewritten in place (``\\r\\x1b[K``), ended by a
   newline;
@@ -150,8 +150,8 @@ class Snapshot:
         return (
             f'<div class="{CSS_CLASS}" data-state="{state}"><div><b>{_html.escape(self.title)}'
             f'</b> <progress value="{self.ready}" max="{max(self.total, 1)}">'
-            f"{self.ready}/{self.total}</progress> {_html.escape(self.counts())} "
-            f"{_html.escape(self.phase)}{outcome}</div>{blocker}</div>"
+            f"{self.ready}/{self.total}</progress> {_html.escape(self.counts())} · "
+            f"{_html.escape(self.phase or 'waiting')}{outcome}</div>{blocker}</div>"
         )
 
     def bundle(self) -> Bundle:
@@ -450,10 +450,17 @@ def rich_display_shell() -> Any:
 
 
 def _import_widgets() -> Any:
-    """The ipywidgets module, or None when it does not import."""
+    """The ipywidgets module when it imports and speaks the widget protocol 2 (ipywidgets 7 and
+    later, what JupyterLab, VS Code and nbclient render), else None. Debian 12's ipywidgets 6.0
+    still opens its comms in protocol 1 (no ``state``): nbclient fails on it with a KeyError and
+    current frontends show nothing, so with it the display is HTML."""
     try:
         import ipywidgets  # type: ignore[import]
     except Exception:
+        return None
+    protocol = str(getattr(ipywidgets, "__protocol_version__", "0"))
+    major = protocol.split(".")[0]
+    if not major.isdigit() or int(major) < 2:
         return None
     return ipywidgets
 

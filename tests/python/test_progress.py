@@ -253,7 +253,7 @@ def check_bundles(screen: FakeDisplay) -> None:
 
 
 def test_the_view_is_chosen_by_capability(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ipywidgets  # noqa: F401  # imported with the real IPython, before it is faked
+    import ipywidgets  # imported with the real IPython, before it is faked
 
     screen = FakeDisplay()
     monkeypatch.setitem(sys.modules, "IPython", None)
@@ -267,8 +267,13 @@ def test_the_view_is_chosen_by_capability(monkeypatch: pytest.MonkeyPatch) -> No
     fake_ipython(monkeypatch, ColabShell(kernel=None), screen)  # terminal IPython: no kernel
     assert isinstance(_progress.choose_view(), LogView)
     fake_ipython(monkeypatch, ColabShell(), screen)
+    # Debian 12's ipywidgets 6.0 speaks the widget protocol 1, which no current frontend renders
+    assert ipywidgets.__version__.startswith("6.") or ipywidgets.__protocol_version__ >= "2"
+    monkeypatch.setattr(ipywidgets, "__protocol_version__", "1.0.0", raising=False)
+    assert type(_progress.choose_view()) is HtmlView
+    monkeypatch.setattr(ipywidgets, "__protocol_version__", "2.1.0")
     view = _progress.choose_view()
-    assert type(view) is WidgetView  # python3-ipywidgets is installed
+    assert type(view) is WidgetView
     view.close()
     no_widgets(monkeypatch)
     assert type(_progress.choose_view()) is HtmlView
