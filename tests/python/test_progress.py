@@ -10,7 +10,9 @@ import threading
 import types
 from typing import Any, Dict, List, Optional, Tuple
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
 
 import tfk8s
 from tfk8s import _progress
@@ -381,3 +383,58 @@ def test_the_ticker_refreshes_the_elapsed_time() -> None:
     assert ticked.wait(30)
     p.result(tfk8s.TFClusterStatus(cluster_raw(3)))
     assert p.ticker is not None and not p.ticker.is_alive()
+
+
+# ---- a real kernel: the displayhook filter ----------------------------------------------------
+KERNEL_SETUP = '''
+import tfk8s
+from tfk8s.testing import FakeCluster
+
+def replica(index, phase, reason=""):
+    return {"role": "worker", "index": index, "pod": f"m-worker-{index}", "phase": phase,
+            "node": "", "restarts": 0, "reason": reason}
+
+class Core:
+    """A C++ TFCluster stand-in: one progress report, then Running."""
+    spec = {"name": "m", "namespace": "team", "worker": {"replicas": 2}}
+
+    def wait(self, until, timeout, on_progress):
+        if on_progress is not None:
+            on_progress({"phase": "Pending", "message": "", "not_ready": 1, "table": "T1",
+                         "replicas": [replica(0, "Running"),
+                                      replica(1, "Pending", "Unschedulable: 0/1 nodes")]})
+        return {"phase": "Running", "message": "2 replicas running", "not_ready": 0,
+                "table": "T2", "replicas": [replica(0, "Running"), replica(1, "Running")]}
+
+cluster = tfk8s.TFCluster(FakeCluster().client("team"), _core_cluster=Core())
+'''
+
+
+def test_in_a_kernel_the_wait_display_is_the_result() -> None:
+    cells = [
+        KERNEL_SETUP,
+        "status = cluster.wait()\nstatus",  # the live display is the result
+        "again = cluster.wait()\ndisplay(again)\nagain",  # an explicit display shows it
+        "status",  # a later cell shows it
+        "cluster.wait(progress=False)",  # no progress: the result as usual
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = [[o for o in cell.outputs if o.output_type != "stream"] for cell in nb.cells]
+    for cell in nb.cells:
+        for o in cell.outputs:
+            assert HTML_OBJECT not in str(o.get("data", {}).get("text/plain", "")), o
+            assert o.output_type != "stream" or "Traceback" not in o.text, o.text
+
+    def kinds(cell: List[Any]) -> List[Tuple[str, bool, int]]:
+        return [(o.output_type, "tfk8s-progress" in o.data.get("text/html", ""),
+                 o.data.get("text/html", "").count("<table")) for o in cell]
+
+    assert outputs[0] == []
+    assert kinds(outputs[1]) == [("display_data", True, 1)]
+    assert 'data-state="done"' in outputs[1][0].data["text/html"]
+    assert "2/2 ready" in outputs[1][0].data["text/plain"]
+    assert "Unschedulable" not in outputs[1][0].data["text/html"]  # nothing stale
+    assert kinds(outputs[2]) == [("display_data", True, 1), ("display_data", False, 1)]
+    assert kinds(outputs[3]) == [("execute_result", False, 1)]
+    assert kinds(outputs[4]) == [("execute_result", False, 1)]
