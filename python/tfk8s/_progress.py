@@ -6,8 +6,9 @@ Where it goes is decided by capability, not by class names:
 
 - a rich-display frontend (IPython imported, ``get_ipython()`` has a ``kernel``: Jupyter,
   JupyterLab, VS Code, Colab-like kernels): one live display per wait, an ``ipywidgets``
-  progress bar when ipywidgets (7 or later: widget protocol 2) imports, else HTML (a ``<progress>`` element in a
-  ``<div class="tfk8s-progress">``) — every bundle with a text/plain line as its fallback;
+  progress bar when ipywidgets (7 or later: widget protocol 2) imports, else HTML (a
+  ``<progress>`` element in a ``<div class="tfk8s-progress">``) — every bundle with a
+  text/plain line as its fallback;
 - a terminal (stderr is a tty): one line rewritten in place (``\\r\\x1b[K``), ended by a
   newline;
 - anything else (logs, nohup, CI): plain lines without control characters, one whenever the
@@ -38,7 +39,19 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, TextIO, Tuple, Type
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    TextIO,
+    Tuple,
+    Type,
+    TypeVar,
+)
 
 from tfk8s import _html
 
@@ -57,6 +70,7 @@ _OK_PHASES = frozenset({"Running", "Succeeded"})
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 
 Bundle = Dict[str, Any]
+R = TypeVar("R")
 
 
 # ---- what a status says -----------------------------------------------------------------------
@@ -324,8 +338,8 @@ def _forget_shown(*_: Any) -> None:
 def install_result_filter(shell: Any) -> bool:
     """Makes ``shell``'s displayhook send nothing for a status in :data:`_shown` (once per
     shell); False when the shell has no such displayhook."""
-    hook = getattr(shell, "displayhook", None)
-    original = getattr(hook, "compute_format_data", None)
+    hook: Any = getattr(shell, "displayhook", None)
+    original: Any = getattr(hook, "compute_format_data", None)
     if original is None:
         return False
     if getattr(hook, "_tfk8s_result_filter", False):
@@ -334,7 +348,8 @@ def install_result_filter(shell: Any) -> bool:
     def compute_format_data(result: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         if any(result is s for s in _shown):
             return {}, {}
-        return original(result)
+        data: Tuple[Dict[str, Any], Dict[str, Any]] = original(result)
+        return data
 
     hook.compute_format_data = compute_format_data
     hook._tfk8s_result_filter = True
@@ -405,7 +420,7 @@ class Progress:
         if self.view is not None:
             self._render(self.view.finish, outcome)
 
-    def result(self, status: Any) -> Any:
+    def result(self, status: R) -> R:
         """Ends the display with the wait's returned ``status`` and returns it; in a notebook
         the same cell's displayhook then does not render it a second time."""
         self.status = status

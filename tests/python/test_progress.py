@@ -250,7 +250,7 @@ def no_widgets(monkeypatch: pytest.MonkeyPatch) -> None:
 def check_bundles(screen: FakeDisplay) -> None:
     for _, bundle, _ in screen.calls:
         assert bundle["text/plain"] and HTML_OBJECT not in bundle["text/plain"]
-        assert f'<div class="tfk8s-progress"' in bundle["text/html"]
+        assert '<div class="tfk8s-progress"' in bundle["text/html"]
         assert "<progress " in bundle["text/html"]
 
 
