@@ -230,7 +230,7 @@ class TerminalView(View):
 
 class LogView(View):
     """Plain lines for a log: on a change of the ready count or the phase, else at most every
-    ``interval`` seconds; always the final one."""
+    ``interval`` seconds; then the final one (unless the last line said just that)."""
 
     def __init__(self, stream: TextIO, interval: float = LOG_INTERVAL) -> None:
         self.stream = stream
@@ -238,11 +238,13 @@ class LogView(View):
         self.interval = interval
         self.key: Optional[Tuple[int, int, str]] = None
         self.printed_at: Optional[float] = None
+        self.last = ""
 
     def _write(self, snap: Snapshot) -> None:
         self.key = (snap.ready, snap.total, snap.phase)
         self.printed_at = snap.elapsed
-        self.stream.write(snap.line(self.sep) + "\n")
+        self.last = snap.line(self.sep)
+        self.stream.write(self.last + "\n")
         self.stream.flush()
 
     def show(self, snap: Snapshot) -> None:
@@ -252,7 +254,8 @@ class LogView(View):
             self._write(snap)
 
     def finish(self, snap: Snapshot) -> None:
-        self._write(snap)
+        if snap.line(self.sep) != self.last:
+            self._write(snap)
 
 
 class HtmlView(View):

@@ -150,6 +150,12 @@ def test_a_log_gets_a_line_per_change_a_heartbeat_and_a_final_line() -> None:
         "Unschedulable: 0/1 nodes [31m have enough cpu <b>",
         "TFCluster team/m: [####################] 3/3 ready · 13 s · Running",
     ]
+    out = Stream(tty=False)
+    p = progress(LogView(out), clock)
+    p.update(cluster_raw(3))
+    p.result(tfk8s.TFClusterStatus(cluster_raw(3)))  # the same line again: not repeated
+    assert out.getvalue() == (
+        "TFCluster team/m: [####################] 3/3 ready · 0 s · Running\n")
 
 
 def test_a_failed_wait_ends_the_log_with_its_outcome_and_status() -> None:
