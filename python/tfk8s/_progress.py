@@ -13,7 +13,7 @@ Where it goes is decided by capability, not by class names:
   newline;
 - anything else (logs, nohup, CI): plain lines without control characters, one whenever the
   ready count or the phase changes and otherwise at most every :data:`LOG_INTERVAL` seconds,
-  and one final line.
+  and a final line unless the last one said the same.
 
 One display that becomes the result. The notebook display is created when the wait starts
 (display id), updated on every status the C++ wait reports and every second for the elapsed
