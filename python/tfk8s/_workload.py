@@ -1,18 +1,18 @@
 """What TFCluster, DevInstance and ScheduledJob share on the Python side: holding the C++ object
 and its client, building the spec dict from keywords, the spec accessors, pre-flight, the
-``WorkloadFailed.status`` conversion and the progress display of a wait (a live HTML status in
-a notebook, one line on a terminal)."""
+``WorkloadFailed.status`` conversion and the start of a wait's progress display (its views are
+in :mod:`tfk8s._progress`)."""
 
 from __future__ import annotations
 
 import collections.abc
 import contextlib
 import copy
-import sys
 from typing import (
     Any,
     Callable,
     ClassVar,
+    ContextManager,
     Dict,
     Iterator,
     List,
@@ -23,67 +23,21 @@ from typing import (
     TypeVar,
 )
 
-from tfk8s import _core
+from tfk8s import _core, _progress
 from tfk8s._records import FitResult, Record, WorkloadRef
 
 Object = Dict[str, Any]
-ProgressCallback = Callable[[Mapping[str, Any]], None]
 
 W = TypeVar("W", bound="Workload")
 
 
-def in_jupyter() -> Any:
-    """The IPython shell when running in a notebook kernel (IPython already imported)."""
-    if "IPython" not in sys.modules:
-        return None
-    try:
-        shell = sys.modules["IPython"].get_ipython()
-    except Exception:
-        return None
-    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
-        return None
-    return shell
-
-
-def progress_callback(status_type: Type[Record]) -> Optional[ProgressCallback]:
-    """A wait's ``on_progress``: in a notebook a live HTML status, on a terminal the status's
-    ``summary()`` line on stderr (the callback then has ``terminal = True``), else None."""
-    shell = in_jupyter()
-    if shell is not None:
-        try:
-            from IPython.display import HTML, display  # type: ignore[import]
-        except Exception:
-            shell = None
-    if shell is not None:
-        handle = display(HTML("<i>waiting…</i>"), display_id=True)
-
-        def notebook(raw: Mapping[str, Any]) -> None:
-            handle.update(HTML(status_type(raw)._repr_html_()))
-
-        return notebook
-    if not sys.stderr.isatty():
-        return None
-
-    def terminal(raw: Mapping[str, Any]) -> None:
-        summary: str = status_type(raw).summary()  # type: ignore[attr-defined]
-        sys.stderr.write("\r\x1b[K" + summary[:200])
-        sys.stderr.flush()
-
-    terminal.terminal = True  # type: ignore[attr-defined]
-    return terminal
-
-
-@contextlib.contextmanager
-def showing_progress(enabled: bool, status_type: Type[Record]) -> Iterator[Optional[ProgressCallback]]:
-    """The progress callback of a wait (None when disabled or nowhere to show it); ends the
-    terminal's progress line afterwards."""
-    callback = progress_callback(status_type) if enabled else None
-    try:
-        yield callback
-    finally:
-        if callback is not None and getattr(callback, "terminal", False):
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+def showing_progress(enabled: bool, workload: "Workload") -> ContextManager[_progress.Progress]:
+    """The live progress of one of ``workload``'s waits (see :mod:`tfk8s._progress`): use
+    ``callback`` as the wait's ``on_progress`` (None when disabled) and return
+    ``result(status)``."""
+    title = f"{type(workload).__name__} {workload.namespace}/{workload.name}"
+    return _progress.showing(enabled, workload._status_type, title,
+                             _progress.expected_total(workload.to_dict()))
 
 
 def set_resources(

@@ -326,9 +326,10 @@ class DevInstance(Workload):
 
     def wait(self, timeout: Optional[float] = 600, progress: bool = True) -> DevInstanceStatus:
         """Waits until the tools are ready. Raises WorkloadFailed (``.status``) when the pod
-        cannot start, Timeout after ``timeout`` seconds; Ctrl-C stops the wait."""
-        with showing_progress(progress, DevInstanceStatus) as callback, self._failures():
-            return DevInstanceStatus(self._core.wait(timeout, callback))
+        cannot start, Timeout after ``timeout`` seconds; Ctrl-C stops the wait. ``progress``
+        shows it as :meth:`TFCluster.wait` does."""
+        with showing_progress(progress, self) as shown, self._failures():
+            return shown.result(DevInstanceStatus(self._core.wait(timeout, shown.callback)))
 
     def __repr__(self) -> str:
         s = self._core.spec

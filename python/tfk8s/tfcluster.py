@@ -220,11 +220,12 @@ class TFCluster(Workload):
 
         Raises :class:`tfk8s.WorkloadFailed` (``.status`` is a TFClusterStatus) when a replica
         cannot start or the cluster failed, :class:`tfk8s.Timeout` after ``timeout`` seconds.
-        Ctrl-C stops the wait. With ``progress``, a one-line summary goes to stderr on a
-        terminal, and a notebook shows a live HTML table.
+        Ctrl-C stops the wait. With ``progress``, a bar (replicas ready, elapsed seconds, the
+        blocker) shows live in a notebook and becomes the status display there, is one line
+        rewritten in place on a terminal, and plain lines on a non-terminal stderr.
         """
-        with showing_progress(progress, TFClusterStatus) as callback, self._failures():
-            return TFClusterStatus(self._core.wait(until, timeout, callback))
+        with showing_progress(progress, self) as shown, self._failures():
+            return shown.result(TFClusterStatus(self._core.wait(until, timeout, shown.callback)))
 
     def logs(
         self,

@@ -38,7 +38,9 @@ def test_spec_round_trip(client: tfk8s.Client) -> None:
     assert "Secret" not in kinds  # the credentials of a start are never rendered
 
 
-def test_lifecycle_without_password_leaks(client: tfk8s.Client, namespace: str) -> None:
+def test_lifecycle_without_password_leaks(
+    client: tfk8s.Client, namespace: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     inst = small(client, namespace)
     creds = inst.create()
     try:
@@ -78,7 +80,15 @@ def test_lifecycle_without_password_leaks(client: tfk8s.Client, namespace: str) 
         again = inst.restart()
         assert again.password != password
         assert again.password not in repr(again)
-        inst.wait(timeout=90, progress=False)
+        capsys.readouterr()
+        status = inst.wait(timeout=90)  # progress on a captured (non-terminal) stderr: lines
+        err = capsys.readouterr().err
+        assert status.phase == "Running" and err.endswith("\n"), err
+        assert not any(c in err for c in "\r\x1b"), repr(err)
+        lines = err.splitlines()
+        assert all(line.startswith(f"DevInstance {namespace}/lab: [") for line in lines), err
+        assert " 1/1 ready · " in lines[-1] and lines[-1].endswith(" · Running"), err
+        assert again.password not in err
     finally:
         inst.delete(wait=60)
     with pytest.raises(tfk8s.NotFound):

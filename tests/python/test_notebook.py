@@ -1,5 +1,5 @@
 """Executes examples/notebooks/quickstart.ipynb headless against the test cluster; any cell that
-raises fails the test."""
+raises fails the test, and the wait's cell must hold its one progress display."""
 import os
 import uuid
 
@@ -26,3 +26,19 @@ def test_quickstart_notebook_runs(cluster, monkeypatch):
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
     assert "deleted" in text
     assert "[worker-1]" in text
+    # Every output has a real text fallback, never the repr of IPython's HTML object.
+    plain = [str(o.get("data", {}).get("text/plain", "")) for o in outputs] + [text]
+    assert not any("<IPython.core.display.HTML object>" in p for p in plain)
+    # A wait leaves one display: the finished progress bar with the status table, the returned
+    # status not rendered again below it, nothing stale above it.
+    waits = [cell for cell in nb.cells if cell.cell_type == "code" and ".wait(" in cell.source]
+    assert waits
+    for cell in waits:
+        shown = [o for o in cell.outputs if o.get("output_type") != "stream"]
+        assert len(shown) == 1, shown
+        html = shown[0]["data"]["text/html"]
+        assert html.count("<table") == 1, html
+        assert '<div class="tfk8s-progress" data-state="done">' in html, html
+        assert "<progress " in html and "4/4 ready" in html, html
+        assert "application/vnd.jupyter.widget-view+json" not in shown[0]["data"]
+        assert "4/4 ready" in shown[0]["data"]["text/plain"]

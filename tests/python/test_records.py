@@ -9,6 +9,7 @@ import datetime as dt
 import io
 import os
 import pickle
+import shutil
 import sys
 import traceback
 from typing import Any, Dict, List, Optional
@@ -394,10 +395,20 @@ def test_wait_returns_the_status_record_without_progress() -> None:
     dev_core = FailingCore(dev_status_raw())
     got = tfk8s.DevInstance(client, _core_instance=dev_core).wait(7, progress=False)
     assert got.phase == "Failed" and dev_core.waits == [(7, None)]
-    # progress on, but stderr is no terminal and there is no notebook: no callback either
-    quiet = FailingCore(tfcluster_status_raw())
-    tfk8s.TFCluster(client, _core_cluster=quiet).wait()
-    assert quiet.waits == [("ready", 600, None)]
+
+
+def test_wait_progress_off_a_terminal_is_plain_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # stderr no terminal (a log, nohup, CI) and no notebook: plain lines, no control characters
+    client = FakeCluster().client("team")
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    core = FailingCore(tfcluster_status_raw())
+    status = tfk8s.TFCluster(client, _core_cluster=core).wait()
+    assert status == tfk8s.TFClusterStatus(tfcluster_status_raw())
+    assert len(core.waits) == 1 and callable(core.waits[0][-1])
+    line = ("TFCluster team/m: [##########..........] 1/2 ready · 0 s · Pending · worker-1: "
+            + HOSTILE)
+    assert out.getvalue() == line + "\n"  # the report; the final line would say the same
 
 
 class Terminal(io.StringIO):
@@ -409,12 +420,19 @@ def test_wait_progress_on_a_terminal_is_one_line(monkeypatch: pytest.MonkeyPatch
     client = FakeCluster().client("team")
     out = Terminal()
     monkeypatch.setattr(sys, "stderr", out)
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((200, 24)))
     tfk8s.TFCluster(client, _core_cluster=FailingCore(tfcluster_status_raw())).wait(timeout=1)
-    assert out.getvalue() == "\r\x1b[KPending: 1/2 replicas ready; worker-1: " + HOSTILE + "\n"
+    text = out.getvalue()
+    assert text.startswith("\r\x1b[K") and text.count("\n") == 1 and text.endswith(
+        "\r\x1b[KTFCluster team/m: [##########..........] 1/2 ready · 0 s · Pending · worker-1: "
+        + HOSTILE + "\n")
     out.seek(0)
     out.truncate()
     tfk8s.DevInstance(client, _core_instance=FailingCore(dev_status_raw())).wait(timeout=1)
-    assert out.getvalue() == "\r\x1b[KFailed: " + HOSTILE + "\n"
+    text = out.getvalue()
+    assert text.startswith("\r\x1b[K") and text.count("\n") == 1 and text.endswith(
+        "\r\x1b[KDevInstance team/m: [....................] 0/1 ready · 0 s · Failed · "
+        + HOSTILE + "\n")
 
 
 def test_spec_accessors_and_load_are_shared(capsys: pytest.CaptureFixture[str]) -> None:
