@@ -54,14 +54,21 @@ class TFClusterStatus(Record):
         return line
 
     def _html_body(self) -> str:
-        return _html.header(self.phase, self.message) + _html.table(
-            ("REPLICA", "POD", "PHASE", "NODE", "RESTARTS", "REASON"),
-            (
-                (f"{r['role']}-{r['index']}", r["pod"], r["phase"], r["node"], r["restarts"],
-                 r["reason"])
-                for r in self.replicas
+        ready = f"{self.ready}/{len(self.replicas)} replicas ready"
+        message = f"{ready}: {self.message}" if self.message else ready
+        return _html.view(
+            "TFClusterStatus",
+            _html.header("TFCluster", "Status", self.phase, message),
+            _html.table(
+                ("Replica", "Pod", "Phase", "Node", "Restarts", "Reason"),
+                (
+                    (f"{r['role']}-{r['index']}", r["pod"], _html.badge(r["phase"]), r["node"],
+                     r["restarts"], r["reason"])
+                    for r in self.replicas
+                ),
+                alerts=(_html.phase_level(r["phase"]) == "failed" or bool(r["reason"])
+                        for r in self.replicas),
             ),
-            alerts=(not _html.is_ok_phase(r["phase"]) for r in self.replicas),
         )
 
     def _repr_inner(self) -> str:
