@@ -14,6 +14,7 @@ import pytest
 
 import tfk8s
 from tfk8s import _html, _units
+from tfk8s.testing import FakeCluster
 
 from test_records import (
     ESCAPED,
@@ -228,8 +229,13 @@ def test_table_alerts_and_fields() -> None:
 
 # ---- every view: one header, the phase badge, Title Case, nothing hostile or secret -------
 def views() -> List[Any]:
-    """(name, HTML) of every view: each record."""
+    """(name, HTML) of every view: each record, a Client and a TFCluster."""
+    fake = FakeCluster()
+    client = fake.client("team")
+    cluster = tfk8s.TFCluster(client, {"session": {}, "tensorboard": {}}, name="m", ps=1,
+                              worker=2)
     shown = [(type(r).__name__, r._repr_html_()) for r in every_record()]
+    shown += [("Client", client._repr_html_()), ("TFCluster", cluster._repr_html_())]
     return [pytest.param(name, html, id=name) for name, html in shown]
 
 
@@ -376,3 +382,78 @@ def test_inventory_shows_cores_and_gib_and_node_states() -> None:
     assert badge_levels(p) == ["ok", "neutral", "failed"]
     assert len(p.with_class("tfk8s-alert")) == 2
     assert "1 of 3 ready" in shown
+
+
+# ---- the classes: Client and TFCluster ------------------------------------------------------
+def test_tfcluster_view_shows_roles_images_resources_and_links() -> None:
+    fake = FakeCluster()
+    client = fake.client("team")
+    spec = {"session": {}, "tensorboard": {}, "storage": {"size": "10Gi"},
+            "worker": {"replicas": 4, "resources": {"cpu": "31500m", "memory": "8Gi",
+                                                    "gpus": 1}}}
+    cluster = tfk8s.TFCluster(client, spec, name="mnist", ps=2, cpu_image="tf:cpu",
+                              gpu_image="tf:gpu")
+    shown = cluster._repr_html_()
+    p = parse(shown)
+    assert p.th[:6] == ["Role", "Replicas", "Image", "CPU", "Memory", "GPUs"]
+    assert "<td>ps</td><td>2</td><td>tf:cpu</td>" in shown
+    assert "<td>worker</td><td>4</td><td>tf:gpu</td><td>31.5 cores</td><td>8 GiB</td>" \
+           "<td>1</td>" in shown
+    assert "<td>10 GiB</td>" in shown and "namespace team" in shown
+    hrefs = [a["href"] for a in p.with_class("tfk8s-link")]
+    assert hrefs == ["http://mnist-session.team.svc:8888/", "http://mnist-tf-board.team.svc:6006/"]
+    assert "ssh -p 22 root@mnist-session-ssh.team.svc" in shown
+    plain = tfk8s.TFCluster(client, name="plain", worker=1)._repr_html_()
+    assert "tfk8s-link" not in plain and "In-Cluster Address" not in plain
+    assert repr(cluster) == "TFCluster(team/mnist, ps=2, worker=4)"  # the text stays short
+
+
+def test_client_view_names_the_server_and_never_a_secret() -> None:
+    config = tfk8s.ClientConfig()
+    config.server = "https://admin:hunter2-pw@api.example.com:6443"
+    config.token = "tok-" + PASSWORD
+    config.ca_pem = "-----BEGIN CERTIFICATE-----\nCADATA\n"
+    config.default_namespace = "<team>"
+    config.context = "prod"
+    client = tfk8s.Client(config=config)
+    shown = client._repr_html_()
+    p = parse(shown)
+    for secret in ("hunter2-pw", PASSWORD, "CADATA", "BEGIN"):
+        assert secret not in shown and secret not in repr(client)
+    assert "https://REDACTED@api.example.com:6443" in shown
+    assert "&lt;team&gt;" in shown and "bearer token" in shown and "prod" in shown
+    assert [a for a in p.th] == ["Server", "Context", "Namespace", "User", "Source"]
+    assert len(p.with_class("tfk8s-header")) == 1
+    assert "\n" not in repr(client)
+
+
+def test_client_view_says_how_it_authenticates() -> None:
+    def auth(**settings: Any) -> str:
+        config = tfk8s.ClientConfig()
+        config.server = "https://api.example.com"
+        for key, value in settings.items():
+            setattr(config, key, value)
+        return tfk8s.Client(config=config)._repr_html_()
+
+    cert = auth(client_cert_pem="-----BEGIN CERTIFICATE-----\nCERTDATA\n",
+                client_key_pem="-----BEGIN PRIVATE KEY-----\nKEYDATA\n")
+    assert "client certificate" in cert and "CERTDATA" not in cert and "KEYDATA" not in cert
+    assert "token file /var/run/token" in auth(token_file="/var/run/token")
+    basic = auth(username="alice", password=PASSWORD)
+    assert "basic auth as alice" in basic and PASSWORD not in basic
+    assert "anonymous" in auth()
+
+
+def test_client_view_against_the_live_cluster(cluster: Any) -> None:
+    client = tfk8s.Client(cluster.kubeconfig)
+    shown = client._repr_html_()
+    p = parse(shown)
+    assert client.config.server in shown and client.namespace in shown
+    assert len(p.with_class("tfk8s-header")) == 1
+    config = client.config
+    for secret in (config.token, config.client_key_pem, config.client_cert_pem, config.ca_pem,
+                   config.password):
+        if secret:
+            assert secret not in shown
+    usage = tfk8s.inventory(client)._repr_html_()
+    assert "cores" in usage and "GiB" in usage and all(is_title_case(t) for t in parse(usage).th)
