@@ -22,7 +22,7 @@ from typing import (
     Union,
 )
 
-from tfk8s import _core
+from tfk8s import _core, _html
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -310,14 +310,28 @@ class Client:
 
     def __repr__(self) -> str:
         config = self._core.config
-        server = config.server
-        if "@" in server:  # never show user:password from a URL
-            scheme, _, rest = server.partition("://")
-            server = f"{scheme}://REDACTED@{rest.rpartition('@')[2]}"
         return (
-            f"tfk8s.Client(server={server!r}, context={config.context!r}, "
-            f"namespace={config.default_namespace!r})"
+            f"tfk8s.Client(server={_shown_server(config.server)!r}, "
+            f"context={config.context!r}, namespace={config.default_namespace!r})"
         )
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: server, context, namespace, how the client authenticates
+        and where the configuration came from. Sends nothing, and shows no secret (no token,
+        password, key or certificate content; a URL's user:password is REDACTED)."""
+        config = self._core.config
+        server = _shown_server(config.server)
+        return str(_html.view(
+            "Client",
+            _html.header("Client", "Kubernetes", None, server),
+            _html.fields([
+                ("Server", server),
+                ("Context", config.context or "-"),
+                ("Namespace", config.default_namespace or "-"),
+                ("User", _authentication(config)),
+                ("Source", config.source or "-"),
+            ]),
+        ))
 
     # ---- discovery ----------------------------------------------------------------------------
     def resolve(self, api_version: str, kind: str) -> _core.ResourceType:
@@ -704,6 +718,30 @@ class Client:
         ns = _opt(namespace)
         stream = self._core.stream_logs(ns, pod, options)
         return LogLines(stream, f"logs of pod {ns or self.namespace}/{pod}")
+
+
+def _shown_server(server: str) -> str:
+    """The server URL with any ``user:password@`` REDACTED."""
+    if "@" in server:  # never show user:password from a URL
+        scheme, _, rest = server.partition("://")
+        return f"{scheme}://REDACTED@{rest.rpartition('@')[2]}"
+    return server
+
+
+def _authentication(config: _core.ClientConfig) -> str:
+    """How a configuration authenticates, naming no secret: the kind of credential (and the
+    user name of basic auth, the token file's path, the exec plugin's program)."""
+    if config.exec is not None and config.exec.command:
+        return f"exec plugin {os.path.basename(config.exec.command)}"
+    if config.token_file:
+        return f"token file {config.token_file}"
+    if config.token:
+        return "bearer token"
+    if config.client_cert_pem:
+        return "client certificate"
+    if config.username:
+        return f"basic auth as {config.username}"
+    return "anonymous"
 
 
 # ---- option builders ----------------------------------------------------------------------------

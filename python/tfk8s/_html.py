@@ -1,9 +1,23 @@
 """The one HTML renderer of the package: every ``_repr_html_`` that Python builds (Jupyter's
-rich display of statuses, usages, inventories, pre-flight results and runs) goes through these
-few functions, so escaping and the look are decided once.
+rich display of the client, the workloads, statuses, usages, inventories, pre-flight results and
+runs) goes through these few functions, so escaping and the look are decided once.
 
-Functions that take ``value``/``text`` escape it; functions that take ``fragments`` expect HTML
-made by the other functions here (or precomputed by the C++ core) and do not escape it again.
+Every view is a :func:`view`: one :func:`header` (a title, a kind badge, a phase badge coloured
+by :func:`phase_level`, a one-line message), then tables with Title Case headers, bars and
+links. The look is carried twice: CSS classes with the ``tfk8s-`` prefix (``tfk8s-badge
+tfk8s-ok``) for anyone who styles them, and inline styles that need no stylesheet, so it holds in
+JupyterLab's sanitized output and in nbconvert's HTML. Badges and bars are filled with colours
+that carry their own white text, and frames are borders without a colour (so the text's), so
+they read on light and dark themes alike.
+
+JupyterLab's sanitizer checks every inline declaration against a pattern (its
+``packages/apputils/src/sanitizer.ts``) and drops what does not match: colours are hex,
+``rgb()``/``rgba()`` (an alpha with its leading zero: ``0.14``) or names (``currentColor`` is
+not one), hence the plain values here; ``tests/python/test_html.py`` holds every view to that.
+
+Functions that take ``value``/``text`` escape it; a :class:`Html` value (HTML made by the
+functions here) is passed through as it is, wherever a value goes (a table cell, a field, a
+message).
 """
 
 from __future__ import annotations
@@ -12,81 +26,235 @@ import html as _html
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
 __all__ = [
+    "Html",
     "escape",
     "code",
+    "link",
     "badge",
+    "phase_level",
     "header",
     "line",
     "table",
     "fields",
     "items",
+    "bar",
+    "bar_level",
+    "view",
+    "kind_badge",
+    "label",
     "is_ok_phase",
 ]
 
-#: Phases (and run results) that are shown as fine; any other is highlighted.
-OK_PHASES = frozenset({"Running", "Succeeded"})
+#: The prefix of every CSS class the views use.
+PREFIX = "tfk8s"
 
-_ALERT = ' style="color:#b00"'
+#: Phases, results and states by meaning; anything else is neutral.
+OK_PHASES = frozenset({
+    "Running", "Ready", "Succeeded", "Complete", "Completed", "Scheduled", "Active", "Bound",
+    "Fits", "Yes",
+})
+PROGRESSING_PHASES = frozenset({
+    "Pending", "Creating", "Starting", "ContainerCreating", "PodInitializing", "Waiting",
+    "Terminating", "Stopping", "Restarting", "Scaling", "Updating",
+})
+FAILED_PHASES = frozenset({
+    "Failed", "Error", "Unschedulable", "ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff",
+    "OOMKilled", "CreateContainerConfigError", "CreateContainerError", "InvalidImageName",
+    "RunContainerError", "BackoffLimitExceeded", "DeadlineExceeded", "TimedOut", "Evicted",
+    "Full", "Does not fit", "NotReady",
+})
+
+#: Badge colours (white text on each: contrast of at least 4.5:1, on any page background).
+_FILL = {
+    "ok": "#1a7f37",
+    "progress": "#9a6700",
+    "failed": "#cf222e",
+    "neutral": "#6e7781",
+}
+_BADGE = ("display:inline-block;padding:0 .5em;border-radius:.8em;font-size:.85em;"
+          "font-weight:600;line-height:1.5;vertical-align:baseline;white-space:nowrap")
+_KIND = ("display:inline-block;padding:0 .5em;border-radius:.8em;font-size:.85em;"
+         "line-height:1.4;border:1px solid;opacity:0.8;white-space:nowrap")
+_TABLE = "border-collapse:collapse;margin:.2em 0 .6em 0"
+_ALERT_ROW = "background:rgba(207,34,46,0.14)"
+
+
+class Html(str):
+    """A fragment of HTML made by this module: never escaped again."""
+
+    __slots__ = ()
 
 
 def escape(value: Any) -> str:
-    """``value`` as HTML text: ``None`` is empty, anything else its ``str()`` with ``& < > " '``
-    escaped (safe in element content and in quoted attributes)."""
+    """``value`` as HTML text: ``None`` is empty, :class:`Html` is passed through, anything
+    else its ``str()`` with ``& < > " '`` escaped (safe in element content and in quoted
+    attributes)."""
+    if isinstance(value, Html):
+        return value
     return "" if value is None else _html.escape(str(value), quote=True)
 
 
+def label(key: str) -> str:
+    """A field key as a Title Case label: ``"not_ready"`` -> ``"Not Ready"``."""
+    return " ".join(w[:1].upper() + w[1:] for w in key.replace("_", " ").split())
+
+
+def phase_level(phase: Any) -> str:
+    """What a phase (or run result, state, reason) means: ``"ok"`` (Running, Ready, Succeeded,
+    Complete, ...), ``"progress"`` (Pending, Creating, Starting, ...), ``"failed"`` (Failed,
+    Error, Unschedulable, ImagePullBackOff, ...) or ``"neutral"`` (Stopped, Suspended,
+    Unknown and anything else)."""
+    text = "" if phase is None else str(phase)
+    if text in OK_PHASES:
+        return "ok"
+    if text in PROGRESSING_PHASES:
+        return "progress"
+    if text in FAILED_PHASES or text.endswith(("BackOff", "Error", "Failed")):
+        return "failed"
+    return "neutral"
+
+
 def is_ok_phase(phase: Optional[str]) -> bool:
-    """True for a phase or run result that needs no attention (Running, Succeeded)."""
-    return phase in OK_PHASES
+    """True for a phase or run result that needs no attention (:func:`phase_level` ok)."""
+    return phase_level(phase) == "ok"
 
 
-def code(value: Any) -> str:
+def code(value: Any) -> Html:
     """``value`` in a ``<code>`` element."""
-    return f"<code>{escape(value)}</code>"
+    return Html(f"<code>{escape(value)}</code>")
 
 
-def badge(text: Any, ok: bool) -> str:
-    """A status word in bold; red when not ``ok``."""
-    return f"<b{'' if ok else _ALERT}>{escape(text)}</b>"
+def link(url: Any, text: Any = None) -> Html:
+    """``url`` as a link opening in a new tab when it is ``http(s)://``; anything else (a
+    ``javascript:`` URL included) as escaped text."""
+    target = "" if url is None else str(url)
+    shown = escape(target if text is None else text)
+    if not target.lower().startswith(("http://", "https://")):
+        return Html(shown)
+    return Html(f'<a class="{PREFIX}-link" href="{escape(target)}" target="_blank" '
+                f'rel="noopener noreferrer">{shown}</a>')
 
 
-def line(*fragments: str) -> str:
+def badge(text: Any, level: Any = None) -> Html:
+    """A status word as a coloured badge. ``level`` is "ok", "progress", "failed" or
+    "neutral" (a bool means ok/failed); None: :func:`phase_level` of ``text``."""
+    if isinstance(level, bool):
+        level = "ok" if level else "failed"
+    if level not in _FILL:
+        level = phase_level(text)
+    return Html(
+        f'<span class="{PREFIX}-badge {PREFIX}-{level}" '
+        f'style="{_BADGE};background:{_FILL[level]};color:#fff">{escape(text)}</span>'
+    )
+
+
+def kind_badge(kind: Any) -> Html:
+    """What an object is (``TFCluster``, ``Quota``) as an outlined badge in the text colour."""
+    return Html(f'<span class="{PREFIX}-badge {PREFIX}-kind" style="{_KIND}">{escape(kind)}'
+                "</span>")
+
+
+def line(*fragments: str) -> Html:
     """One ``<div>`` line of HTML fragments."""
-    return f"<div>{''.join(fragments)}</div>"
+    return Html(f"<div>{''.join(fragments)}</div>")
 
 
-def header(status: Any, message: Any = "", ok: Optional[bool] = None) -> str:
-    """The first line of a status: the status word as a :func:`badge` (``ok`` defaults to
-    :func:`is_ok_phase`), then the message."""
-    if ok is None:
-        ok = is_ok_phase(str(status))
-    detail = escape(message)
-    return line(badge(status, ok), f" {detail}" if detail else "")
+def header(
+    title: Any,
+    kind: Any = "",
+    phase: Any = None,
+    message: Any = "",
+    level: Any = None,
+) -> Html:
+    """The one header of every view: ``title`` in bold, the ``kind`` badge, the ``phase`` badge
+    (coloured by ``level``, default :func:`phase_level`), then the one-line ``message``."""
+    parts = [f'<b class="{PREFIX}-title" style="font-size:1.05em">{escape(title)}</b>']
+    if kind:
+        parts.append(kind_badge(kind))
+    if phase is not None and phase != "":
+        parts.append(badge(phase, level))
+    text = escape(message)
+    if text:
+        parts.append(f'<span class="{PREFIX}-message">{text}</span>')
+    return Html(f'<div class="{PREFIX}-header" style="margin:0 0 .35em 0">'
+                f"{' '.join(parts)}</div>")
+
+
+def view(kind: str, *fragments: str) -> Html:
+    """A whole view: its fragments (a :func:`header` first) in one ``<div>`` with the classes
+    ``tfk8s-view`` and ``tfk8s-<kind>``."""
+    name = escape(kind.lower())
+    return Html(f'<div class="{PREFIX}-view {PREFIX}-{name}">{"".join(fragments)}</div>')
 
 
 def table(
     headers: Sequence[str],
     rows: Iterable[Sequence[Any]],
     alerts: Optional[Iterable[bool]] = None,
-) -> str:
-    """A ``<table>`` with a header row and one row per item of ``rows`` (each cell escaped).
-    ``alerts`` (one bool per row) highlights the rows that need attention."""
+) -> Html:
+    """A ``<table>`` with a header row (Title Case, given by the caller) and one row per item
+    of ``rows`` (each cell escaped unless :class:`Html`). ``alerts`` (one bool per row) tints
+    the rows that need attention (class ``tfk8s-alert``)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     flags = iter(alerts) if alerts is not None else None
     body = []
     for row in rows:
         alert = next(flags, False) if flags is not None else False
         cells = "".join(f"<td>{escape(v)}</td>" for v in row)
-        body.append(f"<tr{_ALERT if alert else ''}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        attrs = f' class="{PREFIX}-alert" style="{_ALERT_ROW}"' if alert else ""
+        body.append(f"<tr{attrs}>{cells}</tr>")
+    return Html(
+        f'<table class="{PREFIX}-table" style="{_TABLE}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
-def fields(pairs: Iterable[Tuple[str, Any]]) -> str:
-    """A two-column table (FIELD, VALUE) of ``(name, value)`` pairs."""
-    return table(("FIELD", "VALUE"), pairs)
+def fields(pairs: Iterable[Tuple[str, Any]]) -> Html:
+    """A two-column table of ``(label, value)`` pairs: the labels (Title Case, given by the
+    caller) as row headers, the values escaped unless :class:`Html`. Empty for no pairs."""
+    rows = "".join(
+        f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>'
+        for k, v in pairs
+    )
+    if not rows:
+        return Html("")
+    return Html(f'<table class="{PREFIX}-table {PREFIX}-fields" style="{_TABLE}">'
+                f"<tbody>{rows}</tbody></table>")
 
 
-def items(values: Iterable[Any]) -> str:
-    """A ``<ul>`` list (empty string for no values)."""
+def items(values: Iterable[Any], title: str = "") -> Html:
+    """A ``<ul>`` list, after a bold ``title`` when given (empty string for no values)."""
     entries = "".join(f"<li>{escape(v)}</li>" for v in values)
-    return f"<ul>{entries}</ul>" if entries else ""
+    if not entries:
+        return Html("")
+    head = f"<div><b>{escape(title)}</b></div>" if title else ""
+    return Html(f'{head}<ul class="{PREFIX}-list" style="margin:.1em 0 .5em 0">{entries}</ul>')
+
+
+def bar_level(fraction: float) -> str:
+    """The colour level of a usage: ``"ok"`` below 70 %, ``"warn"`` below 90 %, else
+    ``"full"``."""
+    if fraction < 0.7:
+        return "ok"
+    return "warn" if fraction < 0.9 else "full"
+
+
+_BAR_FILL = {"ok": _FILL["ok"], "warn": _FILL["progress"], "full": _FILL["failed"]}
+
+
+def bar(fraction: Optional[float], text: Any = None) -> Html:
+    """A usage bar: a frame (in the text's colour) filled to ``fraction`` (clamped to 0..1) in the
+    colour of :func:`bar_level` (classes ``tfk8s-bar tfk8s-bar-<level>``), then ``text``
+    (default: the percentage). None (no limit): only the text, or "-"."""
+    if fraction is None:
+        return Html(escape("-" if text is None else text))
+    level = bar_level(fraction)
+    width = max(0.0, min(1.0, fraction)) * 100
+    shown = f"{fraction * 100:.0f}%" if text is None else text
+    return Html(
+        f'<span class="{PREFIX}-bar {PREFIX}-bar-{level}" title="{escape(shown)}" '
+        'style="display:inline-block;width:8em;height:.75em;border:1px solid;'
+        'border-radius:.2em;vertical-align:middle;overflow:hidden;margin-right:.4em">'
+        f'<span style="display:block;height:100%;width:{width:.1f}%;'
+        f'background:{_BAR_FILL[level]}"></span></span>{escape(shown)}'
+    )

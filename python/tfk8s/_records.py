@@ -28,7 +28,7 @@ from typing import (
     overload,
 )
 
-from tfk8s import _html
+from tfk8s import _html, _units
 
 __all__ = ["Record", "MappingRecord", "FitResult", "WorkloadRef", "field"]
 
@@ -153,14 +153,19 @@ class Record:
         return f"{type(self).__name__}({self._repr_inner()})"
 
     def _html_body(self) -> str:
-        """The HTML of the record (default: a table of its shown fields)."""
-        return _html.fields(
-            (k, v) for k, v in self._data.items() if k not in self._secret_keys
+        """The HTML of the record (default: a header with the class name and a table of its
+        shown fields); one :func:`tfk8s._html.view`."""
+        return _html.view(
+            type(self).__name__,
+            _html.header(type(self).__name__),
+            _html.fields(
+                (_html.label(k), v) for k, v in self._data.items() if k not in self._secret_keys
+            ),
         )
 
     def _repr_html_(self) -> str:
         """Jupyter's rich display."""
-        return self._html_body()
+        return str(self._html_body())
 
 
 class MappingRecord(Record, Mapping[str, Any]):
@@ -202,8 +207,12 @@ class WorkloadRef(Record):
         return f"{self.namespace}/{self.name}"
 
     def _html_body(self) -> str:
-        return _html.fields([("namespace", self.namespace), ("name", self.name),
-                             ("owner", self.owner)])
+        return _html.view(
+            "WorkloadRef",
+            _html.header(str(self), "Workload"),
+            _html.fields([("Namespace", self.namespace), ("Name", self.name),
+                          ("Owner", self.owner)]),
+        )
 
 
 class FitResult(Record):
@@ -228,14 +237,20 @@ class FitResult(Record):
         return f"fits=False, message={self.message!r}"
 
     def _html_body(self) -> str:
-        parts = [_html.header("fits" if self.fits else "does not fit", self.message, self.fits)]
+        phase = "Fits" if self.fits else "Does not fit"
+        parts = [_html.header("Pre-flight", "FitResult", phase, self.message)]
         if self.shortfalls:
-            columns = ("resource", "quota", "requested", "used", "hard", "remaining")
+            amounts = ("requested", "used", "hard", "remaining")
             parts.append(
                 _html.table(
-                    [c.upper() for c in columns],
-                    ([s.get(c, "") for c in columns] for s in self.shortfalls),
+                    ("Resource", "Quota", "Requested", "Used", "Hard", "Remaining"),
+                    (
+                        [s.get("resource", ""), s.get("quota", "")]
+                        + [_units.human(s.get("resource", ""), s.get(c, "")) for c in amounts]
+                        for s in self.shortfalls
+                    ),
                 )
             )
-        parts.append(_html.items(self.problems))
-        return "".join(parts)
+        parts.append(_html.items(self.problems, "Problems"))
+        parts.append(_html.items(self.notes, "Notes"))
+        return _html.view("FitResult", *parts)

@@ -68,8 +68,24 @@ class DevAccess(Record):
     def table(self) -> str:
         return str(self._data["table"])
 
+    def _table(self) -> str:
+        """The endpoints as a table (``http`` addresses as links)."""
+        return _html.table(
+            ("Tool", "Port", "Cluster Address", "External Address", "Connect"),
+            (
+                (e["tool"], e["port"], e["cluster_address"], e["external_address"],
+                 _html.link(e["connect"]) if str(e["connect"]).startswith("http")
+                 else _html.code(e["connect"]))
+                for e in self.endpoints
+            ),
+        )
+
     def _html_body(self) -> str:
-        return str(self._data["html"])  # rendered (and escaped) by the C++ core
+        return _html.view(
+            "DevAccess",
+            _html.header("Access", "DevInstance", None, f"user {self.user}" if self.user else ""),
+            self._table(),
+        )
 
     def _repr_inner(self) -> str:
         return repr(self.addresses())
@@ -98,10 +114,13 @@ class DevCredentials(Record):
         return repr(self)
 
     def _html_body(self) -> str:
-        return (
-            _html.line("password: ", _html.code("REDACTED"), " (read ", _html.code(".password"),
-                       ")")
-            + self.access._repr_html_()
+        user = self.access.user
+        return _html.view(
+            "DevCredentials",
+            _html.header("Credentials", "DevInstance", None, f"user {user}" if user else ""),
+            _html.fields([("Password", _html.Html(
+                f"{_html.code('REDACTED')} (read {_html.code('.password')})"))]),
+            self.access._table(),
         )
 
     def __reduce__(self) -> Any:
@@ -134,9 +153,15 @@ class DevInstanceStatus(Record):
         return f"{self.phase}: {self.message}"
 
     def _html_body(self) -> str:
-        return _html.header(self.phase, self.message, self.running) + _html.table(
-            ("POD", "NODE", "RESTARTS", "READY TOOLS", "REASON"),
-            [(self.pod, self.node, self.restarts, ", ".join(self.ready_tools), self.reason)],
+        return _html.view(
+            "DevInstanceStatus",
+            _html.header("DevInstance", "Status", self.phase, self.message),
+            _html.table(
+                ("Pod", "Node", "Restarts", "Ready Tools", "Reason"),
+                [(self.pod, self.node, self.restarts, ", ".join(self.ready_tools),
+                  self.reason)],
+                alerts=[_html.phase_level(self.phase) == "failed"],
+            ),
         )
 
     def _repr_inner(self) -> str:

@@ -6,9 +6,10 @@ Every function takes a :class:`tfk8s.Client`; network calls run in C++ without t
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from tfk8s import _core, _html
+from tfk8s import _core, _html, _units
+from tfk8s._core import Quantity
 from tfk8s._records import FitResult, Record, dicts, field
 
 Object = Dict[str, Any]
@@ -66,7 +67,28 @@ class QuotaUsage(Record):
         return str(self._data["table"])
 
     def _html_body(self) -> str:
-        return str(self._data["html"])  # rendered (and escaped) by the C++ core
+        """Per quota: a header (the namespace once; the quota's name when it differs) and a
+        row per resource with a usage bar, in human units."""
+        if not self.usages:
+            return _html.view("QuotaUsage", _html.header("Quota usage", "Quota", None,
+                                                         "no ResourceQuota"))
+        parts = []
+        for u in self.usages:
+            full = any(_full(r) for r in u["resources"])
+            phase = "Full" if full else "Ready" if u["ready"] else "Pending"
+            detail = "" if u["name"] == u["namespace"] else f"quota {u['name']}"
+            parts.append(_html.header(u["namespace"], "Quota", phase, detail))
+            parts.append(_html.table(
+                ("Resource", "Used", "Hard", "Remaining", "Usage"),
+                (
+                    (r["resource"], _units.human(r["resource"], r["used"]),
+                     _units.human(r["resource"], r["hard"]),
+                     _units.human(r["resource"], r["remaining"]), _usage_bar(r))
+                    for r in u["resources"]
+                ),
+                alerts=(_full(r) for r in u["resources"]),
+            ))
+        return _html.view("QuotaUsage", *parts)
 
     def __len__(self) -> int:
         return len(self.usages)
@@ -97,28 +119,72 @@ class Inventory(Record):
         return str(self._data["text"])
 
     def _html_body(self) -> str:
-        return _html.table(
-            ("NODE", "READY", "GPUTYPE", "CPUTYPE", "POOL", "CPU FREE", "MEMORY FREE",
-             "GPU FREE", "PODS"),
-            (
+        usable = sum(1 for n in self.nodes if n["ready"] and n["schedulable"])
+        return _html.view(
+            "Inventory",
+            _html.header("Nodes", "Inventory", None, f"{usable} of {len(self.nodes)} ready "
+                                                     "and schedulable"),
+            _html.table(
+                ("Node", "State", "GPU Type", "CPU Type", "Pool", "CPU Free", "Memory Free",
+                 "GPU Free", "Pods"),
                 (
-                    n["name"],
-                    "yes" if n["ready"] and n["schedulable"] else "no",
-                    n["gputype"],
-                    n["cputype"],
-                    n["pooltype"] + (f"/{n['privatename']}" if n["privatename"] else ""),
-                    n["free"].get("cpu", ""),
-                    n["free"].get("memory", ""),
-                    n["free"].get("nvidia.com/gpu", ""),
-                    n["pod_count"],
-                )
-                for n in self.nodes
+                    (
+                        n["name"],
+                        _node_state(n),
+                        n["gputype"],
+                        n["cputype"],
+                        n["pooltype"] + (f"/{n['privatename']}" if n["privatename"] else ""),
+                        _free(n, "cpu", _units.cores),
+                        _free(n, "memory", _units.binary_bytes),
+                        _free(n, "nvidia.com/gpu", str),
+                        n["pod_count"],
+                    )
+                    for n in self.nodes
+                ),
+                alerts=(not (n["ready"] and n["schedulable"]) for n in self.nodes),
             ),
-            alerts=(not (n["ready"] and n["schedulable"]) for n in self.nodes),
         )
 
     def _repr_inner(self) -> str:
         return f"{len(self.nodes)} nodes"
+
+
+def _full(r: Mapping[str, Any]) -> bool:
+    """At or over the limit: nothing more of this resource can be admitted (as the C++ text
+    table marks it)."""
+    hard = Quantity.try_parse(str(r["hard"]))
+    remaining = Quantity.try_parse(str(r["remaining"]))
+    used = Quantity.try_parse(str(r["used"]))
+    if hard is None or remaining is None or used is None:
+        return float(r.get("fraction", 0.0)) >= 1.0
+    return remaining.sign() <= 0 and not (hard.is_zero() and used.is_zero())
+
+
+def _usage_bar(r: Mapping[str, Any]) -> str:
+    """The usage bar of one quota row: used/hard; "-" for a zero limit with nothing used,
+    "over" (a full bar) for a zero limit with something used."""
+    hard = Quantity.try_parse(str(r["hard"]))
+    if hard is not None and hard.is_zero():
+        return _html.bar(1.0, "over") if _full(r) else _html.bar(None)
+    return _html.bar(float(r["fraction"]))
+
+
+def _node_state(n: Mapping[str, Any]) -> str:
+    """A node's state badge: Ready, Cordoned (ready, not schedulable) or NotReady."""
+    if not n["ready"]:
+        return _html.badge("NotReady", "failed")
+    return _html.badge("Ready", "ok") if n["schedulable"] else _html.badge("Cordoned", "neutral")
+
+
+def _free(n: Mapping[str, Any], resource: str, unit: Callable[[Any], str]) -> str:
+    """A node's free amount of ``resource`` in human units, with the allocatable amount when
+    some is in use (``"31.5 cores of 32 cores"``); "" when the node has none."""
+    free = n.get("free", {}).get(resource)
+    if free is None:
+        return ""
+    total = n.get("allocatable", {}).get(resource)
+    shown, whole = unit(free), unit(total)
+    return shown if total is None or whole == shown else f"{shown} of {whole}"
 
 
 def _strings(values: Optional[Mapping[str, Any]]) -> Dict[str, str]:

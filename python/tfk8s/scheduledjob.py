@@ -70,10 +70,14 @@ class ScheduledJobRun(MappingRecord):
 
     def _html_body(self) -> str:
         duration = "" if self.duration is None else f"{self.duration:.0f}s"
-        return _html.header(self.result, self.message) + _html.table(
-            ("RUN", "TRIGGER", "RESULT", "ATTEMPTS", "STARTED", "DURATION", "REASON"),
-            [(self.name, self["trigger"], self.result, self.attempts,
-              _when(self.start_time), duration, self.reason)],
+        return _html.view(
+            "ScheduledJobRun",
+            _html.header(self.name, "Run", self.result, self.message),
+            _html.table(
+                ("Trigger", "Attempts", "Started", "Duration", "Reason"),
+                [(self.get("trigger", ""), self.attempts, _when(self.start_time), duration,
+                  self.reason)],
+            ),
         )
 
 
@@ -103,11 +107,15 @@ class ScheduledJobStatus(MappingRecord):
         return f"state={self.state!r}, schedule={self.schedule!r}"
 
     def _html_body(self) -> str:
-        return _html.header(self.state, self.schedule, self.state == "Scheduled") + _html.table(
-            ("SCHEDULE", "API VERSION", "LAST SCHEDULE", "LAST SUCCESS", "NEXT", "ACTIVE"),
-            [(self.schedule, self["api_version"], _when(self.last_schedule_time),
-              _when(self.last_successful_time), _when(self.next_schedule_time),
-              self["active"])],
+        return _html.view(
+            "ScheduledJobStatus",
+            _html.header("ScheduledJob", "Schedule", self.state, self.schedule),
+            _html.table(
+                ("Schedule", "API Version", "Last Schedule", "Last Success", "Next", "Active"),
+                [(self.schedule, self.get("api_version", ""), _when(self.last_schedule_time),
+                  _when(self.last_successful_time), _when(self.next_schedule_time),
+                  self.get("active", ""))],
+            ),
         )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from tfk8s import _core, _html
+from tfk8s import _core, _html, _units
 from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
 from tfk8s._records import FitResult, Record, dicts, field, text
@@ -54,14 +54,21 @@ class TFClusterStatus(Record):
         return line
 
     def _html_body(self) -> str:
-        return _html.header(self.phase, self.message) + _html.table(
-            ("REPLICA", "POD", "PHASE", "NODE", "RESTARTS", "REASON"),
-            (
-                (f"{r['role']}-{r['index']}", r["pod"], r["phase"], r["node"], r["restarts"],
-                 r["reason"])
-                for r in self.replicas
+        ready = f"{self.ready}/{len(self.replicas)} replicas ready"
+        message = f"{ready}: {self.message}" if self.message else ready
+        return _html.view(
+            "TFClusterStatus",
+            _html.header("TFCluster", "Status", self.phase, message),
+            _html.table(
+                ("Replica", "Pod", "Phase", "Node", "Restarts", "Reason"),
+                (
+                    (f"{r['role']}-{r['index']}", r["pod"], _html.badge(r["phase"]), r["node"],
+                     r["restarts"], r["reason"])
+                    for r in self.replicas
+                ),
+                alerts=(_html.phase_level(r["phase"]) == "failed" or bool(r["reason"])
+                        for r in self.replicas),
             ),
-            alerts=(not _html.is_ok_phase(r["phase"]) for r in self.replicas),
         )
 
     def _repr_inner(self) -> str:
@@ -269,6 +276,64 @@ class TFCluster(Workload):
         knows the password; any other raises Forbidden saying so."""
         with self._failures():
             return DevCredentials(self._core.session())
+
+    def _links(self) -> List[Any]:
+        """(tool, in-cluster address) of the session (Jupyter, SSH) and TensorBoard, read from
+        the rendered Services (sends nothing); [] when the spec has neither or cannot be
+        rendered (a display must not raise)."""
+        s = self._core.spec
+        if not s.get("session") and not s.get("tensorboard"):
+            return []
+        try:
+            objects = self.render()
+        except _core.Error:
+            return []
+        links: List[Any] = []
+        names = {"jupyter": "Jupyter", "ssh": "SSH", "tensorboard": "TensorBoard"}
+        for obj in objects:
+            if obj.get("kind") != "Service":
+                continue
+            meta = obj.get("metadata", {})
+            for port in obj.get("spec", {}).get("ports", []):
+                tool = names.get(port.get("name", ""))
+                if tool is None:
+                    continue
+                host = f"{meta.get('name', '')}.{meta.get('namespace', s['namespace'])}.svc"
+                address = f"{host}:{port.get('port', '')}"
+                if tool == "SSH":
+                    links.append((tool, _html.code(f"ssh -p {port.get('port', '')} root@{host}")))
+                else:
+                    links.append((tool, _html.link(f"http://{address}/")))
+        return links
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: the spec (roles with replicas, images and resources; the
+        session's and TensorBoard's in-cluster addresses). Sends nothing: the live state is
+        :meth:`status`."""
+        s = self._core.spec
+        rows = []
+        for role in ("chief", "ps", "worker", "evaluator"):
+            r = s.get(role)
+            if not isinstance(r, dict) or not r.get("replicas"):
+                continue
+            res = r.get("resources") or {}
+            gpus = int(res.get("gpus") or 0)
+            image = r.get("image") or (s.get("gpuImage") if gpus else s.get("cpuImage")) or ""
+            rows.append((role, r["replicas"], image, _units.cores(res.get("cpu")) or "-",
+                         _units.binary_bytes(res.get("memory")) or "-", gpus or "-"))
+        storage = s.get("storage") or {}
+        claim = storage.get("existingClaim")
+        size = f"claim {claim}" if claim else _units.binary_bytes(storage.get("size")) or "-"
+        facts = [("Strategy", s.get("strategy", "")), ("Topology", s.get("topology", "")),
+                 ("Storage", size)]
+        links = self._links()
+        return str(_html.view(
+            "TFCluster",
+            _html.header(self.name, "TFCluster", None, f"namespace {self.namespace}"),
+            _html.table(("Role", "Replicas", "Image", "CPU", "Memory", "GPUs"), rows),
+            _html.fields(facts),
+            _html.table(("Tool", "In-Cluster Address"), links) if links else "",
+        ))
 
     def __repr__(self) -> str:
         s = self._core.spec

@@ -2,6 +2,7 @@
 raises fails the test, and the wait's cell must hold its one progress display."""
 import os
 import uuid
+import warnings
 
 import nbformat
 import pytest
@@ -21,8 +22,20 @@ def test_quickstart_notebook_runs(cluster, monkeypatch):
     client.execute()  # raises CellExecutionError if any cell raises
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     html = [o for o in outputs if "text/html" in o.get("data", {})]
-    # The status table and the quota usage render as HTML tables in Jupyter.
+    # The status table and the quota usage render as HTML tables in Jupyter, each view with
+    # its one header and phase badge; the quota with a usage bar per resource.
     assert any("<table" in o["data"]["text/html"] for o in html)
+    views = [o["data"]["text/html"] for o in html if "tfk8s-view" in o["data"]["text/html"]]
+    assert any("tfk8s-tfclusterstatus" in v for v in views)
+    assert any("tfk8s-quotausage" in v and "tfk8s-bar " in v for v in views)
+    assert all(v.count('class="tfk8s-header"') >= 1 and "tfk8s-badge tfk8s-" in v for v in views)
+    # nbconvert's HTML export carries the views as they are (inline styles, no stylesheet).
+    from nbconvert import HTMLExporter
+
+    with warnings.catch_warnings():  # Debian's nbconvert warns about its own nbformat calls
+        warnings.simplefilter("ignore", DeprecationWarning)
+        body, _ = HTMLExporter().from_notebook_node(nb)
+    assert 'class="tfk8s-header"' in body and "tfk8s-bar " in body
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
     assert "deleted" in text
     assert "[worker-1]" in text

@@ -84,7 +84,8 @@ def test_apply_usage_and_check(client: tfk8s.Client, queue: str) -> None:
 def test_inventory_where_fits_and_placement(client: tfk8s.Client) -> None:
     inv = tfk8s.inventory(client)
     assert inv.nodes and "Inventory(" in repr(inv)
-    assert "<table>" in inv._repr_html_() and inv.nodes[0]["name"] in inv._repr_html_()
+    shown = inv._repr_html_()
+    assert '<table class="tfk8s-table"' in shown and inv.nodes[0]["name"] in shown
     assert str(inv)
     gpu_nodes = [n["name"] for n in inv.nodes if n["gputype"] == "v100"]
     assert gpu_nodes

@@ -59,7 +59,10 @@ def access_raw() -> Dict[str, Any]:
         "user": "alice",
         "endpoints": [{"tool": "jupyter", "port": 8888, "cluster_address": "lab:8888",
                        "external_port": 0, "external_address": "",
-                       "connect": "http://lab:8888/"}],
+                       "connect": "http://lab:8888/"},
+                      {"tool": "ssh", "port": 22, "cluster_address": "lab-ssh:22",
+                       "external_port": 0, "external_address": HOSTILE,
+                       "connect": "ssh -p 22 root@lab-ssh"}],
         "table": "TOOL ...",
         "html": "<table><tr><td>jupyter</td></tr></table>",
     }
@@ -71,7 +74,7 @@ def dev_status_raw() -> Dict[str, Any]:
 
 
 def quota_usage_raw() -> Dict[str, Any]:
-    return {"usages": [{"namespace": "team", "name": "q", "ready": True,
+    return {"usages": [{"namespace": "team", "name": HOSTILE, "ready": True,
                         "resources": [{"resource": "requests.cpu", "hard": "8", "used": "2",
                                        "remaining": "6", "fraction": 0.25}]}],
             "table": "NAMESPACE ...", "html": "<table><tr><td>team</td></tr></table>"}
@@ -126,23 +129,24 @@ def test_escape_neutralises_markup_and_quotes() -> None:
 
 def test_table_escapes_every_cell_and_header_and_marks_alerts() -> None:
     got = _html.table(["A<", "B"], [(HOSTILE, 1), ("ok", None)], alerts=[True, False])
-    assert got.startswith("<table><thead><tr><th>A&lt;</th><th>B</th></tr></thead><tbody>")
+    assert got.startswith('<table class="tfk8s-table"')
+    assert "<thead><tr><th>A&lt;</th><th>B</th></tr></thead><tbody>" in got
     assert got.endswith("</tbody></table>")
     assert "<script>" not in got and got.count(ESCAPED) == 1
     rows = got.split("<tr")[2:]
-    assert rows[0].startswith(' style="color:#b00">') and rows[1].startswith("><td>ok</td>")
+    assert rows[0].startswith(' class="tfk8s-alert"') and rows[1].startswith("><td>ok</td>")
     assert "<td></td>" in rows[1]  # None is an empty cell
 
 
 def test_badge_header_and_lists() -> None:
-    assert _html.badge("Running", True) == "<b>Running</b>"
-    assert _html.badge("<Failed>", False) == '<b style="color:#b00">&lt;Failed&gt;</b>'
-    assert _html.header("Succeeded") == "<div><b>Succeeded</b></div>"
-    assert _html.header("Pending", HOSTILE) == (
-        f'<div><b style="color:#b00">Pending</b> {ESCAPED}</div>'
-    )
+    assert _html.badge("Running").startswith('<span class="tfk8s-badge tfk8s-ok"')
+    failed = _html.badge("<Failed>", False)
+    assert 'class="tfk8s-badge tfk8s-failed"' in failed and "&lt;Failed&gt;</span>" in failed
+    assert 'tfk8s-badge tfk8s-ok' in _html.header("Run", phase="Succeeded")
+    pending = _html.header("Run", phase="Pending", message=HOSTILE)
+    assert "tfk8s-progress" in pending and ESCAPED in pending and "<script>" not in pending
     assert _html.items([]) == ""
-    assert _html.items(["<a>", "b"]) == "<ul><li>&lt;a&gt;</li><li>b</li></ul>"
+    assert _html.items(["<a>", "b"]).endswith("><li>&lt;a&gt;</li><li>b</li></ul>")
     assert _html.fields([("k", "<v>")]).count("<td>&lt;v&gt;</td>") == 1
 
 
@@ -159,20 +163,18 @@ def test_every_result_class_derives_from_the_one_record_base() -> None:
 @pytest.mark.parametrize("record", every_record(), ids=lambda r: type(r).__name__)
 def test_every_status_object_renders_html_with_hostile_text_escaped(record: Record) -> None:
     shown = record._repr_html_()
-    assert shown.startswith("<") and shown.endswith(">")
+    assert type(shown) is str and shown.startswith("<") and shown.endswith(">")
     assert "<script>" not in shown
-    if type(record) not in (tfk8s.DevAccess, tfk8s.DevCredentials, tfk8s.QuotaUsage):
-        assert ESCAPED in shown  # built in Python from hostile text
-    else:
-        assert "<table>" in shown  # precomputed by the C++ core, passed through
+    assert ESCAPED in shown  # every view is built in Python, from hostile text too
 
 
 def test_status_html_marks_what_needs_attention() -> None:
     status = tfk8s.TFClusterStatus(tfcluster_status_raw())
     shown = status._repr_html_()
-    assert '<tr style="color:#b00"><td>worker-1</td>' in shown
+    assert '<tr class="tfk8s-alert" style="background:rgba(207,34,46,0.14)"><td>worker-1</td>' \
+        in shown
     assert "<tr><td>worker-0</td>" in shown
-    assert "<table>" in tfk8s.Inventory(inventory_raw())._repr_html_()
+    assert '<tr class="tfk8s-alert"' in tfk8s.Inventory(inventory_raw())._repr_html_()
 
 
 def test_record_basics_equality_copy_and_read_only_fields() -> None:
@@ -218,7 +220,9 @@ def test_record_base_defaults_convert_fields_and_hide_secrets() -> None:
     assert r.to_dict() == {"count": 3, "display-name": HOSTILE, "extra": [1]}
     assert repr(r) == f"Sample(count=3, display-name={HOSTILE!r}, extra=[1])"
     shown = r._repr_html_()
-    assert shown.startswith("<table>") and ESCAPED in shown and "<td>extra</td>" in shown
+    assert shown.startswith('<div class="tfk8s-view tfk8s-sample">') and ESCAPED in shown
+    assert '<th scope="row">Extra</th><td>[1]</td>' in shown
+    assert '<th scope="row">Display-name</th>' in shown
     assert PASSWORD not in repr(r) + shown + str(r.to_dict())
     assert r == Sample(dict(raw, count=3)) and r != Sample(dict(raw, token="other"))
     with pytest.raises(KeyError):
@@ -238,9 +242,11 @@ def test_reprs_keep_their_shape() -> None:
     assert repr(tfk8s.DevInstanceStatus(dev_status_raw())) == (
         "DevInstanceStatus(phase='Failed', pod='lab-0', node='n1')"
     )
-    assert repr(tfk8s.QuotaUsage(quota_usage_raw())) == "QuotaUsage([team/q])"
+    assert repr(tfk8s.QuotaUsage(quota_usage_raw())) == f"QuotaUsage([team/{HOSTILE}])"
     assert repr(tfk8s.Inventory(inventory_raw())) == "Inventory(1 nodes)"
-    assert repr(tfk8s.DevAccess(access_raw())) == "DevAccess({'jupyter': 'http://lab:8888/'})"
+    assert repr(tfk8s.DevAccess(access_raw())) == (
+        "DevAccess({'jupyter': 'http://lab:8888/', 'ssh': 'ssh -p 22 root@lab-ssh'})"
+    )
 
 
 def test_credentials_never_show_the_password() -> None:
@@ -294,8 +300,11 @@ def test_bool_and_html_of_a_fit() -> None:
     bad = tfk8s.FitResult(fit_raw())
     assert not bad and bad.shortfalls[0]["resource"] == "requests.cpu"
     shown = bad._repr_html_()
-    assert "does not fit" in shown and "<th>REMAINING</th>" in shown
-    assert tfk8s.FitResult(fit_raw(True)) and "fits" in tfk8s.FitResult(fit_raw(True))._repr_html_()
+    assert "Does not fit" in shown and "<th>Remaining</th>" in shown and "tfk8s-failed" in shown
+    assert "<td>4 cores</td><td>30 cores</td><td>32 cores</td><td>2 cores</td>" in shown
+    assert shown.count(ESCAPED) == 4  # quota, message, problem, note
+    fits = tfk8s.FitResult(fit_raw(True))._repr_html_()
+    assert tfk8s.FitResult(fit_raw(True)) and "Fits" in fits and "tfk8s-ok" in fits
 
 
 # ---- ScheduledJob results: records that read like the dicts they were -----------------------
@@ -322,7 +331,8 @@ def test_schedule_status_reads_like_a_dict() -> None:
     assert status.last_successful_time is None
     gone = tfk8s.ScheduledJobStatus(dict(schedule_raw(), exists=False))
     assert gone.state == "NotFound"
-    assert '<b style="color:#b00">NotFound</b>' in gone._repr_html_()
+    assert 'tfk8s-neutral" style="' in gone._repr_html_()  # no CronJob is no failure
+    assert 'tfk8s-ok" style="' in status._repr_html_()
 
 
 # ---- the shared workload plumbing ----------------------------------------------------------

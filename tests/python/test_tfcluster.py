@@ -95,7 +95,7 @@ def test_lifecycle(client: tfk8s.Client, namespace: str) -> None:
     status = cluster.status()
     assert "worker" in status.table()
     html = status._repr_html_()
-    assert "<table>" in html and "worker-1" in html and "ps-0" in html
+    assert '<table class="tfk8s-table"' in html and "worker-1" in html and "ps-0" in html
     assert "3/3 replicas ready" in status.summary()
 
     # Ctrl-C stops a wait promptly (the workers never finish).
