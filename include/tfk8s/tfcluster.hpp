@@ -213,6 +213,8 @@ std::string ToString(TFClusterPhase phase);
 
 /// Status of the whole cluster.
 struct TFClusterStatus {
+  std::string name;                       ///< The cluster's name.
+  std::string namespace_name;             ///< Its namespace.
   TFClusterPhase phase = TFClusterPhase::kUnknown;
   std::string message;                    ///< Why (first failing replica, or progress).
   std::vector<TFReplicaStatus> replicas;  ///< ps, worker, chief, evaluator, then session.

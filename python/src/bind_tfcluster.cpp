@@ -140,7 +140,7 @@ void BindTFCluster(py::module_& m) {
             }
             return s.ToJson();
           },
-          "{phase, message, replicas, not_ready, table}.")
+          "{name, namespace, phase, message, replicas, not_ready, table}.")
       .def("wait", &Wait, py::arg("until") = "ready", py::arg("timeout") = py::none(),
            py::arg("on_progress") = py::none(),
            "Waits on a worker thread until 'ready' or 'finished'; Ctrl-C cancels it. Raises "

@@ -24,12 +24,15 @@ __all__ = ["FitResult", "TFCluster", "TFClusterStatus", "TFClusterLogs"]
 _RENAMED_KEYWORDS = {"workers": "worker", "image": "cpu_image"}
 
 class TFClusterStatus(Record):
-    """Status of a TFCluster: ``phase`` ("Pending", "Running", "Succeeded", "Failed",
-    "Unknown"), ``message``, ``replicas`` (dicts: role, index, pod, phase, node, restarts,
-    reason) and ``not_ready``. ``table()`` is a text table; Jupyter shows an HTML table."""
+    """Status of a TFCluster: its ``name`` and ``namespace``, ``phase`` ("Pending", "Running",
+    "Succeeded", "Failed", "Unknown"), ``message``, ``replicas`` (dicts: role, index, pod,
+    phase, node, restarts, reason) and ``not_ready``. ``table()`` is a text table; Jupyter
+    shows an HTML table."""
 
     __slots__ = ()
 
+    name: str = field(text)
+    namespace: str = field(text)
     phase: str = field(text)
     message: str = field(text)
     replicas: List[Dict[str, Any]] = field(dicts)
@@ -58,7 +61,8 @@ class TFClusterStatus(Record):
         message = f"{ready}: {self.message}" if self.message else ready
         return _html.view(
             "TFClusterStatus",
-            _html.header("TFCluster", "Status", self.phase, message),
+            _html.header(f"{self.namespace}/{self.name}" if self.name else "TFCluster",
+                         "TFCluster", self.phase, message),
             _html.table(
                 ("Replica", "Pod", "Phase", "Node", "Restarts", "Reason"),
                 (

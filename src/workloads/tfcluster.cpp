@@ -152,6 +152,8 @@ struct Observed {
 TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
                               std::vector<std::string>* fatal_reasons) {
   TFClusterStatus st;
+  st.name = spec.name;
+  st.namespace_name = spec.namespace_name;
   std::map<std::pair<std::string, int>, const Json*> newest;
   for (const auto& pod : seen.pods) {
     if (pod.value("metadata", Json::object()).contains("deletionTimestamp")) continue;
@@ -452,7 +454,12 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
     if (!fit.shortfalls.empty()) {
       throw QuotaExceeded(what, "Forbidden", fit.Message(), {}, resources);
     }
-    throw TFClusterFailed(what, TFClusterStatus{TFClusterPhase::kFailed, fit.Message(), {}});
+    TFClusterStatus status;
+    status.name = spec_.name;
+    status.namespace_name = spec_.namespace_name;
+    status.phase = TFClusterPhase::kFailed;
+    status.message = fit.Message();
+    throw TFClusterFailed(what, std::move(status));
   }
   ApplyOptions apply;
   apply.dry_run = options.dry_run;
@@ -948,7 +955,9 @@ Json TFClusterStatus::ToJson() const {
                    {"restarts", r.restarts},
                    {"reason", r.reason}});
   }
-  return {{"phase", ToString(phase)},
+  return {{"name", name},
+          {"namespace", namespace_name},
+          {"phase", ToString(phase)},
           {"message", message},
           {"replicas", std::move(out)},
           {"not_ready", NotReady()},

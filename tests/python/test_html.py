@@ -306,7 +306,10 @@ def test_header_badge_is_coloured_by_the_phase(record: Any, level: str) -> None:
 
 
 def test_replica_rows_have_phase_badges_and_problem_rows_are_tinted() -> None:
-    p = parse(tfk8s.TFClusterStatus(tfcluster_status_raw())._repr_html_())
+    html = tfk8s.TFClusterStatus(tfcluster_status_raw())._repr_html_()
+    p = parse(html)
+    # The header names the cluster (namespace/name), the kind in its badge.
+    assert ">team-a/m</b>" in html
     assert badge_levels(p) == ["progress", "ok", "progress"]  # header, worker-0, worker-1
     assert len(p.with_class("tfk8s-alert")) == 1  # worker-1 has a reason
 

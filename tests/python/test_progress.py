@@ -30,7 +30,8 @@ def replica(role: str, index: int, phase: str, reason: str = "") -> Dict[str, An
 def cluster_raw(ready: int, total: int = 3, reason: str = EVIL) -> Dict[str, Any]:
     replicas = [replica("worker", i, "Running" if i < ready else "Pending",
                         "" if i < ready else reason) for i in range(total)]
-    return {"phase": "Running" if ready == total else "Pending", "message": "",
+    return {"name": "m", "namespace": "team-a",
+            "phase": "Running" if ready == total else "Pending", "message": "",
             "replicas": replicas, "not_ready": total - ready, "table": f"TABLE {ready}/{total}"}
 
 
@@ -406,10 +407,12 @@ class Core:
 
     def wait(self, until, timeout, on_progress):
         if on_progress is not None:
-            on_progress({"phase": "Pending", "message": "", "not_ready": 1, "table": "T1",
+            on_progress({"name": "m", "namespace": "team", "phase": "Pending", "message": "",
+                         "not_ready": 1, "table": "T1",
                          "replicas": [replica(0, "Running"),
                                       replica(1, "Pending", "Unschedulable: 0/1 nodes")]})
-        return {"phase": "Running", "message": "2 replicas running", "not_ready": 0,
+        return {"name": "m", "namespace": "team", "phase": "Running",
+                "message": "2 replicas running", "not_ready": 0,
                 "table": "T2", "replicas": [replica(0, "Running"), replica(1, "Running")]}
 
 cluster = tfk8s.TFCluster(FakeCluster().client("team"), _core_cluster=Core())

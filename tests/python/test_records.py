@@ -41,6 +41,8 @@ def fit_raw(fits: bool = False) -> Dict[str, Any]:
 
 def tfcluster_status_raw() -> Dict[str, Any]:
     return {
+        "name": "m",
+        "namespace": "team-a",
         "phase": "Pending",
         "message": HOSTILE,
         "replicas": [

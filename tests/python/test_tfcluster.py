@@ -93,6 +93,7 @@ def test_lifecycle(client: tfk8s.Client, namespace: str) -> None:
     assert raw["phase"] == "Running"
 
     status = cluster.status()
+    assert (status.name, status.namespace) == (name, namespace)
     assert "worker" in status.table()
     html = status._repr_html_()
     assert '<table class="tfk8s-table"' in html and "worker-1" in html and "ps-0" in html

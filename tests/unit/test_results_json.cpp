@@ -36,10 +36,14 @@ TEST_SUITE("workload kit") {
     CHECK(schedule.ToJson()["next_schedule_time"].is_null());
 
     TFClusterStatus status;
+    status.name = "kit";
+    status.namespace_name = "team-a";
     status.phase = TFClusterPhase::kPending;
     status.replicas.push_back({"worker", 0, "kit-worker-0", "Pending", "", 0, "Unschedulable"});
     status.replicas.push_back({"ps", 0, "kit-ps-0", "Running", "node-1", 1, ""});
     j = status.ToJson();
+    CHECK(j["name"] == "kit");
+    CHECK(j["namespace"] == "team-a");
     CHECK(j["phase"] == "Pending");
     CHECK(j["not_ready"] == 1);
     CHECK(j["replicas"][0]["reason"] == "Unschedulable");
