@@ -25,6 +25,10 @@ PACKAGES=(
   # the widget view of a wait's progress (tfk8s._progress; its unit test). Notebooks use it
   # from ipywidgets 7 on; with Debian 12's 6.0 (old widget protocol) they get the HTML view.
   python3-ipywidgets
+  # the quickstart notebook's browser test (tests/python/test_notebook.py): headless Chromium
+  # renders its HTML export (scripts run), dumps the DOM, takes screenshots. ~120 MB download,
+  # ~415 MB installed, ~40 s with --no-install-recommends (Debian 12: 25 packages)
+  chromium
   # the reference trainer (examples/trainer) and its tests
   python3-numpy
   # local cluster: build Kubernetes from Debian's source, run etcd
