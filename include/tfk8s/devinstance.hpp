@@ -397,8 +397,6 @@ std::string ToString(DevShareMode mode);
 
 /// Annotation holding the grants of a PVC: `{"bob": "ro", "carol": "rw"}` (JSON).
 inline constexpr const char* kSharedWithAnnotation = "tfk8s.io/shared-with";
-/// Label naming a PVC's (or an instance's) owner.
-inline constexpr const char* kOwnerLabel = "tfk8s.io/owner";
 
 /// A user's extra volume.
 struct DevVolumeSpec {

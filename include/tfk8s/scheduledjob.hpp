@@ -53,6 +53,9 @@ using JobPlacement = Placement;
 struct ScheduledJobSpec {
   std::string name;                             ///< DNS label of at most 52 characters.
   std::string namespace_name = "default";       ///< The team's namespace (queue).
+  /// The user the task belongs to (a DNS-1123 label; "" for none): the label `tfk8s.io/owner`
+  /// on the CronJob, its Jobs and pods, so ListRefs(client, "", owner) finds a user's tasks.
+  std::string owner;
   std::map<std::string, std::string> labels;    ///< Added to the CronJob, its Jobs and pods.
   std::string image;                            ///< Container image (required).
   /// Pull policy and secrets, service account, security context (tfk8s/pod.hpp).
@@ -293,9 +296,10 @@ class ScheduledJob {
   /// Names of the tasks in namespace `ns` (CronJobs and on-demand runs managed by tfk8s; `ns`
   /// is required: ListRefs lists every namespace).
   static std::vector<std::string> List(Client client, const std::string& ns);
-  /// The tasks of namespace `ns`, or of every namespace when `ns` is "", sorted by namespace
-  /// then name.
-  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "");
+  /// The tasks of namespace `ns`, or of every namespace when `ns` is "", of `owner` only when
+  /// given, sorted by namespace then name.
+  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "",
+                                           const std::string& owner = "");
 
   /// The spec.
   [[nodiscard]] const ScheduledJobSpec& spec() const { return spec_; }

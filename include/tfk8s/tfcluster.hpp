@@ -132,6 +132,10 @@ struct TFLauncherSpec {
 struct TFClusterSpec {
   std::string name;
   std::string namespace_name = "default";
+  /// The user the cluster belongs to (a DNS-1123 label; "" for none): the label
+  /// `tfk8s.io/owner` on every object, so ListRefs(client, "", owner) finds a user's clusters
+  /// in every namespace.
+  std::string owner;
   std::map<std::string, std::string> labels;   ///< Added to every object.
   TFStrategy strategy = TFStrategy::kParameterServer;
   TFTopology topology = TFTopology::kPerReplica;
@@ -282,8 +286,9 @@ class TFCluster {
   /// namespaces; ListRefs lists every namespace).
   static std::vector<std::string> List(Client client, const std::string& ns);
   /// The clusters of namespace `ns`, or of every namespace when `ns` is "" (one list call),
-  /// sorted by namespace then name.
-  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "");
+  /// of `owner` only when given, sorted by namespace then name.
+  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "",
+                                           const std::string& owner = "");
 
   /// The spec.
   [[nodiscard]] const TFClusterSpec& spec() const { return spec_; }

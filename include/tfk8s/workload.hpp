@@ -16,6 +16,10 @@
 
 namespace tfk8s {
 
+/// Label naming the user a workload (every object of it) or a PVC belongs to; listings filter
+/// on it across namespaces.
+inline constexpr const char* kOwnerLabel = "tfk8s.io/owner";
+
 /// One workload found by a listing: where it is and whose it is. Listing every namespace
 /// returns these (names alone would be ambiguous).
 struct WorkloadRef {

@@ -216,12 +216,13 @@ void BindScheduledJob(py::module_& m) {
                   "Names of the tasks in a namespace.")
       .def_static(
           "list_refs",
-          [](Client client, const std::string& ns) {
+          [](Client client, const std::string& ns, const std::string& owner) {
             return ToJsonList(
-                CallNoGil([&] { return ScheduledJob::ListRefs(std::move(client), ns); }));
+                CallNoGil([&] { return ScheduledJob::ListRefs(std::move(client), ns, owner); }));
           },
-          py::arg("client"), py::arg("namespace") = "",
-          "[{namespace, name, owner}] of the tasks in a namespace (\"\" = every namespace).")
+          py::arg("client"), py::arg("namespace") = "", py::arg("owner") = "",
+          "[{namespace, name, owner}] of the tasks in a namespace (\"\" = every namespace), of "
+          "owner only when given.")
       .def_static(
           "normalize_spec",
           [](const Json& spec) {

@@ -77,11 +77,13 @@ void BindTFCluster(py::module_& m) {
                   "Names of the clusters in a namespace.")
       .def_static(
           "list_refs",
-          [](Client client, const std::string& ns) {
-            return ToJsonList(CallNoGil([&] { return TFCluster::ListRefs(std::move(client), ns); }));
+          [](Client client, const std::string& ns, const std::string& owner) {
+            return ToJsonList(
+                CallNoGil([&] { return TFCluster::ListRefs(std::move(client), ns, owner); }));
           },
-          py::arg("client"), py::arg("namespace") = "",
-          "[{namespace, name, owner}] of the clusters in a namespace (\"\" = every namespace).")
+          py::arg("client"), py::arg("namespace") = "", py::arg("owner") = "",
+          "[{namespace, name, owner}] of the clusters in a namespace (\"\" = every namespace), "
+          "of owner only when given.")
       .def_static(
           "validate_spec", [](const Json& spec) { TFClusterSpec::FromJson(spec).Validate(); },
           py::arg("spec"), "Raises ValidationError when the spec is invalid.")

@@ -138,10 +138,11 @@ class Workload:
         return cls._core_type.list(client.core, namespace or client.namespace)
 
     @classmethod
-    def refs(cls, client: Any, namespace: str = "") -> List[WorkloadRef]:
-        """The workloads of ``namespace``, or of every namespace when "" (the default), as
-        :class:`WorkloadRef` (namespace, name, owner), sorted by namespace then name."""
-        return [WorkloadRef(r) for r in cls._core_type.list_refs(client.core, namespace)]
+    def refs(cls, client: Any, namespace: str = "", owner: str = "") -> List[WorkloadRef]:
+        """The workloads of ``namespace``, or of every namespace when "" (the default), of
+        ``owner`` only when given, as :class:`WorkloadRef` (namespace, name, owner), sorted by
+        namespace then name."""
+        return [WorkloadRef(r) for r in cls._core_type.list_refs(client.core, namespace, owner)]
 
     # ---- the spec -----------------------------------------------------------------------
     @property

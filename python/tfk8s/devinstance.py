@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from tfk8s import _core, _html
 from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
-from tfk8s._records import Record, WorkloadRef, dicts, field, strings, text
+from tfk8s._records import Record, dicts, field, strings, text
 from tfk8s._workload import (
     Workload,
     set_pod_extras,
@@ -280,14 +280,6 @@ class DevInstance(Workload):
         "" lists every namespace; None is the client's."""
         ns = client.namespace if namespace is None else namespace
         return _core.DevInstance.list(client.core, ns or "", owner or "")
-
-    @classmethod
-    def refs(  # type: ignore[override]  # adds the owner filter
-        cls, client: Any, namespace: str = "", owner: str = ""
-    ) -> List[WorkloadRef]:
-        """The instances of ``namespace`` (every namespace when ""), of ``owner`` when given,
-        as :class:`WorkloadRef` (namespace, name, owner)."""
-        return [WorkloadRef(r) for r in _core.DevInstance.list_refs(client.core, namespace, owner)]
 
     # ---- the spec -----------------------------------------------------------------------
     @property

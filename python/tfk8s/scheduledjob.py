@@ -122,7 +122,8 @@ class ScheduledJobStatus(MappingRecord):
 class ScheduledJob(Workload):
     """A task. ``spec`` is a dict in the C++ ``ScheduledJobSpec::ToJson()`` format; keywords
     override it, each the snake_case of the spec key it sets: ``name``, ``namespace``
-    (default: the client's), ``image``, ``exec_command`` (e.g. "python3"), ``entry_path`` (the
+    (default: the client's), ``owner`` (the user the task belongs to: label ``tfk8s.io/owner``
+    on its CronJob, Jobs and pods; :meth:`refs` with ``owner=`` finds a user's tasks), ``image``, ``exec_command`` (e.g. "python3"), ``entry_path`` (the
     program, relative to the spec's ``homePath``), ``args``, ``schedule`` (cron; None = on
     demand), ``time_zone``, ``home_claim``, ``working_dir``, ``cpu``, ``memory``, ``gpus`` (in
     ``resources``), ``backoff_limit``, ``active_deadline_seconds``, ``pod_annotations``,
@@ -151,6 +152,7 @@ class ScheduledJob(Workload):
         *,
         name: Optional[str] = None,
         namespace: Optional[str] = None,
+        owner: Optional[str] = None,
         image: Optional[str] = None,
         exec_command: Optional[str] = None,
         entry_path: Optional[str] = None,
@@ -179,7 +181,7 @@ class ScheduledJob(Workload):
         if s is None:
             return
         for key, value in (
-            ("image", image), ("execCommand", exec_command),
+            ("owner", owner), ("image", image), ("execCommand", exec_command),
             ("entryPath", entry_path), ("schedule", schedule), ("timeZone", time_zone),
             ("homeClaim", home_claim), ("workingDir", working_dir),
             ("backoffLimit", backoff_limit), ("activeDeadlineSeconds", active_deadline_seconds),

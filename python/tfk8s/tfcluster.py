@@ -91,6 +91,8 @@ class TFCluster(Workload):
     of the spec key it sets:
 
     - ``name``, ``namespace`` (default: the client's namespace)
+    - ``owner``: the user the cluster belongs to (label ``tfk8s.io/owner`` on every object;
+      :meth:`refs` with ``owner=`` finds a user's clusters in every namespace)
     - ``ps``, ``worker``, ``chief``, ``evaluator``: replica counts of those roles
     - ``cpu_image``, ``gpu_image``, ``worker_gpus`` (``worker.resources.gpus``)
     - ``command``: the command of every role (list of strings), or ``script`` (``/bin/sh -c``)
@@ -126,6 +128,7 @@ class TFCluster(Workload):
         *,
         name: Optional[str] = None,
         namespace: Optional[str] = None,
+        owner: Optional[str] = None,
         ps: Optional[int] = None,
         worker: Optional[int] = None,
         chief: Optional[int] = None,
@@ -152,6 +155,8 @@ class TFCluster(Workload):
             return
         if spec is None:
             s.setdefault("worker", {"replicas": 1})
+        if owner is not None:
+            s["owner"] = owner
         for role, count in (("ps", ps), ("worker", worker), ("chief", chief),
                             ("evaluator", evaluator)):
             if count is not None:

@@ -34,6 +34,12 @@ std::string StringAt(const Json& object, std::string_view key) {
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
+std::string WithOwner(std::string selector, const std::string& owner) {
+  if (owner.empty()) return selector;
+  validation::RequireDns1123Label("owner", owner);
+  return selector + "," + kOwnerLabel + "=" + owner;
+}
+
 void RequireOneNamespace(const std::string& ns, std::string_view instead) {
   if (ns.empty()) {
     throw ValidationError("namespace", "",

@@ -64,6 +64,9 @@ void RequireOneNamespace(const std::string& ns, std::string_view instead);
 std::vector<std::string> Names(const std::vector<WorkloadRef>& refs);
 /// Sorts by namespace, then name.
 void SortRefs(std::vector<WorkloadRef>* refs);
+/// `selector` narrowed to `owner`'s objects (`,tfk8s.io/owner=<owner>`) when `owner` is set
+/// (validated first: it becomes part of a label selector).
+std::string WithOwner(std::string selector, const std::string& owner);
 
 /// metadata.name ("" when absent).
 std::string NameOf(const Json& object);

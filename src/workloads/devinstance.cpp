@@ -336,11 +336,8 @@ DevInstance DevInstance::Load(Client client, const std::string& ns, const std::s
 std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::string& ns,
                                                   const std::string& owner) {
   ListOptions o;
-  o.label_selector = std::string(internal::kInstanceLabel) + "," + internal::kManagedBy + "=tfk8s";
-  if (!owner.empty()) {
-    validation::RequireDns1123Label("owner", owner);
-    o.label_selector += std::string(",") + kOwnerLabel + "=" + owner;
-  }
+  o.label_selector = internal::WithOwner(
+      std::string(internal::kInstanceLabel) + "," + internal::kManagedBy + "=tfk8s", owner);
   std::vector<DevInstanceSummary> out;
   for (const auto& sts : Items(client.ListAll(kStatefulSets, ns, o))) {
     DevInstanceSummary s;

@@ -8,6 +8,8 @@
 #include <iterator>
 
 #include "tfk8s/error.hpp"
+#include "tfk8s/validation.hpp"
+#include "tfk8s/workload.hpp"
 #include "workloads/spec_json.hpp"
 
 namespace tfk8s {
@@ -27,6 +29,13 @@ SecurityContext RestrictedSecurityContext() {
 }  // namespace tfk8s
 
 namespace tfk8s::internal {
+
+void ValidateOwner(const std::string& owner, const std::map<std::string, std::string>& labels) {
+  if (!owner.empty()) validation::RequireDns1123Label("owner", owner);
+  if (labels.count(kOwnerLabel) != 0) {
+    throw ValidationError("labels", kOwnerLabel, "is set by tfk8s: use the spec's owner field");
+  }
+}
 
 Json ResourcesJson(const Resources& r) {
   Json requests = Json::object();

@@ -2,6 +2,7 @@
 // The one pod builder of the workloads: the only place that renders the shared pod vocabulary
 // (tfk8s/pod.hpp) into Kubernetes JSON, and reads and writes it in the specs' own JSON. Pure.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace tfk8s::internal {
 /// A container's `resources` ({} when nothing is set): limits default to the requests, GPUs are
 /// requested and limited equally.
 Json ResourcesJson(const Resources& resources);
+/// A TFCluster's or ScheduledJob's optional `owner` (the label tfk8s.io/owner on its objects):
+/// "" or a DNS-1123 label, and not also set through `labels` (ValidationError naming the field).
+void ValidateOwner(const std::string& owner, const std::map<std::string, std::string>& labels);
 /// The required node affinity in the seeds' label vocabulary (the rule is on Placement), or
 /// null when nothing is constrained.
 Json AffinityJson(const Placement& placement, bool gpu);

@@ -156,18 +156,23 @@ std::vector<std::string> ScheduledJob::List(Client client, const std::string& ns
   return internal::Names(ListRefs(std::move(client), ns));
 }
 
-std::vector<WorkloadRef> ScheduledJob::ListRefs(Client client, const std::string& ns) {
-  std::set<std::pair<std::string, std::string>> found;  // (namespace, name), unique
+std::vector<WorkloadRef> ScheduledJob::ListRefs(Client client, const std::string& ns,
+                                                const std::string& owner) {
+  // (namespace, name) -> owner; a task's CronJob and runs carry the same labels.
+  std::map<std::pair<std::string, std::string>, std::string> found;
   auto add = [&found](const std::vector<Json>& objects) {
     for (const auto& o : objects) {
       const Json& metadata = internal::At(o, "metadata");
-      std::string name = internal::StringAt(internal::At(metadata, "labels"),
-                                            internal::kScheduledJobLabel);
-      if (!name.empty()) found.emplace(internal::StringAt(metadata, "namespace"), name);
+      const Json& labels = internal::At(metadata, "labels");
+      std::string name = internal::StringAt(labels, internal::kScheduledJobLabel);
+      if (!name.empty()) {
+        found.emplace(std::make_pair(internal::StringAt(metadata, "namespace"), name),
+                      internal::StringAt(labels, kOwnerLabel));
+      }
     }
   };
   ListOptions sel;
-  sel.label_selector = internal::kScheduledJobLabel;
+  sel.label_selector = internal::WithOwner(internal::kScheduledJobLabel, owner);
   try {
     ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
     add(Items(client.ListAll(cronjobs, ns, sel)));
@@ -175,8 +180,8 @@ std::vector<WorkloadRef> ScheduledJob::ListRefs(Client client, const std::string
   }
   add(Items(client.ListAll(kJobs, ns, sel)));
   std::vector<WorkloadRef> refs;
-  for (auto& [namespace_name, name] : found) refs.push_back({namespace_name, name, ""});
-  return refs;  // sorted by the set
+  for (auto& [where, who] : found) refs.push_back({where.first, where.second, who});
+  return refs;  // sorted by the map
 }
 
 // ---- schedule -------------------------------------------------------------------------------

@@ -111,6 +111,7 @@ namespace internal {
 Json CommonLabels(const ScheduledJobSpec& spec) {
   Json labels = Json::object();
   for (const auto& [k, v] : spec.labels) labels[k] = v;
+  if (!spec.owner.empty()) labels[kOwnerLabel] = spec.owner;
   labels[kManagedBy] = kManagedByValue;
   labels[kScheduledJobLabel] = spec.name;
   return labels;
@@ -200,6 +201,7 @@ void ScheduledJobSpec::Validate() const {
                                       name.size()));
   }
   validation::RequireDns1123Label("namespace", namespace_name);
+  internal::ValidateOwner(owner, labels);
   for (const auto& [k, v] : labels) {
     validation::RequireLabelKey("labels", k);
     validation::RequireLabelValue("labels[" + k + "]", v);
@@ -412,6 +414,7 @@ Json ScheduledJobSpec::ToJson() const {
   if (expand_variable_references) j["expandVariableReferences"] = true;
   internal::AddToSpecJson(&j, pod);
   if (pod_security != PodSecurityLevel::kRestricted) j["podSecurity"] = ToString(pod_security);
+  if (!owner.empty()) j["owner"] = owner;
   return j;
 }
 
@@ -421,6 +424,7 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
   const std::string root;
   s.name = Field<std::string>(j, "name", root, "");
   s.namespace_name = Field<std::string>(j, "namespace", root, "default");
+  s.owner = Field<std::string>(j, "owner", root, "");
   s.labels = Field<std::map<std::string, std::string>>(j, "labels", root, {});
   s.image = Field<std::string>(j, "image", root, "");
   s.pod = internal::PodOptionsFromSpecJson(j, root);

@@ -316,13 +316,18 @@ std::vector<std::string> TFCluster::List(Client client, const std::string& ns) {
   return internal::Names(ListRefs(std::move(client), ns));
 }
 
-std::vector<WorkloadRef> TFCluster::ListRefs(Client client, const std::string& ns) {
+std::vector<WorkloadRef> TFCluster::ListRefs(Client client, const std::string& ns,
+                                             const std::string& owner) {
   ListOptions o;
-  o.label_selector = std::string(kComponentLabel) + "=root," + internal::kinds::kManagedBySelector;
+  o.label_selector = internal::WithOwner(
+      std::string(kComponentLabel) + "=root," + internal::kinds::kManagedBySelector, owner);
   std::vector<WorkloadRef> refs;
   for (const auto& cm : Items(client.ListAll(kConfigMaps, ns, o))) {
     std::string n = LabelOf(cm, kClusterLabel);
-    if (!n.empty()) refs.push_back({internal::StringAt(internal::At(cm, "metadata"), "namespace"), n, ""});
+    if (!n.empty()) {
+      refs.push_back({internal::StringAt(internal::At(cm, "metadata"), "namespace"), n,
+                      LabelOf(cm, kOwnerLabel)});
+    }
   }
   internal::SortRefs(&refs);
   return refs;

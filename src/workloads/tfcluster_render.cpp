@@ -62,6 +62,7 @@ std::string ClaimName(const TFClusterSpec& spec) {
 Json CommonLabels(const TFClusterSpec& spec) {
   Json labels = Json::object();
   for (const auto& [k, v] : spec.labels) labels[k] = v;
+  if (!spec.owner.empty()) labels[kOwnerLabel] = spec.owner;
   labels[internal::kinds::kManagedBy] = kManagedByValue;
   labels["taskname"] = spec.name;
   labels[kClusterLabel] = spec.name;
@@ -91,6 +92,7 @@ void TFClusterSpec::Validate() const {
   // The name starts every Service name the cluster gets, so it must be a DNS-1035 label.
   validation::RequireDns1035Label("name", name);
   validation::RequireDns1123Label("namespace", namespace_name);
+  internal::ValidateOwner(owner, labels);
   for (const auto& [k, v] : labels) {
     validation::RequireLabelKey("labels", k);
     validation::RequireLabelValue("labels[" + k + "]", v);
@@ -324,6 +326,8 @@ Json TFClusterSpec::ToJson() const {
   }
   internal::AddToSpecJson(&j, pod);
   if (pod_security != PodSecurityLevel::kRestricted) j["podSecurity"] = ToString(pod_security);
+  // Only when set: the stored spec of a cluster without an owner stays as it was.
+  if (!owner.empty()) j["owner"] = owner;
   return j;
 }
 
@@ -332,6 +336,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   TFClusterSpec s;
   s.name = Field<std::string>(j, "name", "", "");
   s.namespace_name = Field<std::string>(j, "namespace", "", "default");
+  s.owner = Field<std::string>(j, "owner", "", "");
   s.labels = Field<std::map<std::string, std::string>>(j, "labels", "", {});
   s.pod = internal::PodOptionsFromSpecJson(j, "");
   s.pod_security = internal::PodSecurityFromSpecJson(j, "");

@@ -210,3 +210,49 @@ def test_session_password_lives_in_a_secret(client: tfk8s.Client, namespace: str
     no_session = tfk8s.TFCluster(client, small_spec(namespace, "plain"))
     with pytest.raises(tfk8s.ValidationError):
         no_session.session()
+
+
+def test_owners_listed_across_namespaces(client: tfk8s.Client, namespace: str) -> None:
+    """A TFCluster and a ScheduledJob carry their owner on every object; refs(owner=) finds one
+    user's workloads in every namespace, with their namespaces, and nobody else's."""
+    other = namespace + "-b"
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    alice = "alice-" + uuid.uuid4().hex[:6]  # unique: other tests' workloads never match
+    bob = "bob-" + uuid.uuid4().hex[:6]
+    try:
+        clusters = [
+            tfk8s.TFCluster(client, small_spec(namespace, "a1"), owner=alice),
+            tfk8s.TFCluster(client, small_spec(other, "a2"), owner=alice),
+            tfk8s.TFCluster(client, small_spec(other, "b1"), owner=bob),
+            tfk8s.TFCluster(client, small_spec(namespace, "nobody")),
+        ]
+        for c in clusters:
+            c.apply(preflight=False)
+        assert clusters[0].to_dict()["owner"] == alice
+        assert "owner" not in clusters[3].to_dict()
+        refs = tfk8s.TFCluster.refs(client, "", owner=alice)
+        assert [(r.namespace, r.name, r.owner) for r in refs] == [
+            (namespace, "a1", alice), (other, "a2", alice)]
+        assert [r.name for r in tfk8s.TFCluster.refs(client, other, owner=alice)] == ["a2"]
+        mine = {(r.name, r.owner) for r in tfk8s.TFCluster.refs(client, namespace)}
+        assert mine == {("a1", alice), ("nobody", "")}
+        # Every object of the cluster is labelled, so kubectl -l tfk8s.io/owner=... sees them
+        # (one Job per replica: 1 ps, 2 workers).
+        jobs = client.list("batch/v1", "Job", namespace=other,
+                           label_selector=f"tfk8s.io/owner={bob}")
+        assert len(jobs["items"]) == 3
+
+        job = tfk8s.ScheduledJob(
+            client, name="nightly", namespace=other, owner=alice, image="python:3.11-slim",
+            exec_command="python3", entry_path="tasks/train.py", schedule="0 3 * * *",
+            cpu="100m", memory="128Mi")
+        job.apply()
+        assert [(r.namespace, r.name, r.owner) for r in
+                tfk8s.ScheduledJob.refs(client, "", owner=alice)] == [(other, "nightly", alice)]
+        assert tfk8s.ScheduledJob.refs(client, "", owner=bob) == []
+        assert tfk8s.ScheduledJob.load(client, other, "nightly").to_dict()["owner"] == alice
+        with pytest.raises(tfk8s.ValidationError) as info:
+            tfk8s.TFCluster.refs(client, "", owner="Not A Label")
+        assert info.value.field == "owner"
+    finally:
+        client.delete("v1", "Namespace", other)

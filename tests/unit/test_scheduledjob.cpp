@@ -346,6 +346,8 @@ TEST_SUITE("scheduledjob") {
         {"name", [](auto& s) { s.name = std::string(53, 'a'); }},
         {"namespace", [](auto& s) { s.namespace_name = ""; }},
         {"labels", [](auto& s) { s.labels["tfk8s.io/scheduledjob"] = "x"; }},
+        {"labels", [](auto& s) { s.labels["tfk8s.io/owner"] = "alice"; }},
+        {"owner", [](auto& s) { s.owner = "Alice Smith"; }},
         {"image", [](auto& s) { s.image = ""; }},
         {"image", [](auto& s) { s.image = "busybox; reboot"; }},
         {"imagePullSecrets[0]", [](auto& s) { s.pod.image_pull_secrets = {"Bad Secret"}; }},
@@ -428,6 +430,18 @@ TEST_SUITE("scheduledjob") {
     CHECK(ScheduledJobSpec::FromJson(j).ToJson() == j);
     CHECK(ScheduledJobSpec::FromJson(Json::parse(j.dump())).args == kHostileArgs);
     CHECK(ScheduledJobSpec::FromJson({{"name", "x"}}).backoff_limit == 0);
+    CHECK_FALSE(j.contains("owner"));  // written only when set
+    s.owner = "alice";
+    CHECK(ScheduledJobSpec::FromJson(s.ToJson()).owner == "alice");
+    // The owner label on the CronJob, the Jobs it makes and their pods, and on a one-off run.
+    Json cronjob = RenderCronJob(s);
+    CHECK(cronjob["metadata"]["labels"]["tfk8s.io/owner"] == "alice");
+    CHECK(cronjob["spec"]["jobTemplate"]["metadata"]["labels"]["tfk8s.io/owner"] == "alice");
+    CHECK(cronjob["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+                 ["tfk8s.io/owner"] == "alice");
+    Json run = RenderRunJob(s);
+    CHECK(run["metadata"]["labels"]["tfk8s.io/owner"] == "alice");
+    CHECK(run["spec"]["template"]["metadata"]["labels"]["tfk8s.io/owner"] == "alice");
     CHECK(ScheduledJobSpec::FromJson({{"name", "x"}}).concurrency_policy ==
           ConcurrencyPolicy::kForbid);
     CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson({{"args", "not a list"}}),

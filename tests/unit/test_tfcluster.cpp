@@ -418,6 +418,30 @@ TEST_SUITE("tfcluster") {
     }
   }
 
+  TEST_CASE("owner: the tfk8s.io/owner label on every object, stored in the spec only when set") {
+    TFClusterSpec s = GpuExample();
+    CHECK_FALSE(s.ToJson().contains("owner"));  // stored specs of clusters without one unchanged
+    for (const auto& o : RenderTFCluster(s)) {
+      CHECK_FALSE(o["metadata"]["labels"].contains("tfk8s.io/owner"));
+    }
+    s.owner = "alice";
+    CHECK(s.ToJson()["owner"] == "alice");
+    CHECK(TFClusterSpec::FromJson(s.ToJson()).owner == "alice");
+    auto objects = RenderTFCluster(s);
+    REQUIRE(objects.size() > 5);
+    for (const auto& o : objects) {
+      CHECK_MESSAGE(o["metadata"]["labels"]["tfk8s.io/owner"] == "alice",
+                    o["kind"].get<std::string>() << " " << o["metadata"]["name"]);
+      static const Json::json_pointer kPodLabels("/spec/template/metadata/labels");
+      if (o.contains(kPodLabels)) CHECK(o.at(kPodLabels)["tfk8s.io/owner"] == "alice");
+    }
+    s.owner = "Alice";  // a DNS-1123 label, like a DevInstance's owner
+    CheckInvalid(s, "owner");
+    s.owner = "alice";
+    s.labels["tfk8s.io/owner"] = "bob";  // set through the field only
+    CheckInvalid(s, "labels");
+  }
+
   TEST_CASE("JSON round trip and YAML output") {
     for (const auto& spec : {SeedExample(), GpuExample()}) {
       CHECK(TFClusterSpec::FromJson(spec.ToJson()).ToJson() == spec.ToJson());
