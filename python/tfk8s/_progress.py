@@ -33,12 +33,11 @@ explicit display in the same cell and any later cell show the status as usual.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
-import shutil
 import sys
 import threading
 import time
-import uuid
 from typing import (
     Any,
     Callable,
@@ -206,6 +205,22 @@ def _separator(stream: TextIO) -> str:
         return " | "
 
 
+def terminal_columns(stream: TextIO, fallback: int = 100) -> int:
+    """The width of the terminal ``stream`` writes to: ``COLUMNS`` when set, else the
+    terminal's own, else ``fallback``. (Not shutil's: importing shutil costs ``import tfk8s``
+    several milliseconds, and it asks stdout, not the stream the line goes to.)"""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or fallback
+    except (AttributeError, ValueError, OSError):
+        return fallback
+
+
 class TerminalView(View):
     """One line on a terminal rewritten in place; the finish ends it with a newline."""
 
@@ -215,7 +230,7 @@ class TerminalView(View):
         self.last = ""
 
     def show(self, snap: Snapshot) -> None:
-        columns = shutil.get_terminal_size((100, 24)).columns
+        columns = terminal_columns(self.stream)
         text = snap.line(self.sep)[: max(columns - 1, 20)]
         if text != self.last:
             self.last = text
@@ -267,7 +282,7 @@ class HtmlView(View):
         self.shell = shell
         self.display = display
         self.update_display = update_display
-        self.display_id = "tfk8s-progress-" + uuid.uuid4().hex
+        self.display_id = "tfk8s-progress-" + os.urandom(16).hex()
         self.started = False
 
     def live_bundle(self, snap: Snapshot) -> Bundle:

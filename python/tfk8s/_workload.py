@@ -9,6 +9,7 @@ import collections.abc
 import contextlib
 import copy
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     ClassVar,
@@ -23,7 +24,7 @@ from typing import (
     TypeVar,
 )
 
-from tfk8s import _core, _progress
+from tfk8s import _core
 from tfk8s._records import FitResult, Record, WorkloadRef
 
 Object = Dict[str, Any]
@@ -31,10 +32,16 @@ Object = Dict[str, Any]
 W = TypeVar("W", bound="Workload")
 
 
-def showing_progress(enabled: bool, workload: "Workload") -> ContextManager[_progress.Progress]:
+if TYPE_CHECKING:
+    from tfk8s import _progress
+
+
+def showing_progress(enabled: bool, workload: "Workload") -> "ContextManager[_progress.Progress]":
     """The live progress of one of ``workload``'s waits (see :mod:`tfk8s._progress`): use
     ``callback`` as the wait's ``on_progress`` (None when disabled) and return
     ``result(status)``."""
+    from tfk8s import _progress  # on the first wait: `import tfk8s` does not pay for it
+
     title = f"{type(workload).__name__} {workload.namespace}/{workload.name}"
     return _progress.showing(enabled, workload._status_type, title,
                              _progress.expected_total(workload.to_dict()))

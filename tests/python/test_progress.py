@@ -86,8 +86,7 @@ def test_a_dev_instance_status_measures_its_pod() -> None:
 
 # ---- terminal ---------------------------------------------------------------------------------
 def test_a_terminal_gets_one_line_rewritten_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_progress.shutil, "get_terminal_size", lambda *a: types.SimpleNamespace(
-        columns=200, lines=24))
+    monkeypatch.setenv("COLUMNS", "200")
     out, clock = Stream(tty=True), Clock()
     p = progress(TerminalView(out), clock)
     clock.now += 4
@@ -113,9 +112,18 @@ def test_a_terminal_gets_one_line_rewritten_in_place(monkeypatch: pytest.MonkeyP
     assert out.getvalue() == writes
 
 
+def test_terminal_width_from_columns_else_the_stream_else_a_fallback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "77")
+    assert _progress.terminal_columns(Stream(tty=True)) == 77
+    monkeypatch.setenv("COLUMNS", "wide")
+    assert _progress.terminal_columns(Stream(tty=True)) == 100  # no real terminal behind it
+    monkeypatch.delenv("COLUMNS")
+    assert _progress.terminal_columns(Stream(tty=True), fallback=60) == 60
+
+
 def test_a_narrow_terminal_line_is_cut_to_fit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_progress.shutil, "get_terminal_size", lambda *a: types.SimpleNamespace(
-        columns=40, lines=24))
+    monkeypatch.setenv("COLUMNS", "40")
     out = Stream(tty=True)
     p = progress(TerminalView(out), Clock())
     p.update(cluster_raw(1))

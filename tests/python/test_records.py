@@ -9,7 +9,6 @@ import datetime as dt
 import io
 import os
 import pickle
-import shutil
 import sys
 import traceback
 from typing import Any, Dict, List, Optional
@@ -432,7 +431,7 @@ def test_wait_progress_on_a_terminal_is_one_line(monkeypatch: pytest.MonkeyPatch
     client = FakeCluster().client("team")
     out = Terminal()
     monkeypatch.setattr(sys, "stderr", out)
-    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((200, 24)))
+    monkeypatch.setenv("COLUMNS", "200")
     tfk8s.TFCluster(client, _core_cluster=FailingCore(tfcluster_status_raw())).wait(timeout=1)
     text = out.getvalue()
     assert text.startswith("\r\x1b[K") and text.count("\n") == 1 and text.endswith(
