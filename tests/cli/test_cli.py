@@ -170,7 +170,8 @@ def test_quota_render_list_status_usage():
 # ---- tfcluster ---------------------------------------------------------------------------------
 
 def test_tfcluster_lifecycle():
-    docs = TFCLUSTER.format(name="c1", team="a") + "---\n" + TFCLUSTER.format(name="c2", team="b")
+    docs = (TFCLUSTER.format(name="c1", team="a") + "---\n" + TFCLUSTER.format(name="c2", team="b")
+            + "owner: bob\n")
     rendered = run("tfcluster", "render", "-f", "-", input=docs).stdout
     assert rendered.count("kind: Job") == 4 and "name: c1-worker-0" in rendered
     objects = json.loads(run("tfcluster", "render", "-f", "-", "-o", "json", input=docs).stdout)
@@ -190,6 +191,14 @@ def test_tfcluster_lifecycle():
     spec = json.loads(run("tfcluster", "get", "c1", "-n", NS, "-o", "json").stdout)
     assert spec["kind"] == "TFCluster" and spec["worker"]["replicas"] == 1
     assert "tfcluster/c1" in run("tfcluster", "list", "-A", "-o", "name").stdout
+    # --owner: one user's clusters (their tfk8s.io/owner label), here or in every namespace.
+    assert names_with("--owner", "bob") == ["tfcluster/c2"]
+    everywhere = run("tfcluster", "list", "-A", "--owner", "bob", "-o", "name").stdout.split()
+    assert "tfcluster/c2" in everywhere and "tfcluster/c1" not in everywhere, everywhere
+    r = run("tfcluster", "list", "-n", NS, "--owner", "Bob Smith", check=False)
+    assert r.returncode == 1 and r.stderr.startswith("error: ") and "owner" in r.stderr, r.stderr
+    r = run("quota", "list", "--owner", "bob", check=False)
+    assert r.returncode == 1 and "quotas belong to a namespace" in r.stderr, r.stderr
 
     out = run("tfcluster", "wait", "c1", "-n", NS, "--for", "ready", "--timeout", "60s").stdout
     assert out.startswith("Running\n"), out

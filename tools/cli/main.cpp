@@ -51,6 +51,7 @@ struct Globals {
   std::string kubeconfig;
   std::string output;
   std::string selector;
+  std::string owner;
   bool all_namespaces = false;
 };
 
@@ -249,7 +250,7 @@ class TFClusterKind : public WorkloadKind<TFClusterSpec, TFCluster, TFDeleteOpti
   }
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Client& c = s.client();
-    return RefRows(TFCluster::ListRefs(c, ns), wide ? std::vector<std::string>{"PHASE", "NOT-READY"} : std::vector<std::string>{},
+    return RefRows(TFCluster::ListRefs(c, ns, s.globals().owner), wide ? std::vector<std::string>{"PHASE", "NOT-READY"} : std::vector<std::string>{},
                    wide ? std::function<std::vector<std::string>(const WorkloadRef&)>(
                               [&c](const WorkloadRef& r) {
                                 TFClusterStatus st = TFCluster::Load(c, r.namespace_name, r.name).Status();
@@ -311,7 +312,7 @@ class DevKind : public WorkloadKind<DevInstanceSpec, DevInstance, DevDeleteOptio
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Rows rows{{"NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"}};
     if (wide) rows.front().insert(rows.front().end(), {"PHASE", "NODE", "RESTARTS", "REASON"});
-    for (const auto& d : DevInstance::List(s.client(), ns)) {
+    for (const auto& d : DevInstance::List(s.client(), ns, s.globals().owner)) {
       std::vector<std::string> row{d.namespace_name, d.name, d.owner, d.image,
                                    d.running ? "yes" : "no", d.ready ? "yes" : "no"};
       if (wide) {
@@ -371,7 +372,7 @@ class JobKind : public WorkloadKind<ScheduledJobSpec, ScheduledJob, ScheduledJob
   }
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Client& c = s.client();
-    return RefRows(ScheduledJob::ListRefs(c, ns),
+    return RefRows(ScheduledJob::ListRefs(c, ns, s.globals().owner),
                    wide ? std::vector<std::string>{"SCHEDULE", "SUSPENDED", "ACTIVE"} : std::vector<std::string>{},
                    wide ? std::function<std::vector<std::string>(const WorkloadRef&)>(
                               [&c](const WorkloadRef& r) {
@@ -549,8 +550,12 @@ std::vector<std::string> NamesOf(const Kind& kind, const Rows& rows) {
   return names;
 }
 
-// The list, filtered by -l on the specs' labels.
+// The list (of --owner's workloads only, when given: the kinds filter on the server), filtered
+// by -l on the specs' labels.
 Rows Listing(Session& s, const Kind& kind, bool wide) {
+  if (!kind.namespaced() && !s.globals().owner.empty()) {
+    throw ValidationError("owner", s.globals().owner, "quotas belong to a namespace, not a user");
+  }
   Rows rows = kind.List(s, kind.namespaced() ? s.ListNamespace() : "", wide);
   const std::string& selector = s.globals().selector;
   if (selector.empty()) return rows;
@@ -835,6 +840,7 @@ int Run(int argc, char** argv) {
       ->check(CLI::IsMember({"json", "yaml", "wide", "name"}));
   app.add_flag("-A,--all-namespaces", g.all_namespaces, "List across every namespace");
   app.add_option("-l,--selector", g.selector, "Label selector on the specs' labels (k=v, k!=v, k in (a,b), k notin (a,b), k, !k)");
+  app.add_option("--owner", g.owner, "List only the workloads of this user (their tfk8s.io/owner label)");
 
   TFClusterKind tfcluster;
   DevKind dev;
