@@ -32,6 +32,7 @@ explicit display in the same cell and any later cell show the status as usual.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import re
@@ -180,14 +181,16 @@ class Snapshot:
 
 
 # ---- the views --------------------------------------------------------------------------------
-class View:
+class View(abc.ABC):
     """Where a snapshot goes: ``show`` on each status, ``tick`` for the elapsed time (the
-    ticker thread; may be ignored), ``finish`` once at the end."""
+    ticker thread; may be ignored), ``finish`` once at the end. Abstract: the views below
+    (terminal, log, HTML, widgets) each define ``show``."""
 
     ticks = True
 
+    @abc.abstractmethod
     def show(self, snap: Snapshot) -> None:
-        raise NotImplementedError
+        """Renders one snapshot."""
 
     def tick(self, snap: Snapshot) -> None:
         self.show(snap)
