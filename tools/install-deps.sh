@@ -13,6 +13,8 @@ PACKAGES=(
   # library dependencies
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev
   libyaml-cpp-dev pybind11-dev
+  # WebSocket streams of exec and port-forward: Boost.Beast (header-only)
+  libboost-dev
   # the static libcurl of tools/build-curl.sh: HTTP/2 (its TLS and zlib come from libssl-dev and
   # zlib1g-dev)
   libnghttp2-dev zlib1g-dev

@@ -16,6 +16,14 @@
 
 namespace tfk8s::internal {
 
+/// The pieces of "scheme://host:port/path?query" (enough for the URLs this library builds): the
+/// host keeps an IPv6 address's brackets; the port defaults from the scheme (80 for http, else
+/// 443); `rest` is the path and query ("" when there is none).
+struct UrlParts {
+  std::string scheme, host, port, rest;
+};
+UrlParts SplitUrl(const std::string& url);
+
 /// TLS material and checks for one request. Shared (immutable) between requests.
 struct TlsSettings {
   std::string ca_pem;             ///< Empty: the system trust store.
