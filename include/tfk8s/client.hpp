@@ -102,6 +102,41 @@ struct LogOptions {
   bool previous = false;                   ///< The previous (crashed) instance.
 };
 
+/// Options of Client::Exec.
+struct ExecOptions {
+  std::string container;  ///< Required when the pod has several containers.
+  /// Bytes for the command's standard input; none: the command gets no stdin. The end of the
+  /// input reaches the command only on servers that speak v5.channel.k8s.io (Kubernetes 1.30+);
+  /// on older servers stdin stays open until the command exits, so give such a command a way
+  /// to stop reading (e.g. `head -c N`).
+  std::optional<std::string> stdin_data;
+  bool tty = false;  ///< A terminal: stderr is merged into stdout.
+  /// Bounds the whole call; 0: none. On expiry the call throws Timeout and closes the stream
+  /// (the command itself may go on running in the container).
+  std::chrono::milliseconds timeout{0};
+  /// When set, output is passed here as it arrives (`fd` 1 for stdout, 2 for stderr) instead of
+  /// being collected into ExecResult. Called on the calling thread.
+  std::function<void(int fd, std::string_view data)> on_output;
+  /// Polled about every 100 ms on the calling thread when set: returning true closes the
+  /// stream and makes the call throw CancelledError (the command may go on running).
+  std::function<bool()> cancelled;
+};
+
+/// What a command run by Client::Exec returned.
+struct ExecResult {
+  int exit_code = 0;     ///< 0 for success.
+  std::string out;       ///< Standard output (empty with ExecOptions::on_output).
+  std::string err;       ///< Standard error (empty with a tty or on_output).
+  std::string protocol;  ///< The streaming protocol the server spoke (v4.channel.k8s.io …).
+};
+
+/// Options of Client::ForwardPort.
+struct PortForwardOptions {
+  int local_port = 0;  ///< Port on 127.0.0.1 to listen on; 0: any free port.
+};
+
+class PortForward;
+
 /// The type of a watch event.
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError, kUnknown };
 /// "ADDED", "MODIFIED" …
@@ -230,11 +265,58 @@ class Client {
   /// A pod's logs as a stream of lines (follow or not).
   LogStream StreamLogs(std::string_view ns, std::string_view pod, const LogOptions& options = {});
 
+  // ---- exec and port-forward (WebSocket streaming: v5/v4.channel.k8s.io) ----------------
+  /// Runs `command` (an argv; no shell) in a running pod's container and waits for it:
+  /// its output and exit code. A non-zero exit code is a result, not an error. Throws
+  /// ValidationError for an empty command, NotFound / Forbidden / BadRequest (e.g. the pod is
+  /// not running, or several containers and none named) as the server answers, Timeout
+  /// past options.timeout, ServerError when the command could not be started (not found …),
+  /// ResponseTooLarge when collected output passes ClientConfig::max_response_bytes.
+  ExecResult Exec(std::string_view ns, std::string_view pod,
+                  const std::vector<std::string>& command, const ExecOptions& options = {});
+  /// Listens on a loopback port and forwards every connection made to it to `remote_port` of
+  /// the pod (each connection is one WebSocket to the pod's portforward subresource). Lives as
+  /// long as the returned handle. Throws NotFound when the pod does not exist, Conflict when it
+  /// is not Running, ValidationError for a port outside 1-65535, TransportError when the local
+  /// port cannot be bound.
+  PortForward ForwardPort(std::string_view ns, std::string_view pod, int remote_port,
+                          const PortForwardOptions& options = {});
+
   /// Internal: the shared connection.
   [[nodiscard]] const std::shared_ptr<internal::Connection>& connection() const { return conn_; }
 
  private:
   std::shared_ptr<internal::Connection> conn_;
+};
+
+/// A forwarded port (Client::ForwardPort): 127.0.0.1:local_port() reaches the pod's
+/// remote_port() while the handle lives. Move-only; Close() (or the destructor) stops listening
+/// and ends open connections. Thread-safe.
+class PortForward {
+ public:
+  PortForward(PortForward&&) noexcept;
+  PortForward& operator=(PortForward&&) noexcept;
+  ~PortForward();
+
+  [[nodiscard]] int local_port() const;   ///< The loopback port listened on.
+  [[nodiscard]] int remote_port() const;  ///< The pod's port.
+  [[nodiscard]] const std::string& pod() const;
+  [[nodiscard]] const std::string& namespace_() const;
+  /// Whether it still listens (false after Close()).
+  [[nodiscard]] bool is_open() const;
+  /// Connections accepted so far.
+  [[nodiscard]] int connections() const;
+  /// Why the last failed connection failed (e.g. nothing listens on the pod's port); "" when
+  /// none failed.
+  [[nodiscard]] std::string last_error() const;
+  /// Stops listening and closes every forwarded connection. Idempotent.
+  void Close();
+
+ private:
+  friend class Client;
+  struct Impl;
+  explicit PortForward(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 /// A raw watch: events in order as the server sends them. Move-only; Cancel() from any thread.

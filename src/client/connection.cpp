@@ -241,6 +241,45 @@ HttpResponse Connection::Execute(const RequestSpec& spec) {
   }
 }
 
+std::unique_ptr<WebSocket> Connection::OpenWebSocket(const RequestSpec& spec,
+                                                     const std::vector<std::string>& protocols) {
+  if (!config_.proxy_url.empty()) {
+    throw TransportError(
+        fmt::format("{}: exec and port-forward do not go through a proxy (proxy_url is set); "
+                    "they need a direct connection to the API server",
+                    spec.context),
+        false);
+  }
+  bool refreshed_after_401 = false;
+  while (true) {
+    limiter_.Acquire();
+    Credentials creds = credentials_->Get();
+    HttpRequest http = BuildRequest(spec, creds);
+    WebSocketRequest req;
+    req.url = std::move(http.url);
+    for (auto& h : http.headers) {
+      // Accept and Content-Type belong to plain requests; the upgrade sets its own headers.
+      if (h.rfind("Authorization:", 0) == 0 || h.rfind("User-Agent:", 0) == 0) {
+        req.headers.push_back(std::move(h));
+      }
+    }
+    req.protocols = protocols;
+    req.connect_timeout = http.connect_timeout;
+    req.tls_handshake_timeout = http.tls_handshake_timeout;
+    if (config_.request_timeout.count() > 0) req.upgrade_timeout = config_.request_timeout;
+    req.tls = http.tls;
+    req.context = spec.context;
+    try {
+      return internal::OpenWebSocket(req);
+    } catch (const Unauthorized&) {
+      if (refreshed_after_401) throw;
+      refreshed_after_401 = true;
+      credentials_->OnUnauthorized(creds);
+      if (credentials_->Get().generation == creds.generation) throw;
+    }
+  }
+}
+
 std::shared_ptr<HttpStream> Connection::OpenStream(const RequestSpec& spec) {
   // Opening (until the response headers) is bounded like a call; the body then runs as long as
   // the server keeps it (bounded by the readers' idle timeouts).

@@ -15,6 +15,7 @@
 
 #include "auth/credentials.hpp"
 #include "http/transport.hpp"
+#include "http/websocket.hpp"
 #include "tfk8s/client.hpp"
 
 namespace tfk8s::internal {
@@ -70,6 +71,12 @@ class Connection {
   HttpResponse Execute(const RequestSpec& spec);
   /// Opens a stream (watch, follow logs); throws the typed error for a non-2xx answer.
   std::shared_ptr<HttpStream> OpenStream(const RequestSpec& spec);
+
+  /// Opens a WebSocket to `spec.path` (a GET upgrade) offering `protocols`, authenticated like
+  /// every request (a 401 refreshes the credentials once), rate limited, never retried
+  /// otherwise. Throws the typed error of a refused upgrade.
+  std::unique_ptr<WebSocket> OpenWebSocket(const RequestSpec& spec,
+                                           const std::vector<std::string>& protocols);
 
   const ClientConfig& config() const { return config_; }
   RateLimiter& rate_limiter() { return limiter_; }
