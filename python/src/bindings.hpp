@@ -59,6 +59,8 @@ void BindConfig(py::module_& m);
 void BindClient(py::module_& m);
 /// WatchStream, LogStream, Informer and the Client methods that open them.
 void BindStreams(py::module_& m);
+/// Client.exec and Client.port_forward, PortForward (bind_pod_streams.cpp).
+void BindPodStreams(py::module_& m);
 /// TFCluster and its log iterator (bind_tfcluster.cpp).
 void BindTFCluster(py::module_& m);
 /// Queues, quota usage, pre-flight checks and node placement (bind_quota.cpp).

@@ -18,6 +18,7 @@ PYBIND11_MODULE(_core, m) {
   tp::BindConfig(m);
   tp::BindClient(m);
   tp::BindStreams(m);
+  tp::BindPodStreams(m);
   tp::BindJson(m);
   tp::BindTFCluster(m);
   tp::BindQuota(m);

@@ -82,6 +82,7 @@ from tfk8s.quota import (
     where_fits,
 )
 from tfk8s._logs import WorkloadLogs
+from tfk8s._pod_streams import CommandFailed, ExecResult, PortForward
 from tfk8s._records import FitResult, WorkloadRef
 from tfk8s.tfcluster import TFCluster, TFClusterLogs, TFClusterStatus
 from tfk8s.devinstance import (
@@ -112,6 +113,9 @@ __all__ = [
     "ApplyResult",
     "Object",
     "ResourceType",
+    "ExecResult",
+    "PortForward",
+    "CommandFailed",
     # configuration
     "ClientConfig",
     "ExecConfig",

@@ -23,6 +23,7 @@ from typing import (
 )
 
 from tfk8s import _core, _html
+from tfk8s._pod_streams import ExecResult, PortForward
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -718,6 +719,41 @@ class Client:
         ns = _opt(namespace)
         stream = self._core.stream_logs(ns, pod, options)
         return LogLines(stream, f"logs of pod {ns or self.namespace}/{pod}")
+
+    # ---- exec and port-forward ----------------------------------------------------------------
+    def exec(
+        self,
+        pod: str,
+        command: Union[str, Sequence[str]],
+        namespace: Optional[str] = None,
+        *,
+        container: Optional[str] = None,
+        stdin: Optional[Union[str, bytes]] = None,
+        tty: bool = False,
+        timeout: Optional[float] = 60.0,
+    ) -> ExecResult:
+        """Runs ``command`` in a running pod and waits for it: an :class:`ExecResult` with
+        ``exit_code``, ``stdout`` and ``stderr`` (a non-zero exit is a result; ``.check()``
+        raises for it). ``command`` is an argv list, or a str run by ``/bin/sh -c`` (the image
+        needs a shell). ``stdin`` (str or bytes) is the command's input; on servers before
+        Kubernetes 1.30 its end is not signalled, so the command must stop reading by itself
+        (e.g. ``head -c N``). ``container`` is required when the pod has several. Raises
+        Timeout after ``timeout`` seconds (None: no limit); Ctrl-C stops waiting. The command
+        may go on running in either case."""
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+        ns = _opt(namespace)
+        raw = self._core.exec(ns, pod, argv, _opt(container), data, tty, timeout)
+        return ExecResult(raw, command, f"{ns or self.namespace}/{pod}")
+
+    def port_forward(
+        self, pod: str, port: int, namespace: Optional[str] = None, *, local_port: int = 0
+    ) -> PortForward:
+        """Forwards a loopback port to ``port`` of a running pod while the returned
+        :class:`PortForward` lives (or until ``close()``; also a context manager):
+        ``pf.url`` is ``http://127.0.0.1:<local_port>/``. ``local_port`` 0 picks a free
+        port. Each connection to it is one stream through the API server."""
+        return PortForward(self._core.port_forward(_opt(namespace), pod, port, local_port))
 
 
 def _shown_server(server: str) -> str:
