@@ -24,7 +24,7 @@ from typing import (
     TypeVar,
 )
 
-from tfk8s import _core
+from tfk8s import _core, _links
 from tfk8s._records import FitResult, Record, WorkloadRef
 
 Object = Dict[str, Any]
@@ -98,7 +98,7 @@ class Workload:
     (``_core_type``), the constructor keyword that adopts one (``_core_keyword``) and
     their status record (``_status_type``)."""
 
-    __slots__ = ("_client", "_core")
+    __slots__ = ("_client", "_core", "_forwards")
 
     _core_type: ClassVar[Any]
     #: The constructor's private keyword that takes a ready C++ object (load() passes it).
@@ -150,6 +150,20 @@ class Workload:
         ``owner`` only when given, as :class:`WorkloadRef` (namespace, name, owner), sorted by
         namespace then name."""
         return [WorkloadRef(r) for r in cls._core_type.list_refs(client.core, namespace, owner)]
+
+    # ---- links (port-forwards this object keeps open) -------------------------------------
+    def _link_forwards(self) -> _links.Forwards:
+        forwards: Optional[_links.Forwards] = getattr(self, "_forwards", None)
+        if forwards is None:
+            forwards = self._forwards = _links.Forwards()
+        return forwards
+
+    def close_links(self) -> None:
+        """Closes the port-forwards that :meth:`access` opened for links (they also close
+        when this object is garbage-collected)."""
+        forwards = getattr(self, "_forwards", None)
+        if forwards is not None:
+            forwards.close()
 
     # ---- the spec -----------------------------------------------------------------------
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from tfk8s import _core, _html
+from tfk8s import _core, _html, _links
 from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
 from tfk8s._records import Record, dicts, field, strings, text
@@ -66,7 +66,11 @@ class DevAccess(Record):
         return {e["tool"]: e["connect"] for e in self.endpoints}
 
     def table(self) -> str:
-        return str(self._data["table"])
+        """An aligned text table: tool, port, cluster address, how to connect."""
+        rows = [("TOOL", "PORT", "CLUSTER ADDRESS", "CONNECT")]
+        rows += [(str(e["tool"]), str(e["port"]), str(e["cluster_address"]), str(e["connect"]))
+                 for e in self.endpoints]
+        return "".join(f"{a:<12} {b:>5}  {c:<40} {d}\n" for a, b, c, d in rows)
 
     def _table(self) -> str:
         """The endpoints as a table (``http`` addresses as links)."""
@@ -338,8 +342,15 @@ class DevInstance(Workload):
         tuples; ``follow`` keeps reading as lines are written."""
         return WorkloadLogs(self._core.logs(follow, tail_lines, since_seconds, timestamps))
 
-    def access(self) -> DevAccess:
-        return DevAccess(self._core.access())
+    def access(self, via: str = "auto") -> DevAccess:
+        """Where each tool is reached, as links that open from here: the exposed address
+        when there is one; inside the cluster the Service's address; outside it a
+        port-forward to the running pod that this object keeps open (until
+        :meth:`close_links` or the object is gone). ``via`` forces "cluster" or
+        "forward". Never raises for a pod that is not running: its endpoints keep the
+        cluster address and say why in ``forward_error``."""
+        return DevAccess(_links.localize(self._core.access(), self._client,
+                                         self._link_forwards(), via))
 
     def wait(self, timeout: Optional[float] = 600, progress: bool = True) -> DevInstanceStatus:
         """Waits until the tools are ready. Raises WorkloadFailed (``.status``) when the pod

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from tfk8s import _core, _html, _units
+from tfk8s import _core, _html, _links, _units
 from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
 from tfk8s._records import FitResult, Record, dicts, field, text
 from tfk8s._workload import Workload, set_pod_options, showing_progress
-from tfk8s.devinstance import DevCredentials
+from tfk8s.devinstance import DevAccess, DevCredentials
 
 Object = Dict[str, Any]
 
@@ -277,19 +277,22 @@ class TFCluster(Workload):
         """After success: deletes the ps / worker / evaluator replicas."""
         self._core.clean_up_after_success()
 
-    def session(self) -> DevCredentials:
+    def session(self, via: str = "auto") -> DevCredentials:
         """The session's password (read from its Secret; repr shows it REDACTED, read
-        ``.password``) and where to reach Jupyter and SSH. Needs a session in the spec and
-        :meth:`apply` first. With credentials that may not read Secrets (a DevInstance's
-        ``launch_workloads`` account) only the object whose :meth:`apply` created the session
-        knows the password; any other raises Forbidden saying so."""
+        ``.password``) and where to reach Jupyter and SSH, as links that open from here (see
+        :meth:`access`). Needs a session in the spec and :meth:`apply` first. With
+        credentials that may not read Secrets (a DevInstance's ``launch_workloads`` account)
+        only the object whose :meth:`apply` created the session knows the password; any other
+        raises Forbidden saying so."""
         with self._failures():
-            return DevCredentials(self._core.session())
+            raw = dict(self._core.session())
+        raw["access"] = _links.localize(raw["access"], self._client, self._link_forwards(), via)
+        return DevCredentials(raw)
 
-    def _links(self) -> List[Any]:
-        """(tool, in-cluster address) of the session (Jupyter, SSH) and TensorBoard, read from
-        the rendered Services (sends nothing); [] when the spec has neither or cannot be
-        rendered (a display must not raise)."""
+    def _endpoints(self) -> List[Dict[str, Any]]:
+        """The session's (Jupyter, SSH) and TensorBoard's endpoints, from the rendered Services
+        (sends nothing); [] when the spec has neither or cannot be rendered (a display must
+        not raise)."""
         s = self._core.spec
         if not s.get("session") and not s.get("tensorboard"):
             return []
@@ -297,23 +300,40 @@ class TFCluster(Workload):
             objects = self.render()
         except _core.Error:
             return []
-        links: List[Any] = []
-        names = {"jupyter": "Jupyter", "ssh": "SSH", "tensorboard": "TensorBoard"}
+        endpoints: List[Dict[str, Any]] = []
         for obj in objects:
             if obj.get("kind") != "Service":
                 continue
             meta = obj.get("metadata", {})
             for port in obj.get("spec", {}).get("ports", []):
-                tool = names.get(port.get("name", ""))
-                if tool is None:
+                tool = port.get("name", "")
+                if tool not in ("jupyter", "ssh", "tensorboard"):
                     continue
                 host = f"{meta.get('name', '')}.{meta.get('namespace', s['namespace'])}.svc"
-                address = f"{host}:{port.get('port', '')}"
-                if tool == "SSH":
-                    links.append((tool, _html.code(f"ssh -p {port.get('port', '')} root@{host}")))
-                else:
-                    links.append((tool, _html.link(f"http://{address}/")))
-        return links
+                number = port.get("port", 0)
+                endpoints.append({
+                    "tool": tool, "port": number, "cluster_address": f"{host}:{number}",
+                    "external_port": 0, "external_address": "",
+                    "connect": (f"ssh -p {number} root@{host}" if tool == "ssh"
+                                else f"http://{host}:{number}/"),
+                })
+        return endpoints
+
+    def access(self, via: str = "auto") -> DevAccess:
+        """Where the session's Jupyter and SSH and TensorBoard are reached, as links that open
+        from here: inside the cluster the Services' addresses; outside it port-forwards to
+        their running pods that this object keeps open (until :meth:`close_links` or the
+        object is gone); ``via`` forces "cluster" or "forward". An endpoint whose pod is not
+        running keeps its cluster address and says why in ``forward_error``. Needs no
+        permission on Secrets (the password is :meth:`session`'s)."""
+        raw = {"user": "root", "endpoints": self._endpoints()}
+        return DevAccess(_links.localize(raw, self._client, self._link_forwards(), via))
+
+    def _link_rows(self) -> List[Any]:
+        """(tool, in-cluster address) rows of the HTML view (sends nothing)."""
+        names = {"jupyter": "Jupyter", "ssh": "SSH", "tensorboard": "TensorBoard"}
+        return [(names[e["tool"]], _html.code(e["connect"]) if e["tool"] == "ssh"
+                 else _html.link(e["connect"])) for e in self._endpoints()]
 
     def _repr_html_(self) -> str:
         """Jupyter's rich display: the spec (roles with replicas, images and resources; the
@@ -335,7 +355,7 @@ class TFCluster(Workload):
         size = f"claim {claim}" if claim else _units.binary_bytes(storage.get("size")) or "-"
         facts = [("Strategy", s.get("strategy", "")), ("Topology", s.get("topology", "")),
                  ("Storage", size)]
-        links = self._links()
+        links = self._link_rows()
         return str(_html.view(
             "TFCluster",
             _html.header(self.name, "TFCluster", None, f"namespace {self.namespace}"),

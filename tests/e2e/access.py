@@ -31,11 +31,11 @@ def need_ssh_tools() -> None:
 
 
 def ssh(host: str, user: str, password: str, command: str, stdin: Optional[str] = None,
-        timeout: float = T_CMD) -> Tuple[int, str, str]:
+        timeout: float = T_CMD, port: int = 22) -> Tuple[int, str, str]:
     """Runs ``command`` as ``user``@``host`` over SSH with password login (``stdin`` as its
     input); returns (exit code, stdout, stderr). sshpass reads the password from its
     environment, never from its argv."""
-    r = subprocess.run(["sshpass", "-e", "ssh", *SSH_OPTIONS, "-p", "22", f"{user}@{host}",
+    r = subprocess.run(["sshpass", "-e", "ssh", *SSH_OPTIONS, "-p", str(port), f"{user}@{host}",
                         command],
                        env=dict(os.environ, SSHPASS=password), input=stdin if stdin else "",
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

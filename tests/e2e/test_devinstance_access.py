@@ -13,6 +13,8 @@ import time
 import uuid
 from typing import Dict
 
+import pytest
+
 import tfk8s
 from access import (SSHPASS_WRONG_PASSWORD, T_CMD, jupyter_status, need_ssh_tools, port_open,
                     ssh)
@@ -57,6 +59,46 @@ def _check_logins(host: str, user: str, good: str, bad: str, marker: str) -> Non
     assert f"ok-{marker}" not in out
 
 
+def _check_exec(client, ns: str, pod: str) -> None:
+    """Client.exec in the running dev container: output streams, exit code, stdin, errors."""
+    r = client.exec(pod, ["sh", "-c", "echo out-$((6*7)); echo err >&2; exit 3"], ns)
+    assert (r.exit_code, r.stdout, r.stderr) == (3, "out-42\n", "err\n"), r
+    with pytest.raises(tfk8s.CommandFailed) as failed:
+        r.check()
+    assert failed.value.result is r and "exited with 3" in str(failed.value)
+    assert client.exec(pod, "id -un", ns).check().stdout == "root\n"
+    # stdin: the command stops after 5 bytes (v4 servers cannot send the end of input).
+    r = client.exec(pod, ["head", "-c", "5"], ns, stdin="hello world", timeout=30)
+    assert (r.exit_code, r.stdout) == (0, "hello"), r
+    # 3 MB of output in one command arrives whole (many WebSocket messages).
+    r = client.exec(pod, ["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x"], ns)
+    assert r.stdout_bytes == b"x" * 3_000_000, (len(r.stdout_bytes), r.stderr)
+    with pytest.raises(tfk8s.ServerError, match="no-such-program"):
+        client.exec(pod, ["no-such-program"], ns)
+    with pytest.raises(tfk8s.Timeout):
+        client.exec(pod, ["sleep", "30"], ns, timeout=1.5)
+
+
+def _check_forwarded_links(dev, user: str, good: str, bad: str, marker: str):
+    """access() from outside the cluster: port-forwards to the pod that open Jupyter and SSH
+    on 127.0.0.1, reused by a second access()."""
+    access = dev.access()
+    jupyter, ssh_endpoint = access["jupyter"], access["ssh"]
+    assert jupyter["via"] == "forward" and ssh_endpoint["via"] == "forward", access.endpoints
+    assert jupyter["connect"].startswith("http://127.0.0.1:"), jupyter
+    base = jupyter["connect"].rstrip("/")
+    assert jupyter_status(base, good) == 200, "Jupyter through the port-forward refused"
+    assert jupyter_status(base, bad) == 403
+    local_ssh = int(ssh_endpoint["local_address"].rsplit(":", 1)[1])
+    assert ssh_endpoint["connect"] == f"ssh -p {local_ssh} {user}@127.0.0.1"
+    rc, out, err = ssh("127.0.0.1", user, good, f"echo fwd-{marker}", port=local_ssh)
+    assert (rc, out) == (0, f"fwd-{marker}\n"), (rc, out, err)
+    assert dev.access()["jupyter"]["connect"] == jupyter["connect"], "a second access() reopened"
+    assert dev.access(via="cluster")["jupyter"]["connect"].startswith("http://access."), \
+        "via='cluster' gives the Service address"
+    return jupyter["connect"]
+
+
 def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace, real_node):
     need_ssh_tools()
     ns = namespace
@@ -88,6 +130,10 @@ def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace,
         t1 = time.monotonic()
         _check_logins(host, user, first.password, "not-the-password", "first")
         print(f"e2e: logins checked in {time.monotonic() - t1:.1f}s")
+        t1 = time.monotonic()
+        _check_exec(client, ns, "access-0")
+        link = _check_forwarded_links(dev, user, first.password, "not-the-password", "first")
+        print(f"e2e: exec and port-forward checked in {time.monotonic() - t1:.1f}s")
 
         # Something written over SSH in the home volume.
         content = "kept-" + uuid.uuid4().hex
@@ -122,6 +168,9 @@ def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace,
 
         # The old password is refused everywhere, the new one works, the file is there.
         _check_logins(new_host, user, second.password, first.password, "second")
+        # The same forwarded link reaches the new pod (each connection dials the pod by name).
+        assert _check_forwarded_links(dev, user, second.password, first.password,
+                                      "second") == link
         rc, out, err = ssh(new_host, user, second.password, "cat /root/work/note.txt")
         assert rc == 0, f"the file written before stop() is gone: exit {rc}: {err}"
         assert out == content
