@@ -251,8 +251,6 @@ std::vector<QuotaUsage> ListQueues(Client& client);
 std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& usages);
 /// The rows as an aligned text table.
 std::string FormatUsageTable(const std::vector<QuotaUsage>& usages);
-/// The rows as an HTML <table> (escaped; resources at or over their limit marked).
-std::string FormatUsageHtml(const std::vector<QuotaUsage>& usages);
 
 /// Waits until every ResourceQuota in `ns` has status for each hard resource and its status.hard
 /// equals spec.hard (the quota controller has caught up), driven by a watch. Until then the

@@ -318,7 +318,7 @@ def test_replica_rows_have_phase_badges_and_problem_rows_are_tinted() -> None:
 def quota(resources: List[Dict[str, Any]], name: str = "team-a") -> tfk8s.QuotaUsage:
     return tfk8s.QuotaUsage({"usages": [{"namespace": "team-a", "name": name, "ready": True,
                                          "resources": resources}],
-                             "table": "", "html": ""})
+                             "table": ""})
 
 
 def row(resource: str, used: str, hard: str, remaining: str, fraction: float) -> Dict[str, Any]:
@@ -363,7 +363,7 @@ def test_quota_of_several_namespaces_has_a_header_each_and_none_is_a_line() -> N
     p = parse(tfk8s.QuotaUsage(raw)._repr_html_())
     assert len(p.with_class("tfk8s-header")) == 2 and len(p.with_class("tfk8s-table")) == 2
     assert badge_levels(p)[-1] == "progress"  # not yet computed by the quota controller
-    empty = tfk8s.QuotaUsage({"usages": [], "table": "", "html": ""})._repr_html_()
+    empty = tfk8s.QuotaUsage({"usages": [], "table": ""})._repr_html_()
     assert "no ResourceQuota" in empty and len(parse(empty).with_class("tfk8s-header")) == 1
 
 

@@ -65,7 +65,6 @@ def access_raw() -> Dict[str, Any]:
                        "external_port": 0, "external_address": HOSTILE,
                        "connect": "ssh -p 22 root@lab-ssh"}],
         "table": "TOOL ...",
-        "html": "<table><tr><td>jupyter</td></tr></table>",
     }
 
 
@@ -78,7 +77,7 @@ def quota_usage_raw() -> Dict[str, Any]:
     return {"usages": [{"namespace": "team", "name": HOSTILE, "ready": True,
                         "resources": [{"resource": "requests.cpu", "hard": "8", "used": "2",
                                        "remaining": "6", "fraction": 0.25}]}],
-            "table": "NAMESPACE ...", "html": "<table><tr><td>team</td></tr></table>"}
+            "table": "NAMESPACE ..."}
 
 
 def inventory_raw() -> Dict[str, Any]:
