@@ -787,8 +787,9 @@ std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& u
   rows.push_back({"NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "REMAINING", "USE%"});
   for (const auto& q : usages) {
     for (const auto& r : q.resources) {
-      rows.push_back({q.ns, q.name, r.resource, r.used.ToString(), r.hard.ToString(),
-                      r.remaining.ToString(), Percent(r)});
+      rows.push_back({q.ns, q.name, r.resource, FormatAmount(r.resource, r.used),
+                      FormatAmount(r.resource, r.hard), FormatAmount(r.resource, r.remaining),
+                      Percent(r)});
     }
   }
   return rows;
