@@ -1,6 +1,7 @@
-"""The live progress of a wait (``TFCluster.wait``, ``DevInstance.wait``): a progress bar with
-``ready/total``, the elapsed seconds, the phase and the current blocker (``worker-1:
-Unschedulable: 0/1 nodes have enough cpu``), shown where the user looks.
+"""The live progress of a wait (``TFCluster.wait``, ``DevInstance.wait``,
+``ScheduledJob.wait_for_run``): a progress bar with ``ready/total`` (a run: ``finished/1``), the
+elapsed seconds, the phase and the current blocker (``worker-1: Unschedulable: 0/1 nodes have
+enough cpu``), shown where the user looks.
 
 Where it goes is decided by capability, not by class names:
 
@@ -55,7 +56,7 @@ from typing import (
 
 from tfk8s import _html
 
-__all__ = ["Progress", "rich_display_shell", "showing"]
+__all__ = ["Progress", "measure", "measure_run", "rich_display_shell", "showing"]
 
 #: Seconds between two plain progress lines when nothing but the elapsed time changed.
 LOG_INTERVAL = 10.0
@@ -74,6 +75,9 @@ R = TypeVar("R")
 
 
 # ---- what a status says -----------------------------------------------------------------------
+Measure = Callable[[Any, int], Tuple[int, int, str, str]]
+
+
 def measure(status: Any, expected_total: int) -> Tuple[int, int, str, str]:
     """``(ready, total, phase, blocker)`` of a status record: for a TFClusterStatus the replicas
     Running (or Succeeded) of all (``expected_total`` while no replica is listed yet) and the
@@ -95,6 +99,23 @@ def measure(status: Any, expected_total: int) -> Tuple[int, int, str, str]:
     return ready, total, phase, blocker
 
 
+def measure_run(run: Any, expected_total: int = 1) -> Tuple[int, int, str, str]:
+    """``(finished, 1, result, blocker)`` of a ScheduledJobRun: one run, counted once it
+    finished (succeeded, failed or timed out: a retry is not progress towards success, so
+    attempts are no fraction of it). The phase is the run's result; the blocker its reason (or
+    message) once it failed, and while it retries how many attempts failed so far."""
+    result = str(getattr(run, "result", "") or "")
+    finished = bool(getattr(run, "finished", False))
+    failed = int(run.get("failed", 0) or 0) if hasattr(run, "get") else 0
+    attempts = int(getattr(run, "attempts", 0) or 0)
+    blocker = ""
+    if finished and result != "Succeeded":
+        blocker = str(getattr(run, "reason", "") or getattr(run, "message", "") or "")
+    elif not finished and failed:
+        blocker = f"{failed} of {attempts} attempts failed, retrying"
+    return (1 if finished else 0), 1, result, blocker
+
+
 def expected_total(spec: Mapping[str, Any]) -> int:
     """The replicas a TFCluster spec asks for (the roles' ``replicas``); 1 for any other spec
     (a DevInstance is one pod)."""
@@ -113,22 +134,25 @@ def plain(text: str) -> str:
 
 class Snapshot:
     """What every view renders: the title, the latest status (None before the first), its
-    measure, the elapsed seconds and, once finished, the outcome ("" for success)."""
+    measure, the elapsed seconds and, once finished, the outcome ("" for success). ``word``
+    says what the count counts ("ready"; a run's "finished")."""
 
     __slots__ = ("title", "status", "ready", "total", "phase", "blocker", "elapsed", "finished",
-                 "outcome")
+                 "outcome", "word")
 
     def __init__(self, title: str, status: Any, expected: int, elapsed: float,
-                 finished: bool = False, outcome: str = "") -> None:
+                 finished: bool = False, outcome: str = "", how: Measure = measure,
+                 word: str = "ready") -> None:
         self.title = title
         self.status = status
         if status is None:
             self.ready, self.total, self.phase, self.blocker = 0, expected, "", ""
         else:
-            self.ready, self.total, self.phase, self.blocker = measure(status, expected)
+            self.ready, self.total, self.phase, self.blocker = how(status, expected)
         self.elapsed = elapsed
         self.finished = finished
         self.outcome = outcome
+        self.word = word
 
     @property
     def ok(self) -> bool:
@@ -136,7 +160,7 @@ class Snapshot:
 
     def counts(self) -> str:
         """``4/6 ready · 12 s``."""
-        return f"{self.ready}/{self.total} ready · {int(self.elapsed)} s"
+        return f"{self.ready}/{self.total} {self.word} · {int(self.elapsed)} s"
 
     def details(self) -> List[str]:
         """Phase (or ``waiting``), the outcome of a failed wait, the blocker (if any)."""
@@ -385,11 +409,14 @@ class Progress:
 
     def __init__(self, view: Optional[View], status_type: Type[Any], title: str,
                  expected: int = 1, clock: Callable[[], float] = time.monotonic,
-                 tick_seconds: Optional[float] = TICK_SECONDS) -> None:
+                 tick_seconds: Optional[float] = TICK_SECONDS, how: Measure = measure,
+                 word: str = "ready") -> None:
         self.view = view
         self.status_type = status_type
         self.title = title
         self.expected = expected
+        self.how = how
+        self.word = word
         self.clock = clock
         self.started = clock()
         self.status: Any = None
@@ -411,7 +438,7 @@ class Progress:
 
     def snapshot(self, outcome: Optional[str] = None) -> Snapshot:
         return Snapshot(self.title, self.status, self.expected, self.clock() - self.started,
-                        outcome is not None, outcome or "")
+                        outcome is not None, outcome or "", self.how, self.word)
 
     def _render(self, how: Callable[[Snapshot], None], outcome: Optional[str] = None) -> None:
         with self.lock:
@@ -441,12 +468,13 @@ class Progress:
         if self.view is not None:
             self._render(self.view.finish, outcome)
 
-    def result(self, status: R) -> R:
+    def result(self, status: R, outcome: str = "") -> R:
         """Ends the display with the wait's returned ``status`` and returns it; in a notebook
-        the same cell's displayhook then does not render it a second time."""
+        the same cell's displayhook then does not render it a second time. ``outcome``: what
+        went wrong when the returned status is no success ("failed": a run that failed)."""
         self.status = status
         if self.view is not None and not self.finished:
-            self._finish("")
+            self._finish(outcome)
             if isinstance(self.view, HtmlView) and install_result_filter(self.view.shell):
                 _shown.append(status)
         return status
@@ -525,12 +553,14 @@ def choose_view() -> View:
 
 
 @contextlib.contextmanager
-def showing(enabled: bool, status_type: Type[Any], title: str,
-            expected: int = 1) -> Iterator[Progress]:
+def showing(enabled: bool, status_type: Type[Any], title: str, expected: int = 1,
+            how: Measure = measure, word: str = "ready") -> Iterator[Progress]:
     """The progress of a wait: ``callback`` for the wait, ``result(status)`` for what it
     returns; an error ends the display with its outcome and is re-raised. Disabled: a Progress
-    that shows nothing (its callback is None)."""
-    progress = Progress(choose_view() if enabled else None, status_type, title, expected)
+    that shows nothing (its callback is None). ``how`` measures a status (:func:`measure`, a
+    run's :func:`measure_run`); ``word`` names the count ("ready", "finished")."""
+    progress = Progress(choose_view() if enabled else None, status_type, title, expected,
+                        how=how, word=word)
     try:
         yield progress
     except BaseException as error:
