@@ -19,7 +19,12 @@ Where it goes is decided by capability, not by class names:
 One display that becomes the result. The notebook display is created when the wait starts
 (display id), updated on every status the C++ wait reports and every second for the elapsed
 time (a ticker thread; ipykernel's display publisher is safe to call from it), and at the end
-replaced by the final bundle: the finished bar followed by the returned status's own HTML (its
+replaced by the final bundle. Updates are cheap: the status's own HTML and text table are
+rendered once per status that differs from the last (a tick re-renders only the bar line), and
+a bundle equal to the one on screen is not sent again (the C++ wait often reports the same
+status twice; a tick in the same second as a status says nothing new). Jupyter replaces a
+display whole, so a tick that changed the seconds still sends the whole bundle. The final
+bundle is the finished bar followed by the returned status's own HTML (its
 ``_repr_html_``), or by the status carried by the error when the wait raised. A widget is only
 the live view: the final bundle is static HTML, so a saved notebook shows it without a widget
 manager, and the widgets are closed. The status the wait returns is then already on screen, so
@@ -192,16 +197,21 @@ class Snapshot:
             f"{_html.escape(self.phase or 'waiting')}{outcome}</div>{blocker}</div>"
         )
 
-    def bundle(self) -> Bundle:
+    def status_parts(self) -> Tuple[str, str]:
+        """What the bundle shows below the bar: ``("\\n" + the status's text table, its
+        HTML)``; empty before the first status."""
+        if self.status is None:
+            return "", ""
+        table = getattr(self.status, "table", None)
+        text = table() if callable(table) else repr(self.status)
+        return "\n" + text, self.status._repr_html_()
+
+    def bundle(self, parts: Optional[Tuple[str, str]] = None) -> Bundle:
         """The display's MIME bundle: the bar, then the status's HTML; its text/plain is the
-        line, then the status's text table."""
-        text = self.line()
-        html = self.html()
-        if self.status is not None:
-            table = getattr(self.status, "table", None)
-            text += "\n" + (table() if callable(table) else repr(self.status))
-            html += self.status._repr_html_()
-        return {"text/plain": text, "text/html": html}
+        line, then the status's text table. ``parts``: :meth:`status_parts`, when the caller
+        has them already."""
+        text, html = self.status_parts() if parts is None else parts
+        return {"text/plain": self.line() + text, "text/html": self.html() + html}
 
 
 # ---- the views --------------------------------------------------------------------------------
@@ -302,7 +312,9 @@ class LogView(View):
 
 class HtmlView(View):
     """A notebook display (HTML bar and status table, text/plain fallback) updated in place;
-    the finish leaves the final bundle and marks the returned status as shown."""
+    the finish leaves the final bundle and marks the returned status as shown. The status's
+    parts are rendered once per status that differs from the last one, and a bundle equal to
+    the one shown is not sent."""
 
     def __init__(self, shell: Any, display: Callable[..., Any],
                  update_display: Callable[..., Any]) -> None:
@@ -311,25 +323,36 @@ class HtmlView(View):
         self.update_display = update_display
         self.display_id = "tfk8s-progress-" + os.urandom(16).hex()
         self.started = False
+        self.shown: Optional[Bundle] = None
+        self.parts_of: Any = None
+        self.parts: Tuple[str, str] = ("", "")
 
-    def live_bundle(self, snap: Snapshot) -> Bundle:
-        return snap.bundle()
+    def status_parts(self, snap: Snapshot) -> Tuple[str, str]:
+        """``snap.status_parts()``, rendered again only for a status unlike the last one (each
+        report is a new record; records compare by content)."""
+        status = snap.status
+        if status is not self.parts_of and (status is None or status != self.parts_of):
+            self.parts = snap.status_parts()
+        self.parts_of = status
+        return self.parts
 
-    def show(self, snap: Snapshot) -> None:
-        bundle = self.live_bundle(snap)
+    def send(self, bundle: Bundle) -> None:
+        """Shows ``bundle``: the display the first time, then an update unless it is what the
+        display shows already."""
+        if self.started and bundle == self.shown:
+            return
+        self.shown = bundle
         if self.started:
             self.update_display(bundle, raw=True, display_id=self.display_id)
         else:
             self.display(bundle, raw=True, display_id=self.display_id)
             self.started = True
 
+    def show(self, snap: Snapshot) -> None:
+        self.send(snap.bundle(self.status_parts(snap)))
+
     def finish(self, snap: Snapshot) -> None:
-        final = snap.bundle()
-        if self.started:
-            self.update_display(final, raw=True, display_id=self.display_id)
-        else:
-            self.display(final, raw=True, display_id=self.display_id)
-            self.started = True
+        self.send(snap.bundle(self.status_parts(snap)))
         self.close()
 
     def close(self) -> None:
@@ -359,9 +382,9 @@ class WidgetView(HtmlView):
         self.label.value = (f"<b>{_html.escape(snap.title)}</b> {_html.escape(snap.counts())} "
                             f"· {_html.escape(details)}")
         if snap.status is not None:
-            self.table.value = snap.status._repr_html_()
+            self.table.value = self.status_parts(snap)[1]
         if not self.started:
-            bundle = snap.bundle()
+            bundle = snap.bundle(self.status_parts(snap))
             bundle["application/vnd.jupyter.widget-view+json"] = {
                 "version_major": 2, "version_minor": 0, "model_id": self.box.model_id}
             self.display(bundle, raw=True, display_id=self.display_id)

@@ -1,6 +1,6 @@
 """The live progress of a wait (tfk8s._progress): what a status (or a ScheduledJob run) measures,
 the terminal line, the plain log lines, the notebook display (widgets and HTML) that becomes the
-result, ScheduledJob.wait_for_run's bar, and how the view is chosen.
+result and what its updates cost, ScheduledJob.wait_for_run's bar, and how the view is chosen.
 No cluster: statuses are fake dicts, IPython is a fake module, time a fake clock, the C++ run
 wait a stand-in."""
 
@@ -434,6 +434,44 @@ def test_the_html_display_becomes_the_result_shown_once(monkeypatch: pytest.Monk
     with _progress.showing(True, tfk8s.TFClusterStatus, "TFCluster team/m", 3) as p:
         p.result(tfk8s.TFClusterStatus(cluster_raw(3)))
     assert len(shell.events.callbacks["post_run_cell"]) == 1
+
+
+def test_html_updates_send_only_changes_and_render_each_status_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 10-second wait as the notebook sees it: the C++ wait reports at 0.2 s (and the same
+    again at 0.4 s), 3.5 s (again at 3.6 s and 7.2 s), the ticker every second, the result at
+    10.3 s. The display is created once and updated 13 times (each tick changes the seconds;
+    the repeats change nothing), and a status's HTML is rendered once per different status:
+    3 times. (Before: 17 display calls and 16 renders of the status HTML, 47 kB sent instead of
+    38 kB; Jupyter replaces a display whole, so a tick still sends the whole bundle.)"""
+    renders: List[int] = []
+    rendered = tfk8s.TFClusterStatus._repr_html_
+    monkeypatch.setattr(tfk8s.TFClusterStatus, "_repr_html_",
+                        lambda self: renders.append(1) or rendered(self))
+    screen, clock = FakeDisplay(), Clock()
+    p = progress(HtmlView(ColabShell(), screen.display, screen.update_display), clock)
+    start = clock.now
+    reports = {0.2: 1, 0.4: 1, 3.5: 2, 3.6: 2, 7.2: 2}
+    events = sorted([(at, "status") for at in reports] + [(float(s), "tick") for s in range(1, 11)])
+    for at, what in events:
+        clock.now = start + at
+        if what == "tick":
+            p.tick()
+        else:
+            p.update(cluster_raw(reports[at]))
+    p.tick()  # a second tick in the same second: nothing new
+    clock.now = start + 10.3
+    final = p.result(tfk8s.TFClusterStatus(cluster_raw(3)))
+    kinds = [kind for kind, _, _ in screen.calls]
+    assert kinds == ["display"] + ["update"] * 13
+    bundles = [bundle for _, bundle, _ in screen.calls]
+    assert all(a != b for a, b in zip(bundles, bundles[1:]))  # nothing sent twice
+    seconds = [re.findall(r"· (\d+) s", b["text/plain"])[0] for b in bundles]
+    # start, 0.2 s, the ticks of 1-3 s, 3.5 s, the ticks of 4-10 s, the result at 10.3 s
+    assert seconds == ["0", "0", "1", "2", "3", "3"] + [str(s) for s in range(4, 11)] + ["10"]
+    assert len(renders) == 3  # the statuses with 1, 2 and 3 ready
+    assert bundles[-1]["text/html"].endswith(final._repr_html_())
+    assert '<progress value="3" max="3">' in bundles[-1]["text/html"]
 
 
 def test_a_failed_wait_leaves_the_failing_status_in_the_display(
