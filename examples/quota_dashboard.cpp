@@ -1,7 +1,7 @@
 // The admin dashboard: every team queue with hard, used and remaining per resource (one list
 // call), the node inventory by GPU type, CPU type and pool, and where a GPU worker fits now.
 //
-//   quota_dashboard [--kubeconfig PATH] [--context NAME] [--gpus N] [--gputype TYPE] [--html]
+//   quota_dashboard [--kubeconfig PATH] [--context NAME] [--gpus N] [--gputype TYPE]
 
 #include <tfk8s/placement.hpp>
 #include <tfk8s/quota.hpp>
@@ -14,11 +14,8 @@ int main(int argc, char** argv) {
   tfk8s::KubeconfigOptions options;
   int gpus = 4;
   std::string gputype = "v100";
-  bool html = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--html"))
-      html = true;
-    else if (i + 1 < argc && !std::strcmp(argv[i], "--kubeconfig"))
+    if (i + 1 < argc && !std::strcmp(argv[i], "--kubeconfig"))
       options.path = argv[++i];
     else if (i + 1 < argc && !std::strcmp(argv[i], "--context"))
       options.context = argv[++i];
@@ -28,7 +25,7 @@ int main(int argc, char** argv) {
       gputype = argv[++i];
     else {
       std::cerr << "usage: quota_dashboard [--kubeconfig PATH] [--context NAME] [--gpus N] "
-                   "[--gputype TYPE] [--html]\n";
+                   "[--gputype TYPE]\n";
       return 2;
     }
   }
@@ -37,7 +34,7 @@ int main(int argc, char** argv) {
 
     // [queues]
     std::vector<tfk8s::QuotaUsage> queues = tfk8s::ListQueues(client);
-    std::cout << (html ? tfk8s::FormatUsageHtml(queues) : tfk8s::FormatUsageTable(queues));
+    std::cout << tfk8s::FormatUsageTable(queues);
     for (const auto& q : queues) {
       if (auto gpu = q.Find("requests.nvidia.com/gpu"); gpu && gpu->remaining.Sign() <= 0) {
         std::cout << q.ns << " has no GPU left (" << gpu->used.ToString() << " of "

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "tfk8s/error.hpp"
 
 namespace tfk8s {
@@ -372,6 +374,69 @@ Quantity Quantity::Times(std::int64_t n) const {
   Quantity q = *this;
   q.nanos_ = nanos_ * factor;
   return q;
+}
+
+// ---- for people ---------------------------------------------------------------------------
+
+namespace {
+
+// `value` with at most 2 decimals below 10, 1 below 100, none above; no trailing zeros.
+std::string Decimal(double value) {
+  const double magnitude = value < 0 ? -value : value;
+  const int decimals = magnitude < 10 ? 2 : (magnitude < 100 ? 1 : 0);
+  std::string text = fmt::format("{:.{}f}", value, decimals);
+  if (text.find('.') != std::string::npos) {
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+  }
+  return text == "-0" ? "0" : text;
+}
+
+enum class Measure { kCpu, kBytes, kCount };
+
+Measure MeasureOf(std::string_view resource) {
+  std::string_view name = resource;
+  for (std::string_view prefix : {"requests.", "limits."}) {
+    if (name.substr(0, prefix.size()) == prefix) {
+      name.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  if (name == "cpu") return Measure::kCpu;
+  constexpr std::string_view kStorage = ".storage";
+  const bool storage_class = resource.size() > kStorage.size() &&
+                             resource.substr(resource.size() - kStorage.size()) == kStorage;
+  if (name == "memory" || name == "storage" || name == "ephemeral-storage" || storage_class) {
+    return Measure::kBytes;
+  }
+  return Measure::kCount;
+}
+
+}  // namespace
+
+std::string FormatCores(const Quantity& cpu) {
+  return Decimal(static_cast<double>(cpu.MilliValue()) / 1000.0);
+}
+
+std::string FormatBytes(const Quantity& bytes) {
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"TiB", 1099511627776.0}, {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0}};
+  const double amount = bytes.AsDouble();
+  const double magnitude = amount < 0 ? -amount : amount;
+  for (const auto& [unit, size] : kUnits) {
+    if (magnitude >= size) return Decimal(amount / size) + " " + std::string(unit);
+  }
+  return Decimal(amount) + " B";
+}
+
+std::string FormatAmount(std::string_view resource, const Quantity& amount) {
+  switch (MeasureOf(resource)) {
+    case Measure::kCpu: return FormatCores(amount);
+    case Measure::kBytes: return FormatBytes(amount);
+    case Measure::kCount: break;
+  }
+  if (amount.MilliValue() % 1000 != 0) return amount.ToString();
+  return std::to_string(amount.Value());
 }
 
 }  // namespace tfk8s

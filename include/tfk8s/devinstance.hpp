@@ -240,10 +240,8 @@ struct DevAccess {
   [[nodiscard]] std::optional<DevEndpoint> Find(const std::string& tool) const;
   /// An aligned text table.
   [[nodiscard]] std::string Table() const;
-  /// An HTML table (escaped), for notebooks and portals.
-  [[nodiscard]] std::string Html() const;
-  /// The fields, the text table ("table") and the HTML ("html") as JSON with snake_case keys
-  /// (what the Python bindings return).
+  /// The fields and the text table ("table") as JSON with snake_case keys (what the Python
+  /// bindings return).
   [[nodiscard]] Json ToJson() const;
 };
 

@@ -140,7 +140,9 @@ std::vector<std::string> WhereFits(const Inventory& inventory, const FitQuery& q
 std::vector<std::string> WhereFits(Client& client, const ResourceList& requests,
                                    const std::map<std::string, std::string>& node_selector);
 
-/// The inventory as text: one line per node, then the groups.
+/// The inventory as text: a table of the nodes (NODE, STATE Ready/Cordoned/NotReady, the seed
+/// labels, PODS, then requested/allocatable CPU in cores, memory in binary units and GPUs, as
+/// FormatAmount shows them), then one line per group with what is free.
 std::string FormatInventory(const Inventory& inventory);
 
 }  // namespace tfk8s

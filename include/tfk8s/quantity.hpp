@@ -89,4 +89,18 @@ class Quantity {
   Format format_ = Format::kDecimalSI;
 };
 
+/// CPU in cores for tables and messages people read: "31500m" -> "31.5", "250m" -> "0.25",
+/// "64" -> "64". At most 2 decimals below 10, 1 below 100, none from 100 on, without trailing
+/// zeros (the rule of the Python views' tfk8s._units, which add the word "cores").
+[[nodiscard]] std::string FormatCores(const Quantity& cpu);
+/// Bytes in binary units for people: "128Gi" -> "128 GiB", "1536Mi" -> "1.5 GiB", "2e9" ->
+/// "1.86 GiB", "512" -> "512 B" (KiB, MiB, GiB or TiB, the same decimals as FormatCores).
+[[nodiscard]] std::string FormatBytes(const Quantity& bytes);
+/// An amount of `resource` for people, by what the name measures: cpu (also requests.cpu,
+/// limits.cpu) in cores (FormatCores); memory, storage, ephemeral-storage (and their
+/// requests./limits. forms, and <class>.storageclass.storage.k8s.io/requests.storage) in
+/// binary units (FormatBytes); anything else (pods, GPUs, object counts) as a whole number, or
+/// its canonical text when it is not whole. Every C++ text table shows amounts through this.
+[[nodiscard]] std::string FormatAmount(std::string_view resource, const Quantity& amount);
+
 }  // namespace tfk8s

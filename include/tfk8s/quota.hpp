@@ -246,13 +246,12 @@ std::vector<QuotaUsage> GetQuotaUsage(Client& client, const std::string& ns);
 /// tfk8s.io/queue, all namespaces), sorted by namespace.
 std::vector<QuotaUsage> ListQueues(Client& client);
 
-/// Table rows: a header ("NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "REMAINING", "USE%")
-/// then one row per resource. For any renderer (Python's _repr_html_, a web portal).
+/// Table rows for people: a header ("NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD",
+/// "REMAINING", "USE%") then one row per resource, amounts in human units (FormatAmount: CPU in
+/// cores, memory and storage in KiB/MiB/GiB/TiB). The exact quantities are the QuotaUsage's.
 std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& usages);
 /// The rows as an aligned text table.
 std::string FormatUsageTable(const std::vector<QuotaUsage>& usages);
-/// The rows as an HTML <table> (escaped; resources at or over their limit marked).
-std::string FormatUsageHtml(const std::vector<QuotaUsage>& usages);
 
 /// Waits until every ResourceQuota in `ns` has status for each hard resource and its status.hard
 /// equals spec.hard (the quota controller has caught up), driven by a watch. Until then the

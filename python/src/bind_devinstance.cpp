@@ -171,7 +171,7 @@ void BindDevInstance(py::module_& m) {
       .def(
           "access",
           [](DevInstance& d) { return CallNoGil([&] { return d.Access(); }).ToJson(); },
-          "{user, endpoints, table, html}: where each tool is reached (no password).")
+          "{user, endpoints, table}: where each tool is reached (no password).")
       .def(
           "logs",
           [](const DevInstance& d, bool follow, std::optional<std::int64_t> tail_lines,

@@ -26,11 +26,9 @@ Json ListToJson(const ResourceList& list) {
   return out;
 }
 
-/// {"usages": [...], "table": text, "html": HTML} for a list of usages.
+/// {"usages": [...], "table": text} for a list of usages.
 Json UsagesToJson(const std::vector<QuotaUsage>& usages) {
-  return {{"usages", ToJsonList(usages)},
-          {"table", FormatUsageTable(usages)},
-          {"html", FormatUsageHtml(usages)}};
+  return {{"usages", ToJsonList(usages)}, {"table", FormatUsageTable(usages)}};
 }
 
 std::vector<Json> ObjectList(const Json& objects) {
@@ -58,7 +56,7 @@ void BindQuota(py::module_& m) {
       },
       py::arg("client"), py::arg("spec"), py::arg("wait_ready") = true,
       py::arg("ready_timeout") = 30.0, py::arg("force") = false, NoGil(),
-      "Server-side applies a queue; returns {usages, table, html}.");
+      "Server-side applies a queue; returns {usages, table}.");
   m.def("delete_quota", &DeleteQuota, py::arg("client"), py::arg("name"),
         py::arg("delete_namespace") = false, NoGil(),
         "Deletes a queue's ResourceQuota and LimitRange (or the whole namespace).");
@@ -66,10 +64,10 @@ void BindQuota(py::module_& m) {
       "quota_usage",
       [](Client& client, const std::string& ns) { return UsagesToJson(GetQuotaUsage(client, ns)); },
       py::arg("client"), py::arg("namespace"), NoGil(),
-      "Usage of every ResourceQuota in a namespace: {usages, table, html}.");
+      "Usage of every ResourceQuota in a namespace: {usages, table}.");
   m.def(
       "list_queues", [](Client& client) { return UsagesToJson(ListQueues(client)); },
-      py::arg("client"), NoGil(), "Usage of every tfk8s queue: {usages, table, html}.");
+      py::arg("client"), NoGil(), "Usage of every tfk8s queue: {usages, table}.");
   m.def(
       "check_quota",
       [](Client& client, const std::string& ns, const Json& objects) {

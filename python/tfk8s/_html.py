@@ -6,7 +6,8 @@ Every view is a :func:`view`: one :func:`header` (a title, a kind badge, a phase
 by :func:`phase_level`, a one-line message), then tables with Title Case headers, bars and
 links. The look is carried twice: CSS classes with the ``tfk8s-`` prefix (``tfk8s-badge
 tfk8s-ok``) for anyone who styles them, and inline styles that need no stylesheet, so it holds in
-JupyterLab's sanitized output and in nbconvert's HTML. Badges and bars are filled with colours
+JupyterLab's sanitized output and in nbconvert's HTML (table cells say ``text-align:left``:
+both right-align the cells of HTML outputs). Badges and bars are filled with colours
 that carry their own white text, and frames are borders without a colour (so the text's), so
 they read on light and dark themes alike.
 
@@ -76,6 +77,10 @@ _BADGE = ("display:inline-block;padding:0 .5em;border-radius:.8em;font-size:.85e
 _KIND = ("display:inline-block;padding:0 .5em;border-radius:.8em;font-size:.85em;"
          "line-height:1.4;border:1px solid;opacity:0.8;white-space:nowrap")
 _TABLE = "border-collapse:collapse;margin:.2em 0 .6em 0"
+# On every cell: JupyterLab's and nbconvert's stylesheet right-aligns the cells of rendered HTML
+# (``:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td, th, tr``), which a style on the table
+# does not override (the cells' own rule wins over what they inherit).
+_CELL = "text-align:left"
 _ALERT_ROW = "background:rgba(207,34,46,0.14)"
 
 
@@ -193,14 +198,14 @@ def table(
     alerts: Optional[Iterable[bool]] = None,
 ) -> Html:
     """A ``<table>`` with a header row (Title Case, given by the caller) and one row per item
-    of ``rows`` (each cell escaped unless :class:`Html`). ``alerts`` (one bool per row) tints
-    the rows that need attention (class ``tfk8s-alert``)."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    of ``rows`` (each cell escaped unless :class:`Html`), every cell left-aligned. ``alerts``
+    (one bool per row) tints the rows that need attention (class ``tfk8s-alert``)."""
+    head = "".join(f'<th style="{_CELL}">{escape(h)}</th>' for h in headers)
     flags = iter(alerts) if alerts is not None else None
     body = []
     for row in rows:
         alert = next(flags, False) if flags is not None else False
-        cells = "".join(f"<td>{escape(v)}</td>" for v in row)
+        cells = "".join(f'<td style="{_CELL}">{escape(v)}</td>' for v in row)
         attrs = f' class="{PREFIX}-alert" style="{_ALERT_ROW}"' if alert else ""
         body.append(f"<tr{attrs}>{cells}</tr>")
     return Html(
@@ -211,9 +216,11 @@ def table(
 
 def fields(pairs: Iterable[Tuple[str, Any]]) -> Html:
     """A two-column table of ``(label, value)`` pairs: the labels (Title Case, given by the
-    caller) as row headers, the values escaped unless :class:`Html`. Empty for no pairs."""
+    caller) as row headers, the values escaped unless :class:`Html`, both left-aligned. Empty
+    for no pairs."""
     rows = "".join(
-        f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>'
+        f'<tr><th scope="row" style="{_CELL}">{escape(k)}</th>'
+        f'<td style="{_CELL}">{escape(v)}</td></tr>'
         for k, v in pairs
     )
     if not rows:

@@ -1,6 +1,7 @@
-"""The live progress of a wait (``TFCluster.wait``, ``DevInstance.wait``): a progress bar with
-``ready/total``, the elapsed seconds, the phase and the current blocker (``worker-1:
-Unschedulable: 0/1 nodes have enough cpu``), shown where the user looks.
+"""The live progress of a wait (``TFCluster.wait``, ``DevInstance.wait``,
+``ScheduledJob.wait_for_run``): a progress bar with ``ready/total`` (a run: ``finished/1``), the
+elapsed seconds, the phase and the current blocker (``worker-1: Unschedulable: 0/1 nodes have
+enough cpu``), shown where the user looks.
 
 Where it goes is decided by capability, not by class names:
 
@@ -18,7 +19,12 @@ Where it goes is decided by capability, not by class names:
 One display that becomes the result. The notebook display is created when the wait starts
 (display id), updated on every status the C++ wait reports and every second for the elapsed
 time (a ticker thread; ipykernel's display publisher is safe to call from it), and at the end
-replaced by the final bundle: the finished bar followed by the returned status's own HTML (its
+replaced by the final bundle. Updates are cheap: the status's own HTML and text table are
+rendered once per status that differs from the last (a tick re-renders only the bar line), and
+a bundle equal to the one on screen is not sent again (the C++ wait often reports the same
+status twice; a tick in the same second as a status says nothing new). Jupyter replaces a
+display whole, so a tick that changed the seconds still sends the whole bundle. The final
+bundle is the finished bar followed by the returned status's own HTML (its
 ``_repr_html_``), or by the status carried by the error when the wait raised. A widget is only
 the live view: the final bundle is static HTML, so a saved notebook shows it without a widget
 manager, and the widgets are closed. The status the wait returns is then already on screen, so
@@ -55,7 +61,7 @@ from typing import (
 
 from tfk8s import _html
 
-__all__ = ["Progress", "rich_display_shell", "showing"]
+__all__ = ["Progress", "measure", "measure_run", "rich_display_shell", "showing"]
 
 #: Seconds between two plain progress lines when nothing but the elapsed time changed.
 LOG_INTERVAL = 10.0
@@ -74,6 +80,9 @@ R = TypeVar("R")
 
 
 # ---- what a status says -----------------------------------------------------------------------
+Measure = Callable[[Any, int], Tuple[int, int, str, str]]
+
+
 def measure(status: Any, expected_total: int) -> Tuple[int, int, str, str]:
     """``(ready, total, phase, blocker)`` of a status record: for a TFClusterStatus the replicas
     Running (or Succeeded) of all (``expected_total`` while no replica is listed yet) and the
@@ -95,6 +104,23 @@ def measure(status: Any, expected_total: int) -> Tuple[int, int, str, str]:
     return ready, total, phase, blocker
 
 
+def measure_run(run: Any, expected_total: int = 1) -> Tuple[int, int, str, str]:
+    """``(finished, 1, result, blocker)`` of a ScheduledJobRun: one run, counted once it
+    finished (succeeded, failed or timed out: a retry is not progress towards success, so
+    attempts are no fraction of it). The phase is the run's result; the blocker its reason (or
+    message) once it failed, and while it retries how many attempts failed so far."""
+    result = str(getattr(run, "result", "") or "")
+    finished = bool(getattr(run, "finished", False))
+    failed = int(run.get("failed", 0) or 0) if hasattr(run, "get") else 0
+    attempts = int(getattr(run, "attempts", 0) or 0)
+    blocker = ""
+    if finished and result != "Succeeded":
+        blocker = str(getattr(run, "reason", "") or getattr(run, "message", "") or "")
+    elif not finished and failed:
+        blocker = f"{failed} of {attempts} attempts failed, retrying"
+    return (1 if finished else 0), 1, result, blocker
+
+
 def expected_total(spec: Mapping[str, Any]) -> int:
     """The replicas a TFCluster spec asks for (the roles' ``replicas``); 1 for any other spec
     (a DevInstance is one pod)."""
@@ -113,22 +139,25 @@ def plain(text: str) -> str:
 
 class Snapshot:
     """What every view renders: the title, the latest status (None before the first), its
-    measure, the elapsed seconds and, once finished, the outcome ("" for success)."""
+    measure, the elapsed seconds and, once finished, the outcome ("" for success). ``word``
+    says what the count counts ("ready"; a run's "finished")."""
 
     __slots__ = ("title", "status", "ready", "total", "phase", "blocker", "elapsed", "finished",
-                 "outcome")
+                 "outcome", "word")
 
     def __init__(self, title: str, status: Any, expected: int, elapsed: float,
-                 finished: bool = False, outcome: str = "") -> None:
+                 finished: bool = False, outcome: str = "", how: Measure = measure,
+                 word: str = "ready") -> None:
         self.title = title
         self.status = status
         if status is None:
             self.ready, self.total, self.phase, self.blocker = 0, expected, "", ""
         else:
-            self.ready, self.total, self.phase, self.blocker = measure(status, expected)
+            self.ready, self.total, self.phase, self.blocker = how(status, expected)
         self.elapsed = elapsed
         self.finished = finished
         self.outcome = outcome
+        self.word = word
 
     @property
     def ok(self) -> bool:
@@ -136,7 +165,7 @@ class Snapshot:
 
     def counts(self) -> str:
         """``4/6 ready · 12 s``."""
-        return f"{self.ready}/{self.total} ready · {int(self.elapsed)} s"
+        return f"{self.ready}/{self.total} {self.word} · {int(self.elapsed)} s"
 
     def details(self) -> List[str]:
         """Phase (or ``waiting``), the outcome of a failed wait, the blocker (if any)."""
@@ -168,16 +197,21 @@ class Snapshot:
             f"{_html.escape(self.phase or 'waiting')}{outcome}</div>{blocker}</div>"
         )
 
-    def bundle(self) -> Bundle:
+    def status_parts(self) -> Tuple[str, str]:
+        """What the bundle shows below the bar: ``("\\n" + the status's text table, its
+        HTML)``; empty before the first status."""
+        if self.status is None:
+            return "", ""
+        table = getattr(self.status, "table", None)
+        text = table() if callable(table) else repr(self.status)
+        return "\n" + text, self.status._repr_html_()
+
+    def bundle(self, parts: Optional[Tuple[str, str]] = None) -> Bundle:
         """The display's MIME bundle: the bar, then the status's HTML; its text/plain is the
-        line, then the status's text table."""
-        text = self.line()
-        html = self.html()
-        if self.status is not None:
-            table = getattr(self.status, "table", None)
-            text += "\n" + (table() if callable(table) else repr(self.status))
-            html += self.status._repr_html_()
-        return {"text/plain": text, "text/html": html}
+        line, then the status's text table. ``parts``: :meth:`status_parts`, when the caller
+        has them already."""
+        text, html = self.status_parts() if parts is None else parts
+        return {"text/plain": self.line() + text, "text/html": self.html() + html}
 
 
 # ---- the views --------------------------------------------------------------------------------
@@ -278,7 +312,9 @@ class LogView(View):
 
 class HtmlView(View):
     """A notebook display (HTML bar and status table, text/plain fallback) updated in place;
-    the finish leaves the final bundle and marks the returned status as shown."""
+    the finish leaves the final bundle and marks the returned status as shown. The status's
+    parts are rendered once per status that differs from the last one, and a bundle equal to
+    the one shown is not sent."""
 
     def __init__(self, shell: Any, display: Callable[..., Any],
                  update_display: Callable[..., Any]) -> None:
@@ -287,25 +323,36 @@ class HtmlView(View):
         self.update_display = update_display
         self.display_id = "tfk8s-progress-" + os.urandom(16).hex()
         self.started = False
+        self.shown: Optional[Bundle] = None
+        self.parts_of: Any = None
+        self.parts: Tuple[str, str] = ("", "")
 
-    def live_bundle(self, snap: Snapshot) -> Bundle:
-        return snap.bundle()
+    def status_parts(self, snap: Snapshot) -> Tuple[str, str]:
+        """``snap.status_parts()``, rendered again only for a status unlike the last one (each
+        report is a new record; records compare by content)."""
+        status = snap.status
+        if status is not self.parts_of and (status is None or status != self.parts_of):
+            self.parts = snap.status_parts()
+        self.parts_of = status
+        return self.parts
 
-    def show(self, snap: Snapshot) -> None:
-        bundle = self.live_bundle(snap)
+    def send(self, bundle: Bundle) -> None:
+        """Shows ``bundle``: the display the first time, then an update unless it is what the
+        display shows already."""
+        if self.started and bundle == self.shown:
+            return
+        self.shown = bundle
         if self.started:
             self.update_display(bundle, raw=True, display_id=self.display_id)
         else:
             self.display(bundle, raw=True, display_id=self.display_id)
             self.started = True
 
+    def show(self, snap: Snapshot) -> None:
+        self.send(snap.bundle(self.status_parts(snap)))
+
     def finish(self, snap: Snapshot) -> None:
-        final = snap.bundle()
-        if self.started:
-            self.update_display(final, raw=True, display_id=self.display_id)
-        else:
-            self.display(final, raw=True, display_id=self.display_id)
-            self.started = True
+        self.send(snap.bundle(self.status_parts(snap)))
         self.close()
 
     def close(self) -> None:
@@ -335,9 +382,9 @@ class WidgetView(HtmlView):
         self.label.value = (f"<b>{_html.escape(snap.title)}</b> {_html.escape(snap.counts())} "
                             f"· {_html.escape(details)}")
         if snap.status is not None:
-            self.table.value = snap.status._repr_html_()
+            self.table.value = self.status_parts(snap)[1]
         if not self.started:
-            bundle = snap.bundle()
+            bundle = snap.bundle(self.status_parts(snap))
             bundle["application/vnd.jupyter.widget-view+json"] = {
                 "version_major": 2, "version_minor": 0, "model_id": self.box.model_id}
             self.display(bundle, raw=True, display_id=self.display_id)
@@ -385,11 +432,14 @@ class Progress:
 
     def __init__(self, view: Optional[View], status_type: Type[Any], title: str,
                  expected: int = 1, clock: Callable[[], float] = time.monotonic,
-                 tick_seconds: Optional[float] = TICK_SECONDS) -> None:
+                 tick_seconds: Optional[float] = TICK_SECONDS, how: Measure = measure,
+                 word: str = "ready") -> None:
         self.view = view
         self.status_type = status_type
         self.title = title
         self.expected = expected
+        self.how = how
+        self.word = word
         self.clock = clock
         self.started = clock()
         self.status: Any = None
@@ -411,7 +461,7 @@ class Progress:
 
     def snapshot(self, outcome: Optional[str] = None) -> Snapshot:
         return Snapshot(self.title, self.status, self.expected, self.clock() - self.started,
-                        outcome is not None, outcome or "")
+                        outcome is not None, outcome or "", self.how, self.word)
 
     def _render(self, how: Callable[[Snapshot], None], outcome: Optional[str] = None) -> None:
         with self.lock:
@@ -441,12 +491,13 @@ class Progress:
         if self.view is not None:
             self._render(self.view.finish, outcome)
 
-    def result(self, status: R) -> R:
+    def result(self, status: R, outcome: str = "") -> R:
         """Ends the display with the wait's returned ``status`` and returns it; in a notebook
-        the same cell's displayhook then does not render it a second time."""
+        the same cell's displayhook then does not render it a second time. ``outcome``: what
+        went wrong when the returned status is no success ("failed": a run that failed)."""
         self.status = status
         if self.view is not None and not self.finished:
-            self._finish("")
+            self._finish(outcome)
             if isinstance(self.view, HtmlView) and install_result_filter(self.view.shell):
                 _shown.append(status)
         return status
@@ -525,12 +576,14 @@ def choose_view() -> View:
 
 
 @contextlib.contextmanager
-def showing(enabled: bool, status_type: Type[Any], title: str,
-            expected: int = 1) -> Iterator[Progress]:
+def showing(enabled: bool, status_type: Type[Any], title: str, expected: int = 1,
+            how: Measure = measure, word: str = "ready") -> Iterator[Progress]:
     """The progress of a wait: ``callback`` for the wait, ``result(status)`` for what it
     returns; an error ends the display with its outcome and is re-raised. Disabled: a Progress
-    that shows nothing (its callback is None)."""
-    progress = Progress(choose_view() if enabled else None, status_type, title, expected)
+    that shows nothing (its callback is None). ``how`` measures a status (:func:`measure`, a
+    run's :func:`measure_run`); ``word`` names the count ("ready", "finished")."""
+    progress = Progress(choose_view() if enabled else None, status_type, title, expected,
+                        how=how, word=word)
     try:
         yield progress
     except BaseException as error:

@@ -32,11 +32,22 @@ def _run_name(run: Any) -> str:
     return run["name"] if isinstance(run, Mapping) else str(run)
 
 
-def _as_runs(
-    on_progress: Callable[["ScheduledJobRun"], None]
-) -> Callable[[Mapping[str, Any]], None]:
-    """A wait's raw progress callback that hands ``on_progress`` ScheduledJobRun records."""
-    return lambda raw: on_progress(ScheduledJobRun(raw))
+def _reporting(
+    shown: Optional[Callable[[Mapping[str, Any]], None]],
+    on_progress: Optional[Callable[["ScheduledJobRun"], None]],
+) -> Optional[Callable[[Mapping[str, Any]], None]]:
+    """A wait's raw progress callback: the progress display's (``shown``) and then
+    ``on_progress`` with a ScheduledJobRun record; None when there is neither."""
+    if shown is None and on_progress is None:
+        return None
+
+    def report(raw: Mapping[str, Any]) -> None:
+        if shown is not None:
+            shown(raw)
+        if on_progress is not None:
+            on_progress(ScheduledJobRun(raw))
+
+    return report
 
 
 def _when(t: Optional[_dt.datetime]) -> str:
@@ -270,12 +281,24 @@ class ScheduledJob(Workload):
         run: Any,
         timeout: Optional[float] = 600,
         on_progress: Optional[Callable[[ScheduledJobRun], None]] = None,
+        progress: bool = True,
     ) -> ScheduledJobRun:
         """Waits until the run (a run or a Job name) finished; returns it whatever the
         result. ``on_progress(run)`` gets the run as it changes. Raises Timeout; Ctrl-C stops
-        the wait."""
-        callback = None if on_progress is None else _as_runs(on_progress)
-        return ScheduledJobRun(self._core.wait_for_run(_run_name(run), timeout, callback))
+        the wait. With ``progress``, a bar shows it as the other waits do (a notebook display
+        that becomes the run's, a terminal line, or log lines): ``0/1 finished`` until the run
+        finished (succeeded, failed or timed out), the elapsed seconds, the run's result and,
+        while it retries, how many attempts failed; a run that failed or timed out ends the
+        bar as failed."""
+        from tfk8s import _progress  # on the first wait: `import tfk8s` does not pay for it
+
+        name = _run_name(run)
+        title = f"ScheduledJob {self.namespace}/{self.name} run {name}"
+        with _progress.showing(progress, ScheduledJobRun, title, how=_progress.measure_run,
+                               word="finished") as shown:
+            callback = _reporting(shown.callback, on_progress)
+            done = ScheduledJobRun(self._core.wait_for_run(name, timeout, callback))
+            return shown.result(done, "" if done.result == "Succeeded" else "failed")
 
     def logs(
         self, run: Any, tail_lines: Optional[int] = None, timestamps: bool = False

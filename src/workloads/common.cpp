@@ -93,22 +93,6 @@ std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows) {
 
 namespace tfk8s::internal {
 
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::vector<Json> Items(Json list) {
   std::vector<Json> out;
   // "PodList" → every item is read as a Pod (items carry no kind of their own).

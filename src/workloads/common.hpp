@@ -53,8 +53,6 @@ const Json& At(const Json& object, std::string_view key);
 /// At(object, key) when it is a string, else "".
 std::string StringAt(const Json& object, std::string_view key);
 using tfk8s::FormatTextTable;  // public (tfk8s/workload.hpp)
-/// Text with &, <, >, " and ' escaped for HTML.
-std::string HtmlEscape(std::string_view text);
 
 // ---- listings -------------------------------------------------------------------------------
 /// Throws ValidationError("namespace") when `ns` is "": a listing of names needs one namespace

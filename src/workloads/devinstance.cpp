@@ -24,7 +24,6 @@ using internal::AnnotationOf;
 using internal::DevPodName;
 using internal::DevPorts;
 using internal::DevSecretName;
-using internal::HtmlEscape;
 using internal::Items;
 using namespace internal::kinds;
 using internal::LabelOf;
@@ -47,23 +46,6 @@ std::string DevAccess::Table() const {
   for (const auto& e : endpoints) {
     out += fmt::format("{:<12} {:>5}  {:<40} {}\n", e.tool, e.port, e.cluster_address, e.connect);
   }
-  return out;
-}
-
-std::string DevAccess::Html() const {
-  std::string out =
-      "<table><thead><tr><th>tool</th><th>port</th><th>cluster address</th><th>external "
-      "address</th><th>connect</th></tr></thead><tbody>";
-  for (const auto& e : endpoints) {
-    std::string connect = HtmlEscape(e.connect);
-    if (e.connect.rfind("http", 0) == 0) {
-      connect = fmt::format("<a href=\"{0}\" target=\"_blank\">{0}</a>", connect);
-    }
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                       HtmlEscape(e.tool), e.port, HtmlEscape(e.cluster_address),
-                       HtmlEscape(e.external_address), connect);
-  }
-  out += "</tbody></table>";
   return out;
 }
 
@@ -810,7 +792,7 @@ Json DevAccess::ToJson() const {
                    {"external_address", e.external_address},
                    {"connect", e.connect}});
   }
-  return {{"user", user}, {"endpoints", std::move(out)}, {"table", Table()}, {"html", Html()}};
+  return {{"user", user}, {"endpoints", std::move(out)}, {"table", Table()}};
 }
 
 }  // namespace tfk8s

@@ -452,21 +452,22 @@ std::vector<std::string> WhereFits(Client& client, const ResourceList& requests,
 
 std::string FormatInventory(const Inventory& inventory) {
   auto amount = [](const ResourceList& list, const char* key) {
-    return Amount(list, key).ToString();
+    return FormatAmount(key, Amount(list, key));
   };
-  std::string out =
-      fmt::format("{:<16} {:<10} {:<10} {:<16} {:>5} {:>13} {:>17} {:>9}\n", "NODE", "GPUTYPE",
-                  "CPUTYPE", "POOL", "PODS", "CPU req/alloc", "MEMORY req/alloc", "GPU r/a");
+  auto of = [&](const NodeInfo& n, const char* key) {
+    return amount(n.requested, key) + "/" + amount(n.allocatable, key);
+  };
+  auto or_dash = [](const std::string& text) { return text.empty() ? "-" : text; };
+  std::vector<std::vector<std::string>> rows = {{"NODE", "STATE", "GPUTYPE", "CPUTYPE", "POOL",
+                                                 "PODS", "CPU REQ/ALLOC", "MEMORY REQ/ALLOC",
+                                                 "GPU REQ/ALLOC"}};
   for (const auto& n : inventory.nodes) {
-    out += fmt::format(
-        "{:<16} {:<10} {:<10} {:<16} {:>5} {:>13} {:>17} {:>9}{}\n", n.name,
-        n.gputype.empty() ? "-" : n.gputype, n.cputype.empty() ? "-" : n.cputype,
-        PoolOf(n).empty() ? "-" : PoolOf(n), n.pod_count,
-        amount(n.requested, "cpu") + "/" + amount(n.allocatable, "cpu"),
-        amount(n.requested, "memory") + "/" + amount(n.allocatable, "memory"),
-        amount(n.requested, "nvidia.com/gpu") + "/" + amount(n.allocatable, "nvidia.com/gpu"),
-        n.ready && n.schedulable ? "" : (n.ready ? " (cordoned)" : " (not ready)"));
+    const char* state = !n.ready ? "NotReady" : (n.schedulable ? "Ready" : "Cordoned");
+    rows.push_back({n.name, state, or_dash(n.gputype), or_dash(n.cputype), or_dash(PoolOf(n)),
+                    std::to_string(n.pod_count), of(n, "cpu"), of(n, "memory"),
+                    of(n, "nvidia.com/gpu")});
   }
+  std::string out = internal::FormatTextTable(rows);
   for (const auto* groups : {&inventory.by_gputype, &inventory.by_cputype, &inventory.by_pool}) {
     for (const auto& g : *groups) {
       out +=

@@ -25,7 +25,6 @@ namespace tfk8s {
 
 using namespace internal::kinds;
 using internal::At;
-using internal::HtmlEscape;
 using internal::Items;
 using internal::StringAt;
 
@@ -788,8 +787,9 @@ std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& u
   rows.push_back({"NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "REMAINING", "USE%"});
   for (const auto& q : usages) {
     for (const auto& r : q.resources) {
-      rows.push_back({q.ns, q.name, r.resource, r.used.ToString(), r.hard.ToString(),
-                      r.remaining.ToString(), Percent(r)});
+      rows.push_back({q.ns, q.name, r.resource, FormatAmount(r.resource, r.used),
+                      FormatAmount(r.resource, r.hard), FormatAmount(r.resource, r.remaining),
+                      Percent(r)});
     }
   }
   return rows;
@@ -797,26 +797,6 @@ std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& u
 
 std::string FormatUsageTable(const std::vector<QuotaUsage>& usages) {
   return internal::FormatTextTable(UsageRows(usages));
-}
-
-std::string FormatUsageHtml(const std::vector<QuotaUsage>& usages) {
-  const auto rows = UsageRows(usages);
-  std::string out = "<table class=\"tfk8s-quota\">\n<thead><tr>";
-  for (const auto& h : rows.front()) out += "<th>" + HtmlEscape(h) + "</th>";
-  out += "</tr></thead>\n<tbody>\n";
-  std::size_t row = 1;
-  for (const auto& q : usages) {
-    for (const auto& r : q.resources) {
-      // At or over the limit: nothing more of this resource can be admitted.
-      const bool full = r.remaining.Sign() <= 0 && !(r.hard.IsZero() && r.used.IsZero());
-      out += full ? "<tr class=\"full\" style=\"color:#b00000\">" : "<tr>";
-      for (const auto& cell : rows[row]) out += "<td>" + HtmlEscape(cell) + "</td>";
-      out += "</tr>\n";
-      ++row;
-    }
-  }
-  out += "</tbody>\n</table>\n";
-  return out;
 }
 
 // ---- readiness and the "status unknown" window --------------------------------------------------

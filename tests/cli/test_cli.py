@@ -162,9 +162,9 @@ def test_quota_render_list_status_usage():
     one_error_line(run("quota", "status", "no-such-queue-" + NS, check=False), 1, "NotFound")
     wide = run("quota", "list", "-o", "wide").stdout.splitlines()
     assert wide[0].split() == ["QUEUE", "RESOURCES", "READY", "CPU", "MEMORY", "GPU", "PODS"], wide
-    row = next(l.split() for l in wide if l.split()[0] == NS)
-    assert re.match(r"^\S+/8$", row[3]) and re.match(r"^\S+/16Gi$", row[4]), row
-    assert row[5] == "-" and re.match(r"^\d+/40$", row[6]), row
+    # used/hard in human units: CPU in cores, memory in binary units ("0 B/16 GiB")
+    row = next(l for l in wide if l.split()[0] == NS)
+    assert re.match(r"^\S+ +\d+ +\S+ +[\d.]+/8 +[\d.]+ [KMGT]?i?B/16 GiB +- +\d+/40$", row), row
 
 
 # ---- tfcluster ---------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ TEST_SUITE("devinstance") {
     CHECK(jupyter->connect == "http://" + jupyter->external_address + "/");
     CHECK(access.Find("ssh")->connect.rfind("ssh -p ", 0) == 0);
     CHECK(access.Find("tensorboard")->external_port == 0);  // unauthenticated: not exposed
-    CHECK(access.Html().find(started.password) == std::string::npos);
+    CHECK(access.ToJson().dump().find(started.password) == std::string::npos);
 
     // Stop: replicas 0, ports released, the home volume kept; Start: a new password, Running.
     std::string home_uid = c.Get(kPvcs, ns.name(), "alice-home")["metadata"]["uid"];

@@ -235,7 +235,7 @@ TEST_SUITE("quota") {
     }
     const std::string table = FormatUsageTable({usage});
     CHECK(table.find("requests.cpu") != std::string::npos);
-    CHECK(table.find("2700m") != std::string::npos);
+    CHECK(table.find("2.7") != std::string::npos);  // 2700m of CPU, in cores
   }
 
   TEST_CASE("pre-flight agrees with the apiserver in both directions") {

@@ -29,6 +29,7 @@ from test_records import (
     run_raw,
     schedule_raw,
     tfcluster_status_raw,
+    unstyled,
 )
 
 #: Words that are all capitals in a Title Case header.
@@ -203,8 +204,9 @@ def test_escape_and_html_fragments() -> None:
     fragment = _html.code(HOSTILE)
     assert isinstance(fragment, _html.Html) and _html.escape(fragment) == fragment
     table = _html.table(["A<"], [(HOSTILE,), (fragment,)])
-    assert "<th>A&lt;</th>" in table and table.count(ESCAPED) == 2 and "<script>" not in table
-    assert f"<td><code>{ESCAPED}</code></td>" in table  # a fragment is not escaped twice
+    assert "<th>A&lt;</th>" in unstyled(table) and table.count(ESCAPED) == 2
+    assert "<script>" not in table
+    assert f"<td><code>{ESCAPED}</code></td>" in unstyled(table)  # not escaped twice
 
 
 def test_links_only_for_http() -> None:
@@ -222,7 +224,7 @@ def test_table_alerts_and_fields() -> None:
     (row,) = p.with_class("tfk8s-alert")
     assert "background:" in row["style"]
     f = _html.fields([("Not Ready", "<1>")])
-    assert '<th scope="row">Not Ready</th><td>&lt;1&gt;</td>' in f
+    assert '<th scope="row">Not Ready</th><td>&lt;1&gt;</td>' in unstyled(f)
     assert _html.fields([]) == ""
     assert _html.label("not_ready") == "Not Ready" and _html.label("api_version") == "Api Version"
 
@@ -257,7 +259,7 @@ def test_every_view_has_one_header_and_title_case_headers(name: str, shown: str)
 SANITIZER_PROPERTIES = {
     "background", "border", "border-collapse", "border-radius", "color", "display", "font-size",
     "font-weight", "height", "line-height", "margin", "margin-right", "opacity", "overflow",
-    "padding", "vertical-align", "white-space", "width",
+    "padding", "text-align", "vertical-align", "white-space", "width",
 }
 NUMBER = r"[+-]?(\d*\.)?\d+"
 LENGTH = rf"(0|{NUMBER}(px|em|rem|%))"
@@ -266,10 +268,20 @@ VALUES = {
     "background": COLOUR, "color": COLOUR, "border": r"1px solid", "opacity": r"0(\.\d+)?|1",
     "border-collapse": "collapse", "display": "inline-block|block", "overflow": "hidden",
     "white-space": "nowrap", "vertical-align": "baseline|middle", "font-weight": r"[1-9]00",
+    "text-align": "left",
     "line-height": NUMBER, "font-size": LENGTH, "border-radius": LENGTH, "height": LENGTH,
     "width": LENGTH, "margin-right": LENGTH, "margin": rf"({LENGTH}\s*){{1,4}}",
     "padding": rf"({LENGTH}\s*){{1,4}}",
 }
+
+
+@pytest.mark.parametrize("name, shown", views())
+def test_every_table_cell_is_left_aligned(name: str, shown: str) -> None:
+    """Key/value tables and normal tables alike: each cell carries its alignment, since the
+    stylesheets of JupyterLab and nbconvert right-align cells of HTML outputs."""
+    cells = [a for tag, a in parse(shown).tags if tag in ("td", "th")]
+    assert cells, name
+    assert all("text-align:left" in a.get("style", "").split(";") for a in cells), name
 
 
 @pytest.mark.parametrize("name, shown", views())
@@ -318,7 +330,7 @@ def test_replica_rows_have_phase_badges_and_problem_rows_are_tinted() -> None:
 def quota(resources: List[Dict[str, Any]], name: str = "team-a") -> tfk8s.QuotaUsage:
     return tfk8s.QuotaUsage({"usages": [{"namespace": "team-a", "name": name, "ready": True,
                                          "resources": resources}],
-                             "table": "", "html": ""})
+                             "table": ""})
 
 
 def row(resource: str, used: str, hard: str, remaining: str, fraction: float) -> Dict[str, Any]:
@@ -339,10 +351,10 @@ def test_quota_has_a_bar_per_resource_coloured_by_level_in_human_units() -> None
     assert p.th == ["Resource", "Used", "Hard", "Remaining", "Usage"]
     levels = [a["class"].split()[1] for a in p.with_class("tfk8s-bar")]
     assert levels == ["tfk8s-bar-full", "tfk8s-bar-ok", "tfk8s-bar-warn", "tfk8s-bar-full"]
-    assert "<td>31.5 cores</td><td>32 cores</td><td>0.5 cores</td>" in shown
-    assert "<td>40 GiB</td><td>64 GiB</td><td>24 GiB</td>" in shown
+    assert "<td>31.5 cores</td><td>32 cores</td><td>0.5 cores</td>" in unstyled(shown)
+    assert "<td>40 GiB</td><td>64 GiB</td><td>24 GiB</td>" in unstyled(shown)
     assert "98%" in shown and "62%" in shown and "75%" in shown and "over" in shown
-    assert "<td>-</td>" in shown  # a zero limit with nothing used: no bar
+    assert "<td>-</td>" in unstyled(shown)  # a zero limit with nothing used: no bar
     assert len(p.with_class("tfk8s-alert")) == 1  # only the job count is at its limit
     assert badge_levels(p) == ["failed"]  # the header says the quota is full
 
@@ -363,7 +375,7 @@ def test_quota_of_several_namespaces_has_a_header_each_and_none_is_a_line() -> N
     p = parse(tfk8s.QuotaUsage(raw)._repr_html_())
     assert len(p.with_class("tfk8s-header")) == 2 and len(p.with_class("tfk8s-table")) == 2
     assert badge_levels(p)[-1] == "progress"  # not yet computed by the quota controller
-    empty = tfk8s.QuotaUsage({"usages": [], "table": "", "html": ""})._repr_html_()
+    empty = tfk8s.QuotaUsage({"usages": [], "table": ""})._repr_html_()
     assert "no ResourceQuota" in empty and len(parse(empty).with_class("tfk8s-header")) == 1
 
 
@@ -379,7 +391,8 @@ def test_inventory_shows_cores_and_gib_and_node_states() -> None:
                            "by_pool": [], "text": ""})
     shown = inv._repr_html_()
     p = parse(shown)
-    assert "<td>31.5 cores of 32 cores</td>" in shown and "<td>128 GiB</td>" in shown
+    assert "<td>31.5 cores of 32 cores</td>" in unstyled(shown)
+    assert "<td>128 GiB</td>" in unstyled(shown)
     assert "31500m" not in shown and "Ki<" not in shown
     assert "GPU Type" in p.th and "CPU Free" in p.th and "Memory Free" in p.th
     assert badge_levels(p) == ["ok", "neutral", "failed"]
@@ -399,10 +412,10 @@ def test_tfcluster_view_shows_roles_images_resources_and_links() -> None:
     shown = cluster._repr_html_()
     p = parse(shown)
     assert p.th[:6] == ["Role", "Replicas", "Image", "CPU", "Memory", "GPUs"]
-    assert "<td>ps</td><td>2</td><td>tf:cpu</td>" in shown
+    assert "<td>ps</td><td>2</td><td>tf:cpu</td>" in unstyled(shown)
     assert "<td>worker</td><td>4</td><td>tf:gpu</td><td>31.5 cores</td><td>8 GiB</td>" \
-           "<td>1</td>" in shown
-    assert "<td>10 GiB</td>" in shown and "namespace team" in shown
+           "<td>1</td>" in unstyled(shown)
+    assert "<td>10 GiB</td>" in unstyled(shown) and "namespace team" in shown
     hrefs = [a["href"] for a in p.with_class("tfk8s-link")]
     assert hrefs == ["http://mnist-session.team.svc:8888/", "http://mnist-tf-board.team.svc:6006/"]
     assert "ssh -p 22 root@mnist-session-ssh.team.svc" in shown

@@ -30,6 +30,17 @@ CHROMIUM_TIMEOUT = 30
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: Run by Chromium at the end of the page: the text-align that its style computes for the cells
+#: of the tfk8s views (the export's stylesheet right-aligns cells of HTML outputs), as an
+#: attribute of <body> that the dumped DOM carries.
+ALIGNMENT_PROBE = """<script>
+(function () {
+  var cells = document.querySelectorAll(".tfk8s-view td, .tfk8s-view th"), seen = {};
+  for (var i = 0; i < cells.length; i++) seen[getComputedStyle(cells[i]).textAlign] = 1;
+  document.body.setAttribute("data-tfk8s-cell-align", Object.keys(seen).sort().join(" "));
+})();
+</script>
+"""
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +233,9 @@ def test_quickstart_html_in_chromium(executed, output_dir):
     dumps the DOM, which must hold, in each wait cell's output area, exactly one tfk8s view
     with one status table (``table.tfk8s-table``) and one finished progress bar (a
     ``<progress>`` at its maximum); as many tfk8s views as the notebook's HTML outputs hold;
-    nowhere the text ``<IPython.core.display.HTML object>``.
+    nowhere the text ``<IPython.core.display.HTML object>``. The DOM is that of the export with
+    :data:`ALIGNMENT_PROBE` added at the end: every cell of a tfk8s view must compute to
+    left-aligned (nbconvert's stylesheet right-aligns cells; the views align their own).
 
     Links: "working" means well-formed here. Every ``<a>`` in a tfk8s view must be an http(s)
     URL opening in a new tab (``target="_blank"``, ``rel="noopener noreferrer"``); the views
@@ -239,13 +252,20 @@ def test_quickstart_html_in_chromium(executed, output_dir):
     with open(page, "w", encoding="utf-8") as f:
         f.write(export_html(nb))
     url = "file://" + os.path.abspath(page)
+    probed = os.path.join(output_dir, "quickstart.probe.html")
+    with open(page, encoding="utf-8") as f, open(probed, "w", encoding="utf-8") as out:
+        exported = f.read()
+        end = exported.rfind("</body>")
+        out.write(exported[:end] + ALIGNMENT_PROBE + exported[end:])
 
-    dumped, dom_seconds = chromium("--dump-dom", url)
+    dumped, dom_seconds = chromium("--dump-dom", "file://" + os.path.abspath(probed))
     with open(os.path.join(output_dir, "quickstart.dom.html"), "w", encoding="utf-8") as f:
         f.write(dumped)
     dom = parse_dom(dumped)
     body = dom.find("body")
     assert len(body) == 1, f"no <body> in Chromium's DOM: {dumped[:500]!r}"
+    # Key/value and normal tables alike: left-aligned as Chromium computes the page's style.
+    assert body[0].attrs.get("data-tfk8s-cell-align") == "left", body[0].attrs
 
     # nbconvert's lab template: one div.jp-Cell per cell, in order.
     cells = body[0].find("div", "jp-Cell")

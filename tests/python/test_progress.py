@@ -1,7 +1,8 @@
-"""The live progress of a wait (tfk8s._progress): what a status measures, the terminal line, the
-plain log lines, the notebook display (widgets and HTML) that becomes the result, and how the
-view is chosen. No cluster: statuses are fake dicts, IPython is a fake module, time a fake
-clock."""
+"""The live progress of a wait (tfk8s._progress): what a status (or a ScheduledJob run) measures,
+the terminal line, the plain log lines, the notebook display (widgets and HTML) that becomes the
+result and what its updates cost, ScheduledJob.wait_for_run's bar, and how the view is chosen.
+No cluster: statuses are fake dicts, IPython is a fake module, time a fake clock, the C++ run
+wait a stand-in."""
 
 import io
 import re
@@ -17,6 +18,7 @@ from nbclient import NotebookClient
 import tfk8s
 from tfk8s import _progress
 from tfk8s._progress import HtmlView, LogView, Progress, TerminalView, WidgetView
+from tfk8s.testing import FakeCluster
 
 EVIL = "Unschedulable: 0/1 nodes\x1b[31m have\nenough cpu <b>"
 HTML_OBJECT = "<IPython.core.display.HTML object>"
@@ -33,6 +35,15 @@ def cluster_raw(ready: int, total: int = 3, reason: str = EVIL) -> Dict[str, Any
     return {"name": "m", "namespace": "team-a",
             "phase": "Running" if ready == total else "Pending", "message": "",
             "replicas": replicas, "not_ready": total - ready, "table": f"TABLE {ready}/{total}"}
+
+
+def run_raw(result: str, finished: bool = False, attempts: int = 1, failed: int = 0,
+            reason: str = "") -> Dict[str, Any]:
+    return {"name": "train-1", "namespace": "team", "scheduled_job": "train",
+            "trigger": "manual", "result": result, "reason": reason, "message": reason,
+            "attempts": attempts, "active": 0 if finished else 1,
+            "succeeded": int(result == "Succeeded"), "failed": failed, "finished": finished,
+            "duration": None, "scheduled_time": None, "start_time": None, "end_time": None}
 
 
 def dev_raw(phase: str, reason: str = "") -> Dict[str, Any]:
@@ -85,6 +96,21 @@ def test_a_dev_instance_status_measures_its_pod() -> None:
 
 
 # ---- terminal ---------------------------------------------------------------------------------
+def test_a_run_measures_finished_of_one_and_its_failed_attempts() -> None:
+    def measured(raw: Dict[str, Any]) -> Tuple[int, int, str, str]:
+        return _progress.measure_run(tfk8s.ScheduledJobRun(raw))
+
+    assert measured(run_raw("Pending")) == (0, 1, "Pending", "")
+    assert measured(run_raw("Running")) == (0, 1, "Running", "")
+    assert measured(run_raw("Running", attempts=2, failed=1)) == (
+        0, 1, "Running", "1 of 2 attempts failed, retrying")
+    assert measured(run_raw("Succeeded", True, attempts=2, failed=1)) == (1, 1, "Succeeded", "")
+    assert measured(run_raw("Failed", True, 2, 2, "BackoffLimitExceeded")) == (
+        1, 1, "Failed", "BackoffLimitExceeded")
+    assert measured(run_raw("TimedOut", True, reason="DeadlineExceeded"))[2:] == (
+        "TimedOut", "DeadlineExceeded")
+
+
 def test_a_terminal_gets_one_line_rewritten_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     out, clock = Stream(tty=True), Clock()
@@ -191,6 +217,79 @@ def test_a_failed_wait_ends_the_log_with_its_outcome_and_status() -> None:
         p.fail(exc)
         assert out.getvalue() == (
             f"TFCluster team/m: [....................] 0/3 ready · 0 s · waiting · {outcome}\n")
+
+
+# ---- ScheduledJob.wait_for_run ----------------------------------------------------------------
+class RunWait:
+    """The C++ ScheduledJob's stand-in: wait_for_run reports ``reports`` and returns ``final``."""
+
+    spec = {"name": "train", "namespace": "team"}
+
+    def __init__(self, reports: List[Dict[str, Any]], final: Dict[str, Any]) -> None:
+        self.reports = reports
+        self.final = final
+        self.calls: List[Tuple[str, Optional[float], bool]] = []
+
+    def wait_for_run(self, name: str, timeout: Optional[float], on_progress: Any) -> Any:
+        self.calls.append((name, timeout, on_progress is not None))
+        for raw in self.reports:
+            if on_progress is not None:
+                on_progress(raw)
+        return self.final
+
+
+def test_wait_for_run_shows_a_bar_and_still_hands_on_progress_the_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "IPython", None)
+    monkeypatch.delitem(sys.modules, "IPython")  # no notebook: a log on a non-terminal stderr
+    reports = [run_raw("Pending"), run_raw("Running"), run_raw("Running", attempts=2, failed=1)]
+    core = RunWait(reports, run_raw("Failed", True, 2, 2, "BackoffLimitExceeded"))
+    job = tfk8s.ScheduledJob(FakeCluster().client("team"), _core_job=core)
+    seen: List[Any] = []
+    monkeypatch.setattr(sys, "stderr", Stream(tty=False))
+    done = job.wait_for_run({"name": "train-1"}, timeout=5, on_progress=seen.append)
+    assert isinstance(done, tfk8s.ScheduledJobRun) and done.result == "Failed"
+    assert core.calls == [("train-1", 5, True)]
+    assert [type(r) for r in seen] == [tfk8s.ScheduledJobRun] * 3
+    assert [r.result for r in seen] == ["Pending", "Running", "Running"]
+    text = sys.stderr.getvalue()
+    lines = [re.sub(r"· \d+ s ·", "· N s ·", line) for line in text.splitlines()]
+    title = "ScheduledJob team/train run train-1"
+    assert lines == [  # a line per change of the count or the result, then the failed end
+        f"{title}: [....................] 0/1 finished · N s · Pending",
+        f"{title}: [....................] 0/1 finished · N s · Running",
+        f"{title}: [####################] 1/1 finished · N s · Failed · failed · "
+        "BackoffLimitExceeded",
+    ]
+    monkeypatch.setattr(sys, "stderr", Stream(tty=False))
+    seen.clear()
+    job.wait_for_run("train-1", progress=False, on_progress=seen.append)
+    assert sys.stderr.getvalue() == "" and len(seen) == 3
+    job.wait_for_run("train-1", progress=False)
+    assert core.calls[-1] == ("train-1", 600, False)  # nothing to report to: no callback
+
+
+def test_a_run_in_a_notebook_ends_as_its_own_display() -> None:
+    screen, clock = FakeDisplay(), Clock()
+    view = HtmlView(ColabShell(), screen.display, screen.update_display)
+    p = Progress(view, tfk8s.ScheduledJobRun, "ScheduledJob team/train run train-1", clock=clock,
+                 tick_seconds=None, how=_progress.measure_run, word="finished")
+    p.update(run_raw("Running"))
+    clock.now += 42
+    done = tfk8s.ScheduledJobRun(run_raw("Succeeded", True))
+    assert p.result(done) is done
+    check_bundles(screen)
+    (last,) = screen.shown.values()
+    assert 'data-state="done"' in last["text/html"] and '<progress value="1" max="1">' in \
+        last["text/html"]
+    assert "1/1 finished · 42 s · Succeeded" in last["text/plain"]
+    assert last["text/html"].endswith(done._repr_html_())
+    failed = HtmlView(ColabShell(), screen.display, screen.update_display)
+    p = Progress(failed, tfk8s.ScheduledJobRun, "r", clock=clock, tick_seconds=None,
+                 how=_progress.measure_run, word="finished")
+    p.result(tfk8s.ScheduledJobRun(run_raw("Failed", True, reason="BackoffLimitExceeded")),
+             "failed")
+    assert 'data-state="failed"' in screen.shown[failed.display_id]["text/html"]
 
 
 # ---- notebook ---------------------------------------------------------------------------------
@@ -335,6 +434,44 @@ def test_the_html_display_becomes_the_result_shown_once(monkeypatch: pytest.Monk
     with _progress.showing(True, tfk8s.TFClusterStatus, "TFCluster team/m", 3) as p:
         p.result(tfk8s.TFClusterStatus(cluster_raw(3)))
     assert len(shell.events.callbacks["post_run_cell"]) == 1
+
+
+def test_html_updates_send_only_changes_and_render_each_status_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 10-second wait as the notebook sees it: the C++ wait reports at 0.2 s (and the same
+    again at 0.4 s), 3.5 s (again at 3.6 s and 7.2 s), the ticker every second, the result at
+    10.3 s. The display is created once and updated 13 times (each tick changes the seconds;
+    the repeats change nothing), and a status's HTML is rendered once per different status:
+    3 times. (Before: 17 display calls and 16 renders of the status HTML, 47 kB sent instead of
+    38 kB; Jupyter replaces a display whole, so a tick still sends the whole bundle.)"""
+    renders: List[int] = []
+    rendered = tfk8s.TFClusterStatus._repr_html_
+    monkeypatch.setattr(tfk8s.TFClusterStatus, "_repr_html_",
+                        lambda self: renders.append(1) or rendered(self))
+    screen, clock = FakeDisplay(), Clock()
+    p = progress(HtmlView(ColabShell(), screen.display, screen.update_display), clock)
+    start = clock.now
+    reports = {0.2: 1, 0.4: 1, 3.5: 2, 3.6: 2, 7.2: 2}
+    events = sorted([(at, "status") for at in reports] + [(float(s), "tick") for s in range(1, 11)])
+    for at, what in events:
+        clock.now = start + at
+        if what == "tick":
+            p.tick()
+        else:
+            p.update(cluster_raw(reports[at]))
+    p.tick()  # a second tick in the same second: nothing new
+    clock.now = start + 10.3
+    final = p.result(tfk8s.TFClusterStatus(cluster_raw(3)))
+    kinds = [kind for kind, _, _ in screen.calls]
+    assert kinds == ["display"] + ["update"] * 13
+    bundles = [bundle for _, bundle, _ in screen.calls]
+    assert all(a != b for a, b in zip(bundles, bundles[1:]))  # nothing sent twice
+    seconds = [re.findall(r"· (\d+) s", b["text/plain"])[0] for b in bundles]
+    # start, 0.2 s, the ticks of 1-3 s, 3.5 s, the ticks of 4-10 s, the result at 10.3 s
+    assert seconds == ["0", "0", "1", "2", "3", "3"] + [str(s) for s in range(4, 11)] + ["10"]
+    assert len(renders) == 3  # the statuses with 1, 2 and 3 ready
+    assert bundles[-1]["text/html"].endswith(final._repr_html_())
+    assert '<progress value="3" max="3">' in bundles[-1]["text/html"]
 
 
 def test_a_failed_wait_leaves_the_failing_status_in_the_display(

@@ -2,6 +2,10 @@
 // patches run over a fake transport).
 #include <doctest/doctest.h>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "fake_transport.hpp"
 #include "tfk8s/placement.hpp"
 
@@ -44,6 +48,28 @@ std::vector<Json> SimNodes() {
           Node("sim-gpu-0", gpu_labels, gpu, gpu_taint),
           Node("sim-gpu-1", gpu_labels, gpu, gpu_taint),
           Node("sim-private-0", private_labels, cpu)};
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The cells of a text table's line: columns are two or more spaces apart (no cell here holds
+// two spaces in a row).
+std::vector<std::string> Cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < line.size()) {
+    std::size_t gap = line.find("  ", at);
+    if (gap == std::string::npos) gap = line.size();
+    out.push_back(line.substr(at, gap - at));
+    at = line.find_first_not_of(' ', gap);
+    if (at == std::string::npos) break;
+  }
+  return out;
 }
 
 Json RunningPod(const std::string& node, const Json& requests, const std::string& phase = "Running",
@@ -195,9 +221,27 @@ TEST_SUITE("placement") {
     CHECK(inv.by_pool[0].value == "shared");
     CHECK(inv.by_pool[1].value == "unshared/alice");
     CHECK(inv.by_pool[1].nodes == std::vector<std::string>{"sim-private-0"});
-    const std::string text = FormatInventory(inv);
-    CHECK(text.find("sim-gpu-0") != std::string::npos);
-    CHECK(text.find("gputype=v100: 2 node(s)") != std::string::npos);
+    // The text: upper-case headers, amounts for people (cores, binary units), one state word.
+    const std::vector<std::string> lines = Lines(FormatInventory(inv));
+    REQUIRE(lines.size() == 1 + 5 + 2 + 1 + 2);
+    CHECK(Cells(lines[0]) == std::vector<std::string>{"NODE", "STATE", "GPUTYPE", "CPUTYPE", "POOL",
+                                                      "PODS", "CPU REQ/ALLOC", "MEMORY REQ/ALLOC",
+                                                      "GPU REQ/ALLOC"});
+    CHECK(Cells(lines[2]) == std::vector<std::string>{"sim-cpu-1", "Ready", "-", "xeon-gold",
+                                                      "shared", "1", "1/32", "1 GiB/128 GiB",
+                                                      "0/0"});
+    CHECK(Cells(lines[3]) == std::vector<std::string>{"sim-gpu-0", "Ready", "v100", "xeon-gold",
+                                                      "shared", "2", "4.5/32", "16 GiB/128 GiB",
+                                                      "2/4"});
+    CHECK(Cells(lines[5])[4] == "unshared/alice");
+    CHECK(lines[7] == "gputype=v100: 2 node(s), free cpu 59.5, memory 240 GiB, nvidia.com/gpu 6");
+    auto nodes = SimNodes();
+    nodes[0]["status"]["conditions"][0]["status"] = "False";
+    nodes[1]["spec"]["unschedulable"] = true;
+    const std::vector<std::string> states = Lines(FormatInventory(BuildInventory(nodes, {})));
+    CHECK(Cells(states[1])[1] == "NotReady");
+    CHECK(Cells(states[2])[1] == "Cordoned");
+    CHECK(Cells(states[3])[1] == "Ready");
   }
 
   TEST_CASE("WhereFits: labels, taints (GPU requests tolerate the GPU taint), free capacity") {

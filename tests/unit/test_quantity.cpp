@@ -5,10 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tfk8s/error.hpp"
@@ -561,6 +563,52 @@ TEST_SUITE("quantity") {
         CHECK(again == q);
         CHECK(again.ToString() == q.ToString());
       }
+    }
+  }
+
+  // The vectors of tests/python/test_html.py (tfk8s._units): the C++ tables and the Python views
+  // show the same numbers (the views add the word "cores").
+  TEST_CASE("for people: cores, binary bytes, and amounts by resource name") {
+    using tfk8s::FormatAmount;
+    using tfk8s::FormatBytes;
+    using tfk8s::FormatCores;
+    const std::vector<std::pair<std::string_view, std::string_view>> cores = {
+        {"31500m", "31.5"}, {"2", "2"},   {"1", "1"},       {"250m", "0.25"}, {"1000m", "1"},
+        {"0", "0"},         {"100", "100"}, {"12345m", "12.3"}, {"1m", "0"},  {"-1500m", "-1.5"},
+        {"99950m", "100"}};
+    for (const auto& [text, shown] : cores) {
+      CAPTURE(text);
+      CHECK(FormatCores(Quantity::Parse(text)) == shown);
+    }
+    const std::vector<std::pair<std::string_view, std::string_view>> bytes = {
+        {"128Gi", "128 GiB"}, {"1536Mi", "1.5 GiB"}, {"134217728Ki", "128 GiB"},
+        {"512", "512 B"},     {"2e9", "1.86 GiB"},   {"64M", "61 MiB"},
+        {"1Ti", "1 TiB"},     {"0", "0 B"},          {"-1Gi", "-1 GiB"},
+        {"8Ki", "8 KiB"},     {"65.8Gi", "65.8 GiB"}, {"2048Ti", "2048 TiB"}};
+    for (const auto& [text, shown] : bytes) {
+      CAPTURE(text);
+      CHECK(FormatBytes(Quantity::Parse(text)) == shown);
+    }
+    const std::vector<std::array<std::string_view, 3>> amounts = {
+        {"cpu", "31500m", "31.5"},
+        {"requests.cpu", "500m", "0.5"},
+        {"limits.cpu", "4", "4"},
+        {"memory", "8Gi", "8 GiB"},
+        {"requests.memory", "1073741824", "1 GiB"},
+        {"ephemeral-storage", "500Gi", "500 GiB"},
+        {"requests.storage", "1Ti", "1 TiB"},
+        {"fast.storageclass.storage.k8s.io/requests.storage", "10Gi", "10 GiB"},
+        {"requests.nvidia.com/gpu", "4", "4"},
+        {"nvidia.com/gpu", "1k", "1000"},
+        {"pods", "110", "110"},
+        {"count/jobs.batch", "3", "3"},
+        {"pods", "1500m", "1500m"},
+        {"requests.cpu.example.com/cpu", "2", "2"},
+    };
+    for (const auto& [resource, text, shown] : amounts) {
+      CAPTURE(resource);
+      CAPTURE(text);
+      CHECK(FormatAmount(resource, Quantity::Parse(text)) == shown);
     }
   }
 }

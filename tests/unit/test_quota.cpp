@@ -621,16 +621,18 @@ TEST_SUITE("quota") {
     REQUIRE(rows.size() == 4);
     CHECK(rows[0] == std::vector<std::string>{"NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD",
                                               "REMAINING", "USE%"});
-    CHECK(rows[2] == std::vector<std::string>{"team-a", "team-a", "requests.cpu", "1500m", "4",
-                                              "2500m", "38%"});
-    CHECK(rows[3][6] == "113%");
+    // Amounts for people: CPU in cores, memory in GiB (the usage keeps the exact quantities).
+    CHECK(rows[1] == std::vector<std::string>{"team-a", "team-a", "pods", "2", "10", "8", "20%"});
+    CHECK(rows[2] ==
+          std::vector<std::string>{"team-a", "team-a", "requests.cpu", "1.5", "4", "2.5", "38%"});
+    CHECK(rows[3] == std::vector<std::string>{"team-a", "team-a", "requests.memory", "9 GiB",
+                                              "8 GiB", "-1 GiB", "113%"});
     const std::string table = FormatUsageTable({UsageOf(q)});
-    CHECK(table.find("NAMESPACE  QUOTA   RESOURCE         USED   HARD  REMAINING  USE%\n") == 0);
-    const std::string html = FormatUsageHtml({UsageOf(q)});
-    CHECK(html.find("<table class=\"tfk8s-quota\">") == 0);
-    CHECK(html.find("<tr class=\"full\"") != std::string::npos);  // memory is over
-    Json evil = QuotaObject("<b>", {{"pods", "1"}}, {{"pods", "0"}});
-    CHECK(FormatUsageHtml({UsageOf(evil)}).find("&lt;b&gt;") != std::string::npos);
+    CHECK(table ==
+          "NAMESPACE  QUOTA   RESOURCE         USED   HARD   REMAINING  USE%\n"
+          "team-a     team-a  pods             2      10     8          20%\n"
+          "team-a     team-a  requests.cpu     1.5    4      2.5        38%\n"
+          "team-a     team-a  requests.memory  9 GiB  8 GiB  -1 GiB     113%\n");
   }
 
   TEST_CASE("quota-exceeded messages: more cases") {

@@ -27,6 +27,7 @@
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/error.hpp"
 #include "tfk8s/placement.hpp"
+#include "tfk8s/quantity.hpp"
 #include "tfk8s/quota.hpp"
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/tfcluster.hpp"
@@ -458,7 +459,8 @@ class QuotaKind : public SpecKind<QuotaSpec> {
       if (wide) {
         for (const auto& [column, resource] : kWideResources) {
           std::optional<ResourceUsage> r = u.Find(resource);
-          row.push_back(r ? r->used.ToString() + "/" + r->hard.ToString() : "-");
+          row.push_back(r ? FormatAmount(resource, r->used) + "/" + FormatAmount(resource, r->hard)
+                          : "-");
         }
       }
       rows.push_back(std::move(row));
