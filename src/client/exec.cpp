@@ -58,8 +58,12 @@ int ExitCodeFromStatus(std::string_view status_json, std::string_view context) {
       }
     }
   }
-  // The command could not be run (not found, not executable, the container stopped …).
-  std::rethrow_exception(MakeApiError(500, status_json, context));
+  // The command could not be run (not found, not executable, the container stopped …): the
+  // Status's own message (the runtime's words), not the JSON around it.
+  std::string message = text("message");
+  if (message.empty()) message = std::string(status_json.substr(0, 300));
+  throw ServerError(ErrorKind::kServerError, fmt::format("{}: {}", context, message), 500,
+                    text("reason"), message);
 }
 
 int PortPrefix(std::string_view message, unsigned char channel, std::string_view context) {

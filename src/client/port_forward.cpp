@@ -206,8 +206,13 @@ struct PortForward::Impl {
       socket.Close();
       ::shutdown(f.fd, SHUT_RDWR);  // ends the upstream thread's recv
       upstream.join();
-      if (!errors.empty()) Fail(fmt::format("{}: {}", context, errors));
-      if (auto error = socket.error()) std::rethrow_exception(error);
+      if (!errors.empty()) {
+        // What the kubelet said (e.g. nothing listens on the port) explains the end better
+        // than how the connection then broke.
+        Fail(fmt::format("{}: {}", context, errors));
+      } else if (auto error = socket.error()) {
+        std::rethrow_exception(error);
+      }
     } catch (const std::exception& e) {
       Fail(e.what());
       ::shutdown(f.fd, SHUT_RDWR);

@@ -236,7 +236,8 @@ class BeastWebSocket final : public WebSocket {
   void Send(std::string message) override {
     std::unique_lock lock(mu_);
     send_cv_.wait(lock, [&] { return outbox_bytes_ < kSendHighWater || ended_ || closing_; });
-    if (ended_ || closing_) {
+    if (ended_ || closing_ || write_error_) {
+      if (write_error_) std::rethrow_exception(write_error_);
       if (error_) std::rethrow_exception(error_);
       throw TransportError(fmt::format("{}: the WebSocket is closed", where_), true);
     }
@@ -343,10 +344,16 @@ class BeastWebSocket final : public WebSocket {
       send_cv_.notify_all();
       outbox_.pop_front();
       if (ec) {
+        // The peer is going away. The read side ends by itself, after whatever the peer sent
+        // before (e.g. why it closed) was received; later Sends throw.
         outbox_.clear();
-        return Finish(std::make_exception_ptr(TransportError(
-            fmt::format("{}: writing to the WebSocket failed: {}", where_, ec.message()),
-            true)));
+        std::lock_guard lock(mu_);
+        if (!write_error_) {
+          write_error_ = std::make_exception_ptr(TransportError(
+              fmt::format("{}: writing to the WebSocket failed: {}", where_, ec.message()),
+              true));
+        }
+        return;
       }
       if (!outbox_.empty()) WriteNext();
     });
@@ -388,6 +395,7 @@ class BeastWebSocket final : public WebSocket {
   bool closing_ = false;
   bool started_ = false;  // the socket's thread runs
   std::exception_ptr error_;
+  std::exception_ptr write_error_;  // a write failed: no more Sends
 };
 
 }  // namespace

@@ -13,8 +13,6 @@ import time
 import uuid
 from typing import Dict
 
-import pytest
-
 import tfk8s
 from access import (SSHPASS_WRONG_PASSWORD, T_CMD, jupyter_status, need_ssh_tools, port_open,
                     ssh)
@@ -57,26 +55,6 @@ def _check_logins(host: str, user: str, good: str, bad: str, marker: str) -> Non
     assert rc == SSHPASS_WRONG_PASSWORD, \
         f"ssh with a wrong password: exit {rc}, not refused as a wrong password: {out!r} {err!r}"
     assert f"ok-{marker}" not in out
-
-
-def _check_exec(client, ns: str, pod: str) -> None:
-    """Client.exec in the running dev container: output streams, exit code, stdin, errors."""
-    r = client.exec(pod, ["sh", "-c", "echo out-$((6*7)); echo err >&2; exit 3"], ns)
-    assert (r.exit_code, r.stdout, r.stderr) == (3, "out-42\n", "err\n"), r
-    with pytest.raises(tfk8s.CommandFailed) as failed:
-        r.check()
-    assert failed.value.result is r and "exited with 3" in str(failed.value)
-    assert client.exec(pod, "id -un", ns).check().stdout == "root\n"
-    # stdin: the command stops after 5 bytes (v4 servers cannot send the end of input).
-    r = client.exec(pod, ["head", "-c", "5"], ns, stdin="hello world", timeout=30)
-    assert (r.exit_code, r.stdout) == (0, "hello"), r
-    # 3 MB of output in one command arrives whole (many WebSocket messages).
-    r = client.exec(pod, ["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x"], ns)
-    assert r.stdout_bytes == b"x" * 3_000_000, (len(r.stdout_bytes), r.stderr)
-    with pytest.raises(tfk8s.ServerError, match="no-such-program"):
-        client.exec(pod, ["no-such-program"], ns)
-    with pytest.raises(tfk8s.Timeout):
-        client.exec(pod, ["sleep", "30"], ns, timeout=1.5)
 
 
 def _check_forwarded_links(dev, user: str, good: str, bad: str, marker: str):
@@ -131,9 +109,8 @@ def test_devinstance_jupyter_and_ssh_logins_across_stop_start(client, namespace,
         _check_logins(host, user, first.password, "not-the-password", "first")
         print(f"e2e: logins checked in {time.monotonic() - t1:.1f}s")
         t1 = time.monotonic()
-        _check_exec(client, ns, "access-0")
         link = _check_forwarded_links(dev, user, first.password, "not-the-password", "first")
-        print(f"e2e: exec and port-forward checked in {time.monotonic() - t1:.1f}s")
+        print(f"e2e: forwarded links checked in {time.monotonic() - t1:.1f}s")
 
         # Something written over SSH in the home volume.
         content = "kept-" + uuid.uuid4().hex

@@ -111,6 +111,8 @@ TEST_CASE("exec: a Status other than an exit code is the error it states") {
                   e.what());
     CHECK_MESSAGE(std::string(e.what()).find("exec \"nosuch\" in pod ns/p") != std::string::npos,
                   e.what());
+    CHECK_MESSAGE(std::string(e.what()).find("{\"metadata\"") == std::string::npos, e.what());
+    CHECK(e.reason() == "InternalError");
   }
   // NonZeroExitCode without a usable ExitCode cause is not silently 0 or 1.
   CHECK_THROWS_AS(internal::ExitCodeFromStatus(
