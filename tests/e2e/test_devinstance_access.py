@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from typing import Dict
@@ -16,7 +18,10 @@ from typing import Dict
 import tfk8s
 from access import (SSHPASS_WRONG_PASSWORD, T_CMD, jupyter_status, need_ssh_tools, port_open,
                     ssh)
-from conftest import DEV_IMAGE, NODE, STORAGE_CLASS, wait_for
+from conftest import DEV_IMAGE, NODE, REPO, STORAGE_CLASS, wait_for
+
+sys.path.insert(0, os.path.join(REPO, "tests", "python"))
+from browser import chromium  # noqa: E402
 
 T_READY = 240  # create/start -> ready (image local, PVC on the node's disk)
 # delete(wait=…): the foreground deletion ends when the kubelet has removed the pod object,
@@ -71,6 +76,10 @@ def _check_forwarded_links(dev, user: str, good: str, bad: str, marker: str):
     assert ssh_endpoint["connect"] == f"ssh -p {local_ssh} {user}@127.0.0.1"
     rc, out, err = ssh("127.0.0.1", user, good, f"echo fwd-{marker}", port=local_ssh)
     assert (rc, out) == (0, f"fwd-{marker}\n"), (rc, out, err)
+    # The link of the HTML view a notebook shows opens in a browser: Jupyter's login page.
+    assert f'href="{jupyter["connect"]}"' in access._repr_html_()
+    page, _ = chromium("--dump-dom", jupyter["connect"])
+    assert "Jupyter" in page and 'type="password"' in page, page[:500]
     assert dev.access()["jupyter"]["connect"] == jupyter["connect"], "a second access() reopened"
     assert dev.access(via="cluster")["jupyter"]["connect"].startswith("http://access."), \
         "via='cluster' gives the Service address"

@@ -51,6 +51,18 @@ def test_session_jupyter_and_ssh_with_the_secret_password(client, namespace, rea
     assert rc == 0 and out.split() == ["session-ok", "root"], (rc, out, err)
     rc, out, err = ssh(ip, "root", "not-the-password", "echo session-ok")
     assert rc == SSHPASS_WRONG_PASSWORD, (rc, out, err)
+    # From here (outside the cluster) the session's links go through port-forwards to its pod.
+    jupyter = creds.access["jupyter"]
+    assert jupyter["via"] == "forward" and jupyter["connect"].startswith("http://127.0.0.1:"), \
+        creds.access.endpoints
+    assert jupyter_status(jupyter["connect"].rstrip("/"), creds.password) == 200
+    assert jupyter_status(jupyter["connect"].rstrip("/"), "not-the-password") == 403
+    ssh_port = int(creds.access["ssh"]["local_address"].rsplit(":", 1)[1])
+    rc, out, err = ssh("127.0.0.1", "root", creds.password, "echo fwd-ok", port=ssh_port)
+    assert (rc, out) == (0, "fwd-ok\n"), (rc, out, err)
+    access = cluster.access()  # needs no Secret; reuses the open forwards
+    assert access["jupyter"]["connect"] == jupyter["connect"], access.endpoints
+    cluster.close_links()
     cluster.delete(wait=180)
 
 
