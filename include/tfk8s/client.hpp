@@ -133,6 +133,11 @@ struct ExecResult {
 /// Options of Client::ForwardPort.
 struct PortForwardOptions {
   int local_port = 0;  ///< Port on 127.0.0.1 to listen on; 0: any free port.
+  /// Open (and close) one stream before listening, so that a forward that cannot work fails
+  /// here: pods/portforward not allowed (Forbidden), no reachable kubelet (ServerError …). The
+  /// kubelet dials the pod's port for it, so the application sees one connection that closes
+  /// at once.
+  bool verify = true;
 };
 
 class PortForward;
@@ -278,7 +283,7 @@ class Client {
   /// the pod (each connection is one WebSocket to the pod's portforward subresource). Lives as
   /// long as the returned handle. Throws NotFound when the pod does not exist, Conflict when it
   /// is not Running, ValidationError for a port outside 1-65535, TransportError when the local
-  /// port cannot be bound.
+  /// port cannot be bound, and (options.verify) the error of a first stream that fails.
   PortForward ForwardPort(std::string_view ns, std::string_view pod, int remote_port,
                           const PortForwardOptions& options = {});
 

@@ -144,35 +144,42 @@ struct PortForward::Impl {
     }
   }
 
-  // One connection: a WebSocket to the pod's port, bytes both ways until either side ends.
-  void Serve(Forwarded& f) {
+  // A WebSocket to the pod's port, after the two port announcements (data, errors): the
+  // kubelet then dials the port and bytes flow.
+  std::unique_ptr<internal::WebSocket> OpenStream() const {
     internal::RequestSpec spec;
     spec.path = fmt::format("/api/v1/namespaces/{}/pods/{}/portforward?ports={}",
                             internal::UrlEncode(ns), internal::UrlEncode(pod), remote_port);
     spec.context = context;
+    auto ws = conn->OpenWebSocket(spec, {internal::kV4Protocol});
+    std::string message;
+    for (unsigned char channel : {kData, kErrors}) {
+      auto got = ws->Receive(&message, std::chrono::seconds(30));
+      if (got != internal::WebSocket::ReceiveResult::kMessage) {
+        if (auto error = ws->error()) std::rethrow_exception(error);
+        throw TransportError(context + ": the server closed the stream before the port", true);
+      }
+      int port = internal::PortPrefix(message, channel, context);
+      if (port != remote_port) {
+        throw TransportError(fmt::format("{}: the server announced port {}, not {}", context,
+                                         port, remote_port),
+                             true);
+      }
+    }
+    return ws;
+  }
+
+  // One connection: a stream to the pod's port, bytes both ways until either side ends.
+  void Serve(Forwarded& f) {
     try {
-      auto ws = conn->OpenWebSocket(spec, {internal::kV4Protocol});
+      auto ws = OpenStream();
       {
         std::lock_guard lock(f.mu);
         if (f.closing) return ws->Close();
         f.ws = std::move(ws);
       }
       internal::WebSocket& socket = *f.ws;
-      // The two port announcements, then data.
       std::string message;
-      for (unsigned char channel : {kData, kErrors}) {
-        auto got = socket.Receive(&message, std::chrono::seconds(30));
-        if (got != internal::WebSocket::ReceiveResult::kMessage) {
-          if (auto error = socket.error()) std::rethrow_exception(error);
-          throw TransportError(context + ": the server closed the stream before the port", true);
-        }
-        int port = internal::PortPrefix(message, channel, context);
-        if (port != remote_port) {
-          throw TransportError(fmt::format("{}: the server announced port {}, not {}", context,
-                                           port, remote_port),
-                               true);
-        }
-      }
       std::thread upstream([&] {
         std::string buffer(64u << 10, '\0');
         while (true) {
@@ -287,6 +294,11 @@ PortForward Client::ForwardPort(std::string_view ns, std::string_view pod, int r
   impl->local_port = ntohs(addr.sin_port);
   if (::pipe2(impl->wake, O_CLOEXEC) != 0) {
     throw TransportError(impl->context + ": " + Errno("pipe"), false);
+  }
+  if (options.verify) {
+    // One stream opened and closed: the API server reached the kubelet's streaming server
+    // with these credentials (pods/portforward allowed), before anyone relies on the port.
+    impl->OpenStream()->Close();
   }
   impl->acceptor = std::thread([raw = impl.get()] { raw->AcceptLoop(); });
   return PortForward(std::move(impl));

@@ -2,6 +2,11 @@
 // simulated nodes have none; tests/e2e runs commands and forwards ports on a real node): the
 // WebSocket upgrade with every authentication method, TLS verification, and the server's
 // refusals mapped to typed errors.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "cluster.hpp"
@@ -97,6 +102,49 @@ TEST_SUITE("pod streams") {
     } catch (const Conflict& e) {
       CHECK_MESSAGE(std::string(e.what()).find("not Running") != std::string::npos, e.what());
     }
+    c.Delete(kPods, "default", name);
+  }
+
+  TEST_CASE("port-forward verifies a first stream: a node without a kubelet fails at once") {
+    Client c = AdminClient();
+    const std::string name = UniqueName("simulated");
+    Json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}}},
+                {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+    c.Create(kPods, "default", pod);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (c.Get(kPods, "default", name).value(Json::json_pointer("/status/phase"), "") !=
+           "Running") {
+      REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "pod never Running");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    // The simulated node answers the API server's streaming request with 404.
+    CHECK_THROWS_AS(c.ForwardPort("default", name, 80), NotFound);
+
+    // Without the check the port listens, and the first connection tells why it fails.
+    PortForwardOptions lazy;
+    lazy.verify = false;
+    PortForward pf = c.ForwardPort("default", name, 80, lazy);
+    REQUIRE(pf.local_port() > 0);
+    CHECK(pf.last_error().empty());
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(pf.local_port()));
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    char byte;
+    CHECK(::recv(fd, &byte, 1, 0) == 0);  // closed by the forwarder: the stream failed
+    ::close(fd);
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (pf.last_error().empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK_MESSAGE(pf.last_error().find("404") != std::string::npos, pf.last_error());
+    CHECK(pf.connections() == 1);
+    pf.Close();
+    CHECK_FALSE(pf.is_open());
     c.Delete(kPods, "default", name);
   }
 }

@@ -196,6 +196,12 @@ def test_session_password_lives_in_a_secret(client: tfk8s.Client, namespace: str
     assert ssh["cluster_address"] == f"sess-session-ssh.{namespace}.svc:22"
     assert jupyter["external_port"] > 0 and ssh["external_port"] > 0  # node ports
     assert ssh["connect"] == f"ssh -p 22 root@sess-session-ssh.{namespace}.svc"
+    # From outside the cluster the link would go through a port-forward, but the simulated
+    # nodes have no kubelet: the forward's first stream fails, and the endpoint keeps the
+    # cluster address and says why (the real node's forwards are tests/e2e's).
+    assert ssh["via"] == "cluster" and jupyter["via"] == "cluster"
+    assert "port-forward to pod" in ssh["forward_error"], ssh["forward_error"]
+    assert jupyter["local_address"] == ""
     secret = client.get("v1", "Secret", "sess-session-credentials", namespace)
     assert secret["metadata"]["labels"]["tfk8s.io/cluster"] == "sess"
     # The pod spec holds no password, only the hashes' Secret as files.
