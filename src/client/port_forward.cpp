@@ -26,6 +26,7 @@ namespace {
 
 constexpr unsigned char kData = 0;
 constexpr unsigned char kErrors = 1;
+constexpr std::chrono::milliseconds kAcceptBackoff{50};
 
 // Sends all of `data`; false when the peer is gone.
 bool SendAll(int fd, std::string_view data) {
@@ -130,7 +131,11 @@ struct PortForward::Impl {
       if (n < 0 || (fds[1].revents & POLLIN) != 0 || closed) return;
       if ((fds[0].revents & POLLIN) == 0) continue;
       int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
+      if (fd < 0) {
+        // Out of descriptors and the like: do not spin on a listener that stays readable.
+        if (errno != EINTR && errno != EAGAIN) std::this_thread::sleep_for(kAcceptBackoff);
+        continue;
+      }
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       ++accepted;
@@ -181,13 +186,13 @@ struct PortForward::Impl {
       internal::WebSocket& socket = *f.ws;
       std::string message;
       std::thread upstream([&] {
-        std::string buffer(64u << 10, '\0');
+        constexpr std::size_t kChunk = 64u << 10;
         while (true) {
-          ssize_t n = ::recv(f.fd, buffer.data() + 1, buffer.size() - 1, 0);
+          std::string out(1 + kChunk, static_cast<char>(kData));  // stream byte, then data
+          ssize_t n = ::recv(f.fd, out.data() + 1, kChunk, 0);
           if (n < 0 && errno == EINTR) continue;
           if (n <= 0) break;
-          std::string out(1, static_cast<char>(kData));
-          out.append(buffer.data() + 1, static_cast<std::size_t>(n));
+          out.resize(1 + static_cast<std::size_t>(n));
           try {
             socket.Send(std::move(out));
           } catch (const Error&) {

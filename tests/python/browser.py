@@ -20,7 +20,8 @@ CHROMIUM_TIMEOUT = 30
 def chromium(*args: str) -> Tuple[str, float]:
     """Runs headless Chromium (Debian's `chromium`) with a fresh profile and home, deleted
     afterwards; returns its stdout and how long it took. Runs as root need --no-sandbox. Host
-    names do not resolve, so nothing depends on the network (Debian's nbconvert points the
+    names do not resolve (127.0.0.1 is excluded: the rules also catch IP literals, and the
+    e2e tests load pages through port-forwards there), so nothing depends on the network (Debian's nbconvert points the
     export's require.js and MathJax at file:///usr/share/javascript/; another nbconvert's CDN
     URLs fail at once). Past CHROMIUM_TIMEOUT its process group is killed and the test fails."""
     binary = shutil.which("chromium")
@@ -31,7 +32,7 @@ def chromium(*args: str) -> Tuple[str, float]:
                                      ignore_cleanup_errors=True) as profile:
         command = [binary, "--headless=new", "--no-sandbox", "--disable-gpu",
                    f"--user-data-dir={profile}", "--no-first-run",
-                   "--host-resolver-rules=MAP * ~NOTFOUND", *args]
+                   "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", *args]
         # Its crash reports database goes to $XDG_CONFIG_HOME/chromium whatever the profile.
         env = dict(os.environ, HOME=profile, XDG_CONFIG_HOME=os.path.join(profile, ".config"),
                    XDG_CACHE_HOME=os.path.join(profile, ".cache"))
