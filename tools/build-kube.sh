@@ -39,11 +39,24 @@ if binaries_ok; then
   exit 0
 fi
 
-for tool in go rsync dpkg-source apt-get; do
+for tool in go rsync dpkg-source apt-get flock; do
   command -v "$tool" >/dev/null || { log "missing '$tool': run tools/install-deps.sh first"; exit 1; }
 done
 
 mkdir -p "$WORK"
+# One build at a time per cache: two `up`s on a fresh machine (a test fixture's and a real-node
+# instance's) otherwise build into the same tree at once. The second waits, then finds the
+# binaries the first built.
+exec 9>"$WORK/build.lock"
+if ! flock -n 9; then
+  log "another build-kube is building in $WORK: waiting for it ..."
+  flock 9
+fi
+if binaries_ok; then
+  log "using cached binaries in $BIN (built meanwhile)"
+  echo "$BIN"
+  exit 0
+fi
 SRC_PARENT="$WORK/src"
 if [ ! -f "$SRC_PARENT/.fetched" ]; then
   rm -rf "$SRC_PARENT"; mkdir -p "$SRC_PARENT"
