@@ -56,7 +56,8 @@ struct FleetEntry {
   [[nodiscard]] std::chrono::seconds Age(
       std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) const;
   /// The fields as JSON with snake_case keys ("namespace", "created" in seconds since the
-  /// epoch, "age_seconds", "requested"): what the Python bindings return.
+  /// epoch, "age_seconds" — both null when the creation time is unknown — and "requested"):
+  /// what the Python bindings return.
   [[nodiscard]] Json ToJson() const;
 };
 

@@ -65,14 +65,15 @@ std::chrono::seconds FleetEntry::Age(std::chrono::system_clock::time_point now) 
 
 Json FleetEntry::ToJson() const {
   auto epoch = std::chrono::duration_cast<std::chrono::seconds>(created.time_since_epoch());
+  bool known = epoch.count() != 0;  // no creationTimestamp
   return {{"kind", ToString(kind)},
           {"namespace", namespace_name},
           {"name", name},
           {"owner", owner},
           {"phase", phase},
           {"message", message},
-          {"created", epoch.count()},
-          {"age_seconds", Age().count()},
+          {"created", known ? Json(epoch.count()) : Json()},
+          {"age_seconds", known ? Json(Age().count()) : Json()},
           {"requested", requested.ToJson()}};
 }
 
@@ -308,6 +309,7 @@ struct Fleet::Impl {
   std::array<std::unique_ptr<Informer>, kFleetSourceCount> informers;
   std::vector<std::thread> threads;
   std::thread dispatcher;
+  std::mutex stop_mu;  // serialises Stop() (e.g. close() on one thread, the destructor on another)
 
   mutable std::mutex mu;          // guards everything below
   std::condition_variable cv;     // dirty, listed, stop, error changed
@@ -507,6 +509,7 @@ Fleet::~Fleet() { Stop(); }
 
 void Fleet::Stop() {
   Impl& d = *impl_;
+  std::lock_guard stopping(d.stop_mu);
   {
     std::lock_guard lock(d.mu);
     d.stop = true;
