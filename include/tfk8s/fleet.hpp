@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -96,7 +97,8 @@ class Fleet {
   ~Fleet();
 
   /// Waits until every informer has listed once and the entries reflect those lists. False
-  /// on timeout. Throws the error that stopped an informer (Forbidden, …).
+  /// on timeout, or at once after Stop() when not synced by then. Throws the error that
+  /// stopped an informer (Forbidden, …).
   bool WaitForSync(std::chrono::milliseconds timeout);
   /// True once WaitForSync would return true at once.
   [[nodiscard]] bool synced() const;

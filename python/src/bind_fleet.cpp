@@ -76,6 +76,11 @@ class PyFleet {
     queue_->cv.notify_all();
   }
 
+  bool closed() const {
+    std::lock_guard lock(queue_->mu);
+    return queue_->closed;
+  }
+
   std::int64_t dropped() const {
     std::lock_guard lock(queue_->mu);
     return queue_->dropped;
@@ -113,17 +118,16 @@ void BindFleet(py::module_& m) {
           [](PyFleet& self, std::optional<double> timeout) {
             auto done = WaitInSlices(
                 timeout,
-                [&](std::chrono::milliseconds slice) {
-                  return self.fleet().WaitForSync(slice);
-                },
-                [] { return false; });
+                [&](std::chrono::milliseconds slice) { return self.fleet().WaitForSync(slice); },
+                [&] { return self.closed(); });  // a closed Fleet never syncs
             return done;
           },
           py::arg("timeout") = py::none(),
           "True once every informer listed; False at the timeout (seconds; None = no limit).")
       .def_property_readonly("synced", [](PyFleet& self) { return self.fleet().synced(); })
-      .def("entries", [](PyFleet& self) { return EntriesJson(self.fleet().Entries()); },
-           "Every entry as a dict, sorted by kind, namespace, name.")
+      .def(
+          "entries", [](PyFleet& self) { return EntriesJson(self.fleet().Entries()); },
+          "Every entry as a dict, sorted by kind, namespace, name.")
       .def(
           "get",
           [](PyFleet& self, const std::string& kind, const std::string& namespace_name,
@@ -132,8 +136,7 @@ void BindFleet(py::module_& m) {
             if (!entry) return py::none();
             return JsonToPython(entry->ToJson());
           },
-          py::arg("kind"), py::arg("namespace"), py::arg("name"),
-          "One entry as a dict, or None.")
+          py::arg("kind"), py::arg("namespace"), py::arg("name"), "One entry as a dict, or None.")
       .def(
           "by_owner",
           [](PyFleet& self, const std::string& owner) {

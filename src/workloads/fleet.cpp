@@ -28,9 +28,12 @@ namespace tfk8s {
 
 std::string ToString(FleetKind kind) {
   switch (kind) {
-    case FleetKind::kTFCluster: return "TFCluster";
-    case FleetKind::kDevInstance: return "DevInstance";
-    case FleetKind::kScheduledJob: return "ScheduledJob";
+    case FleetKind::kTFCluster:
+      return "TFCluster";
+    case FleetKind::kDevInstance:
+      return "DevInstance";
+    case FleetKind::kScheduledJob:
+      return "ScheduledJob";
   }
   return "TFCluster";
 }
@@ -45,9 +48,12 @@ FleetKind ParseFleetKind(std::string_view text) {
 
 std::string ToString(FleetChangeType type) {
   switch (type) {
-    case FleetChangeType::kAdded: return "ADDED";
-    case FleetChangeType::kModified: return "MODIFIED";
-    case FleetChangeType::kRemoved: return "REMOVED";
+    case FleetChangeType::kAdded:
+      return "ADDED";
+    case FleetChangeType::kModified:
+      return "MODIFIED";
+    case FleetChangeType::kRemoved:
+      return "REMOVED";
   }
   return "MODIFIED";
 }
@@ -77,9 +83,7 @@ Json FleetEntry::ToJson() const {
           {"requested", requested.ToJson()}};
 }
 
-Json FleetChange::ToJson() const {
-  return {{"type", ToString(type)}, {"entry", entry.ToJson()}};
-}
+Json FleetChange::ToJson() const { return {{"type", ToString(type)}, {"entry", entry.ToJson()}}; }
 
 // ---- the pure part ----------------------------------------------------------------------------
 
@@ -204,8 +208,8 @@ FleetEntry ScheduledJobEntry(const FleetKey& key, const FleetObserved& seen) {
   }
   if (running != runs.end()) {
     e.phase = "Running";
-    e.message = fmt::format("run {} running (attempt {})", running->name,
-                            std::max(1, running->attempts));
+    e.message =
+        fmt::format("run {} running (attempt {})", running->name, std::max(1, running->attempts));
   } else if (cronjob) {
     const Json& spec = At(*cronjob, "spec");
     bool suspended = At(spec, "suspend").is_boolean() && At(spec, "suspend").get<bool>();
@@ -311,8 +315,8 @@ struct Fleet::Impl {
   std::thread dispatcher;
   std::mutex stop_mu;  // serialises Stop() (e.g. close() on one thread, the destructor on another)
 
-  mutable std::mutex mu;          // guards everything below
-  std::condition_variable cv;     // dirty, listed, stop, error changed
+  mutable std::mutex mu;       // guards everything below
+  std::condition_variable cv;  // dirty, listed, stop, error changed
   struct Held {
     std::optional<FleetKey> key;
     Json object;
@@ -442,9 +446,7 @@ struct Fleet::Impl {
   void Dispatch() {
     std::unique_lock lock(mu);
     while (true) {
-      cv.wait(lock, [&] {
-        return stop || !dirty.empty() || (!synced && AllListed());
-      });
+      cv.wait(lock, [&] { return stop || !dirty.empty() || (!synced && AllListed()); });
       if (stop) return;
       std::vector<FleetChange> changes = Recompute();
       if (!synced && AllListed()) {
@@ -494,8 +496,8 @@ Fleet::Fleet(Client client, FleetOptions options)
   make(FleetSource::kJobs, kJobs, selector);
   make(FleetSource::kPods, kPods, selector);
   try {
-    make(FleetSource::kCronJobs,
-         d.client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"}), selector);
+    make(FleetSource::kCronJobs, d.client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"}),
+         selector);
   } catch (const NotFound&) {
     // No CronJobs served: ScheduledJobs are seen through their runs alone.
   }

@@ -159,7 +159,8 @@ TEST_SUITE("fleet") {
 
     // The callback saw each one added.
     for (const char* name : {"notebook", "nightly", "mnist"}) {
-      CHECK_MESSAGE(sink.WaitFor([&](const FleetChange& ch) {
+      CHECK_MESSAGE(sink.WaitFor(
+                        [&](const FleetChange& ch) {
                           return ch.type == FleetChangeType::kAdded && ch.entry.name == name;
                         },
                         std::chrono::seconds(5)),

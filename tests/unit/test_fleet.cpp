@@ -143,21 +143,19 @@ TEST_SUITE("fleet") {
                                   std::chrono::seconds(1'796'119'200)));  // 2026-12-01T10:00Z
 
     std::vector<Json> pods;
-    pods.push_back(RunningPod("team-b", "mnist-ps-0",
-                              {{"tfk8s.io/cluster", "mnist"},
-                               {"tfk8s.io/role", "ps"},
-                               {"tfk8s.io/index", "0"}}));
+    pods.push_back(RunningPod(
+        "team-b", "mnist-ps-0",
+        {{"tfk8s.io/cluster", "mnist"}, {"tfk8s.io/role", "ps"}, {"tfk8s.io/index", "0"}}));
     for (int i = 0; i < 2; ++i) {
       pods.push_back(RunningPod("team-b", "mnist-worker-" + std::to_string(i),
                                 {{"tfk8s.io/cluster", "mnist"},
                                  {"tfk8s.io/role", "worker"},
                                  {"tfk8s.io/index", std::to_string(i)}}));
     }
-    auto running = ComputeFleetEntry(
-        key, Observe({{FleetSource::kRootConfigMaps, &root},
-                      {FleetSource::kPods, &pods[0]},
-                      {FleetSource::kPods, &pods[1]},
-                      {FleetSource::kPods, &pods[2]}}));
+    auto running = ComputeFleetEntry(key, Observe({{FleetSource::kRootConfigMaps, &root},
+                                                   {FleetSource::kPods, &pods[0]},
+                                                   {FleetSource::kPods, &pods[1]},
+                                                   {FleetSource::kPods, &pods[2]}}));
     REQUIRE(running);
     CHECK(running->phase == "Running");
     CHECK_MESSAGE(running->message == "3 replicas running", running->message);
@@ -227,8 +225,7 @@ TEST_SUITE("fleet") {
         key, Observe({{FleetSource::kCronJobs, &cronjob}, {FleetSource::kJobs, &run}}));
     REQUIRE(running);
     CHECK(running->phase == "Running");
-    CHECK_MESSAGE(running->message.find("nightly-manual") != std::string::npos,
-                  running->message);
+    CHECK_MESSAGE(running->message.find("nightly-manual") != std::string::npos, running->message);
 
     // Without a schedule: the newest run's result.
     Json done = run;
