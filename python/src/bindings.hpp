@@ -69,6 +69,8 @@ void BindQuota(py::module_& m);
 void BindDevInstance(py::module_& m);
 /// ScheduledJob and ScheduledJobWatcher (bind_scheduledjob.cpp).
 void BindScheduledJob(py::module_& m);
+/// Fleet: the live in-memory view of every workload (bind_fleet.cpp).
+void BindFleet(py::module_& m);
 /// check_pod_security(): the Pod Security Standards checker (bind_pod_security.cpp).
 void BindPodSecurity(py::module_& m);
 void BindTesting(py::module_& m);  ///< FakeCluster, the test seam (bind_testing.cpp).

@@ -24,6 +24,7 @@ PYBIND11_MODULE(_core, m) {
   tp::BindQuota(m);
   tp::BindDevInstance(m);
   tp::BindScheduledJob(m);
+  tp::BindFleet(m);
   tp::BindPodSecurity(m);
   tp::BindTesting(m);
 }

@@ -101,7 +101,8 @@ from tfk8s.scheduledjob import (
     ScheduledJobStatus,
     ScheduledJobWatcher,
 )
-from tfk8s import devinstance, quota, scheduledjob, tfcluster
+from tfk8s.fleet import Fleet, FleetChange, FleetEntry
+from tfk8s import devinstance, fleet, quota, scheduledjob, tfcluster
 
 __all__ = [
     # client
@@ -167,3 +168,4 @@ __all__ += tfcluster.__all__
 __all__ += devinstance.__all__
 __all__ += scheduledjob.__all__
 __all__ += quota.__all__
+__all__ += fleet.__all__

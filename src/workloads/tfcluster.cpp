@@ -61,7 +61,7 @@ SessionSecret ReadSessionSecret(Client& client, const TFClusterSpec& spec) {
   return out;
 }
 
-// What ComputeStatus never reads of a pod or Job (and most of their size): decoding skips them.
+// What ComputeTFStatus never reads of a pod or Job (most of their size): decoding skips them.
 const std::vector<std::string_view> kNotReadByStatus = {
     "managedFields", "containers", "initContainers", "volumes", "affinity", "tolerations",
     "template"};
@@ -143,14 +143,12 @@ std::string JobCondition(const Json& job, const char* type) {
   return {};
 }
 
-struct Observed {
-  std::vector<Json> pods;
-  std::vector<Json> jobs;
-  std::vector<std::string> quota_rejections;  // FailedCreate events of our controllers
-};
+}  // namespace
 
-TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
-                              std::vector<std::string>* fatal_reasons) {
+namespace internal {
+
+TFClusterStatus ComputeTFStatus(const TFClusterSpec& spec, const TFObserved& seen,
+                                std::vector<std::string>* fatal_reasons) {
   TFClusterStatus st;
   st.name = spec.name;
   st.namespace_name = spec.namespace_name;
@@ -254,6 +252,13 @@ TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
   return st;
 }
 
+}  // namespace internal
+
+namespace {
+
+using Observed = internal::TFObserved;
+using internal::ComputeTFStatus;
+
 // The status from the pods, reading the Jobs only when they can matter. When the newest pod of
 // every replica is Running (and not being deleted), the Jobs cannot change the result, and
 // reading them (as large as the pods) is skipped: a Job is Complete only once its pod has
@@ -261,12 +266,12 @@ TFClusterStatus ComputeStatus(const TFClusterSpec& spec, const Observed& seen,
 // condition, so a pod read as Running means its Job had not failed when the pods were read.
 TFClusterStatus StatusFromPods(const TFClusterSpec& spec, Observed seen,
                                const std::function<std::vector<Json>()>& list_jobs) {
-  TFClusterStatus from_pods = ComputeStatus(spec, seen, nullptr);
+  TFClusterStatus from_pods = ComputeTFStatus(spec, seen, nullptr);
   bool all_running = std::all_of(from_pods.replicas.begin(), from_pods.replicas.end(),
                                  [](const TFReplicaStatus& r) { return r.phase == "Running"; });
   if (all_running) return from_pods;
   seen.jobs = list_jobs();
-  return ComputeStatus(spec, seen, nullptr);
+  return ComputeTFStatus(spec, seen, nullptr);
 }
 
 }  // namespace
@@ -659,7 +664,7 @@ TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeou
       }
     }
     std::vector<std::string> fatal;
-    TFClusterStatus st = ComputeStatus(spec_, seen, &fatal);
+    TFClusterStatus st = ComputeTFStatus(spec_, seen, &fatal);
     for (const auto& r : st.replicas) {
       if (r.reason.rfind("Unschedulable", 0) != 0) continue;
       if (!placement) placement = CheckPlacement(client_, Children());

@@ -2,6 +2,7 @@
 // Internal: names and labels shared by TFCluster's rendering and lifecycle code.
 
 #include <string>
+#include <vector>
 
 #include "tfk8s/tfcluster.hpp"
 
@@ -29,6 +30,18 @@ std::string TFSessionSecretName(const TFClusterSpec& spec);
 std::string ClaimName(const TFClusterSpec& spec);
 /// Labels on every object of the cluster.
 Json CommonLabels(const TFClusterSpec& spec);
+
+/// What a status computation looks at.
+struct TFObserved {
+  std::vector<Json> pods;                     ///< Pods labelled with the cluster.
+  std::vector<Json> jobs;                     ///< Jobs labelled with the cluster.
+  std::vector<std::string> quota_rejections;  ///< FailedCreate events of our controllers.
+};
+
+/// The replicas' table and the cluster's phase from observed objects (pure); appends reasons
+/// that waiting will not heal to `*fatal_reasons` (when not null).
+TFClusterStatus ComputeTFStatus(const TFClusterSpec& spec, const TFObserved& seen,
+                                std::vector<std::string>* fatal_reasons);
 
 }  // namespace internal
 }  // namespace tfk8s

@@ -123,7 +123,15 @@ def every_record() -> List[Record]:
         tfk8s.ScheduledJobRun(run_raw()),
         tfk8s.ScheduledJobStatus(schedule_raw()),
         tfk8s.WorkloadRef({"namespace": "team-a", "name": HOSTILE, "owner": "alice"}),
+        tfk8s.FleetEntry(fleet_entry_raw()),
+        tfk8s.FleetChange({"type": "MODIFIED", "entry": fleet_entry_raw()}),
     ]
+
+
+def fleet_entry_raw() -> Dict[str, Any]:
+    return {"kind": "DevInstance", "namespace": "team-a", "name": "lab", "owner": "alice",
+            "phase": "Pending", "message": HOSTILE, "created": 1796119200, "age_seconds": 5,
+            "requested": {"gpus": 1, "cpu": 0.5, "cpu_milli": 500, "memory_bytes": 1 << 30}}
 
 
 # ---- the HTML renderer ---------------------------------------------------------------------

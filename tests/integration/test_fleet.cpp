@@ -1,0 +1,231 @@
+// Fleet against the local cluster: a DevInstance and a ScheduledJob of one owner in one
+// namespace, a TFCluster of another owner in a second namespace; the Fleet (every namespace,
+// narrowed to this test's label) sees each with its owner, namespace, phase and requested
+// resources, a stop reaches the change callback, a deletion removes the entry.
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "cluster.hpp"
+#include "tfk8s/devinstance.hpp"
+#include "tfk8s/fleet.hpp"
+#include "tfk8s/scheduledjob.hpp"
+#include "tfk8s/tfcluster.hpp"
+
+using namespace tfk8s;
+using namespace tfk8s::itest;
+
+namespace {
+
+constexpr std::int64_t kGi = 1024LL * 1024 * 1024;
+constexpr std::int64_t kMi = 1024LL * 1024;
+
+// Every change the callback saw, waited for on a condition variable.
+class ChangeSink {
+ public:
+  std::function<void(const FleetChange&)> Callback() {
+    return [this](const FleetChange& change) {
+      std::lock_guard lock(mu_);
+      changes_.push_back(change);
+      cv_.notify_all();
+    };
+  }
+  // The first change (in order) that `match` accepts, waiting up to `limit`.
+  std::optional<FleetChange> WaitFor(const std::function<bool(const FleetChange&)>& match,
+                                     std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    std::optional<FleetChange> found;
+    cv_.wait_for(lock, limit, [&] {
+      for (const auto& c : changes_) {
+        if (match(c)) {
+          found = c;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<FleetChange> changes_;
+};
+
+// Waits until the Fleet's entry for kind/ns/name satisfies `ok` (nullopt: absent).
+bool WaitForEntry(const Fleet& fleet, FleetKind kind, const std::string& ns,
+                  const std::string& name,
+                  const std::function<bool(const std::optional<FleetEntry>&)>& ok) {
+  return TestNamespace::WaitFor([&] { return ok(fleet.Get(kind, ns, name)); },
+                                std::chrono::seconds(60));
+}
+
+}  // namespace
+
+TEST_SUITE("fleet") {
+  TEST_CASE("every workload in two namespaces, owners, resources, changes, deletion") {
+    Client c = AdminClient();
+    TestNamespace team_a(c, "fleet-a");
+    TestNamespace team_b(c, "fleet-b");
+    const std::string tag = UniqueName("fleet");
+    const std::map<std::string, std::string> labels{{"fleet-test", tag}};
+
+    FleetOptions options;
+    options.label_selector = "fleet-test=" + tag;
+    Fleet fleet(c, options);
+    ChangeSink sink;
+    fleet.OnChange(sink.Callback());
+    REQUIRE(fleet.WaitForSync(std::chrono::seconds(30)));
+    CHECK(fleet.Entries().empty());
+
+    DevInstanceSpec dev;
+    dev.name = "notebook";
+    dev.namespace_name = team_a.name();
+    dev.owner = "alice";
+    dev.labels = labels;
+    dev.resources = {"500m", "1Gi", "", "", 0};
+    dev.home.size = "1Gi";
+    DevInstance instance(c, dev);
+    instance.Create();
+
+    ScheduledJobSpec task;
+    task.name = "nightly";
+    task.namespace_name = team_a.name();
+    task.owner = "alice";
+    task.labels = labels;
+    task.image = "python:3.11-slim";
+    task.exec_command = "python3";
+    task.entry_path = "train.py";
+    task.resources = {"100m", "128Mi", "", "", 0};
+    task.placement.cputype = "xeon-gold";
+    task.schedule = "0 3 * * *";
+    ScheduledJob scheduled(c, task);
+    scheduled.Apply();
+
+    TFClusterSpec tf;
+    tf.name = "mnist";
+    tf.namespace_name = team_b.name();
+    tf.owner = "bob";
+    tf.labels = labels;
+    tf.ps.replicas = 1;
+    tf.ps.resources = {"500m", "1Gi", "", "", 0};
+    tf.worker.replicas = 2;
+    tf.worker.resources = {"1", "2Gi", "", "", 1};
+    tf.placement.cputype = "xeon-gold";
+    tf.placement.gputype = "v100";
+    TFCluster cluster(c, tf);
+    cluster.Apply();
+
+    // The cluster becomes Running from pod events alone (no request by the Fleet).
+    REQUIRE(WaitForEntry(fleet, FleetKind::kTFCluster, team_b.name(), "mnist",
+                         [](const auto& e) { return e && e->phase == "Running"; }));
+    REQUIRE(WaitForEntry(fleet, FleetKind::kDevInstance, team_a.name(), "notebook",
+                         [](const auto& e) { return e.has_value(); }));
+    REQUIRE(WaitForEntry(fleet, FleetKind::kScheduledJob, team_a.name(), "nightly",
+                         [](const auto& e) { return e.has_value(); }));
+
+    auto tf_entry = *fleet.Get(FleetKind::kTFCluster, team_b.name(), "mnist");
+    CHECK(tf_entry.owner == "bob");
+    CHECK(tf_entry.namespace_name == team_b.name());
+    CHECK(tf_entry.requested.gpus == 2);
+    CHECK(tf_entry.requested.cpu_milli == 2500);
+    CHECK(tf_entry.requested.memory_bytes == 5 * kGi);
+    CHECK(tf_entry.Age().count() >= 0);
+    CHECK(tf_entry.Age().count() < 600);
+
+    auto dev_entry = *fleet.Get(FleetKind::kDevInstance, team_a.name(), "notebook");
+    CHECK(dev_entry.owner == "alice");
+    CHECK(dev_entry.requested.gpus == 0);
+    CHECK(dev_entry.requested.cpu_milli == 500);
+    CHECK(dev_entry.requested.memory_bytes == kGi);
+    CHECK_MESSAGE((dev_entry.phase == "Pending" || dev_entry.phase == "Running"),
+                  "phase " << dev_entry.phase << ": " << dev_entry.message);
+
+    auto task_entry = *fleet.Get(FleetKind::kScheduledJob, team_a.name(), "nightly");
+    CHECK(task_entry.owner == "alice");
+    CHECK(task_entry.phase == "Scheduled");
+    CHECK_MESSAGE(task_entry.message.find("0 3 * * *") != std::string::npos, task_entry.message);
+    CHECK(task_entry.requested.cpu_milli == 100);
+    CHECK(task_entry.requested.memory_bytes == 128 * kMi);
+
+    std::vector<FleetEntry> alices = fleet.ByOwner("alice");
+    REQUIRE(alices.size() == 2);
+    CHECK(alices[0].kind == FleetKind::kDevInstance);  // sorted by kind, namespace, name
+    CHECK(alices[1].kind == FleetKind::kScheduledJob);
+    CHECK(fleet.ByNamespace(team_b.name()).size() == 1);
+    CHECK(fleet.ByOwner("bob").size() == 1);
+    CHECK(fleet.Entries().size() == 3);
+
+    // The callback saw each one added.
+    for (const char* name : {"notebook", "nightly", "mnist"}) {
+      CHECK_MESSAGE(sink.WaitFor(
+                        [&](const FleetChange& ch) {
+                          return ch.type == FleetChangeType::kAdded && ch.entry.name == name;
+                        },
+                        std::chrono::seconds(5)),
+                    "no ADDED change for " << name);
+    }
+
+    // A change: stopping the instance reaches the callback, and its pod no longer counts.
+    instance.Stop();
+    auto stopped = sink.WaitFor(
+        [](const FleetChange& ch) {
+          return ch.type == FleetChangeType::kModified && ch.entry.name == "notebook" &&
+                 ch.entry.phase == "Stopped";
+        },
+        std::chrono::seconds(60));
+    REQUIRE_MESSAGE(stopped, "no MODIFIED change to Stopped");
+    CHECK(stopped->entry.requested.cpu_milli == 0);
+    CHECK(stopped->entry.owner == "alice");
+
+    // A deletion removes the entry (and the callback hears it).
+    scheduled.Delete();
+    REQUIRE(WaitForEntry(fleet, FleetKind::kScheduledJob, team_a.name(), "nightly",
+                         [](const auto& e) { return !e.has_value(); }));
+    auto removed = sink.WaitFor(
+        [](const FleetChange& ch) {
+          return ch.type == FleetChangeType::kRemoved && ch.entry.name == "nightly";
+        },
+        std::chrono::seconds(5));
+    REQUIRE(removed);
+    CHECK(removed->entry.kind == FleetKind::kScheduledJob);
+    CHECK(fleet.ByOwner("alice").size() == 1);
+
+    cluster.Delete();
+    REQUIRE(WaitForEntry(fleet, FleetKind::kTFCluster, team_b.name(), "mnist",
+                         [](const auto& e) { return !e.has_value(); }));
+    fleet.Stop();
+    CHECK(fleet.Entries().size() == 1);  // readable after Stop()
+    instance.Delete();
+  }
+
+  TEST_CASE("one namespace: workloads elsewhere are not seen") {
+    Client c = AdminClient();
+    TestNamespace mine(c, "fleet-mine");
+    TestNamespace other(c, "fleet-other");
+    const std::string tag = UniqueName("fleet");
+    FleetOptions options;
+    options.namespace_name = mine.name();
+    options.label_selector = "fleet-test=" + tag;
+    Fleet fleet(c, options);
+    REQUIRE(fleet.WaitForSync(std::chrono::seconds(30)));
+
+    ScheduledJobSpec task;
+    task.namespace_name = other.name();
+    task.name = "elsewhere";
+    task.labels = {{"fleet-test", tag}};
+    task.image = "python:3.11-slim";
+    task.entry_path = "train.py";
+    task.schedule = "0 3 * * *";
+    ScheduledJob(c, task).Apply(ApplyScheduleOptions{false});
+    task.namespace_name = mine.name();
+    task.name = "here";
+    ScheduledJob(c, task).Apply(ApplyScheduleOptions{false});
+
+    REQUIRE(WaitForEntry(fleet, FleetKind::kScheduledJob, mine.name(), "here",
+                         [](const auto& e) { return e.has_value(); }));
+    CHECK(fleet.Entries().size() == 1);
+    CHECK_FALSE(fleet.Get(FleetKind::kScheduledJob, other.name(), "elsewhere"));
+  }
+}
