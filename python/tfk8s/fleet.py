@@ -114,8 +114,8 @@ class Fleet:
 
     def wait_for_sync(self, timeout: Optional[float] = None) -> bool:
         """True once every informer has listed (the entries reflect the server); False after
-        ``timeout`` seconds (None: no limit) or once closed before that. Raises the error that stopped an informer
-        (e.g. Forbidden). Ctrl-C interrupts it."""
+        ``timeout`` seconds (None: no limit) or once closed before that. Raises the error that
+        stopped an informer (e.g. Forbidden). Ctrl-C interrupts it."""
         return bool(self._core.wait_for_sync(timeout))
 
     @property
