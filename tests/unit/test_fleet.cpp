@@ -94,7 +94,7 @@ ScheduledJobSpec Task() {
 }  // namespace
 
 TEST_SUITE("fleet") {
-  TEST_CASE("kinds round-trip as strings; an unknown kind is a ValidationError") {
+  TEST_CASE("kinds round-trip as strings and an unknown kind is a ValidationError") {
     for (FleetKind k : {FleetKind::kTFCluster, FleetKind::kDevInstance, FleetKind::kScheduledJob}) {
       CHECK(ParseFleetKind(ToString(k)) == k);
     }
@@ -102,7 +102,7 @@ TEST_SUITE("fleet") {
     CHECK(ToString(FleetChangeType::kRemoved) == "REMOVED");
   }
 
-  TEST_CASE("objects map to their workload by label; a TFCluster's label wins") {
+  TEST_CASE("objects map to their workload by label, a TFCluster's label first") {
     Json cluster_pod = RunningPod("ns", "mnist-worker-0",
                                   {{"tfk8s.io/cluster", "mnist"}, {"tfk8s.io/instance", "x"}});
     auto key = FleetKeyOf(FleetSource::kPods, cluster_pod);

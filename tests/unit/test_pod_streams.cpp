@@ -126,7 +126,7 @@ TEST_CASE("exec: the stream ending without a Status is an error, not exit 0") {
   CHECK_THROWS_AS(Run(ws), TransportError);
 }
 
-TEST_CASE("exec: stdin goes out on stream 0 in chunks; v5 also closes it, v4 cannot") {
+TEST_CASE("exec: stdin goes out on stream 0 in chunks (v5 also closes it, v4 cannot)") {
   ExecOptions options;
   options.stdin_data = std::string(70'000, 'a');
   ScriptedSocket v4(internal::kV4Protocol, {kSuccess});
