@@ -222,7 +222,11 @@ struct TFClusterStatus {
   TFClusterPhase phase = TFClusterPhase::kUnknown;
   std::string message;                    ///< Why (first failing replica, or progress).
   std::vector<TFReplicaStatus> replicas;  ///< ps, worker, chief, evaluator, then session.
-  /// A fixed-width text table.
+  /// With a session: where Jupyter and SSH are reached and the SSH login, as a DevInstance's
+  /// access. Cluster addresses always; with `service_type` NodePort, Status() also reads the
+  /// node ports (Wait's progress does not). Never the password: TFCluster::Session() tells it.
+  std::optional<DevAccess> session;
+  /// A fixed-width text table (then the session's addresses, with one).
   [[nodiscard]] std::string Table() const;
   /// Replicas not Running (or not Succeeded).
   [[nodiscard]] int NotReady() const;

@@ -23,11 +23,15 @@ __all__ = ["FitResult", "TFCluster", "TFClusterStatus", "TFClusterLogs"]
 # Keywords renamed to the spec keys they set (old -> new); the old names warn for one release.
 _RENAMED_KEYWORDS = {"workers": "worker", "image": "cpu_image"}
 
+def _optional_access(value: Any) -> Optional[DevAccess]:
+    return None if value is None else DevAccess(value)
+
+
 class TFClusterStatus(Record):
     """Status of a TFCluster: its ``name`` and ``namespace``, ``phase`` ("Pending", "Running",
     "Succeeded", "Failed", "Unknown"), ``message``, ``replicas`` (dicts: role, index, pod,
-    phase, node, restarts, reason) and ``not_ready``. ``table()`` is a text table; Jupyter
-    shows an HTML table."""
+    phase, node, restarts, reason), ``not_ready`` and ``session`` (where the session is
+    reached, or None). ``table()`` is a text table; Jupyter shows an HTML table."""
 
     __slots__ = ()
 
@@ -37,6 +41,9 @@ class TFClusterStatus(Record):
     message: str = field(text)
     replicas: List[Dict[str, Any]] = field(dicts)
     not_ready: int = field(int)
+    #: With a session: where Jupyter and SSH are reached and the SSH user (no password:
+    #: ``cluster.session()`` tells it); ``None`` without one.
+    session: Optional[DevAccess] = field(_optional_access)
 
     @property
     def ready(self) -> int:
@@ -73,7 +80,14 @@ class TFClusterStatus(Record):
                 alerts=(_html.phase_level(r["phase"]) == "failed" or bool(r["reason"])
                         for r in self.replicas),
             ),
+            self._session_html(),
         )
+
+    def _session_html(self) -> str:
+        if self.session is None:
+            return ""
+        return (f"<p>Session: user {_html.code(self.session.user)}, password from "
+                f"{_html.code('session()')}</p>" + self.session._table())
 
     def _repr_inner(self) -> str:
         return f"phase={self.phase!r}, ready={self.ready}/{len(self.replicas)}"

@@ -95,6 +95,13 @@ std::string TFClusterStatus::Table() const {
                        r.restarts, r.reason);
   }
   out += fmt::format("cluster: {}{}{}\n", ToString(phase), message.empty() ? "" : ": ", message);
+  if (session) {
+    out += fmt::format("session: user {}, password from Session() (Python: session())\n",
+                       session->user);
+    for (const auto& e : session->endpoints) {
+      out += fmt::format("  {:<8} {}\n", e.tool, e.connect);
+    }
+  }
   return out;
 }
 
@@ -147,11 +154,36 @@ std::string JobCondition(const Json& job, const char* type) {
 
 namespace internal {
 
+DevAccess SessionAccess(const TFClusterSpec& spec, const std::vector<Json>& services) {
+  DevAccess access;
+  if (!spec.session) return access;
+  const TFSessionSpec& s = *spec.session;
+  const std::string name = spec.name + "-session";
+  for (const auto& [tool, service, port] : {std::tuple{"jupyter", name, s.jupyter_port},
+                                            std::tuple{"ssh", name + "-ssh", s.ssh_port}}) {
+    DevEndpoint e;
+    e.tool = tool;
+    e.port = port;
+    e.cluster_address = fmt::format("{}.{}.svc:{}", service, spec.namespace_name, port);
+    for (const auto& svc : services) {
+      if (NameOf(svc) != service) continue;
+      const Json& ports = svc.value("spec", Json::object()).value("ports", Json::array());
+      for (const auto& p : ports) {
+        if (p.value("name", "") == tool) e.external_port = p.value("nodePort", 0);
+      }
+    }
+    access.endpoints.push_back(std::move(e));
+  }
+  FillConnect(&access);
+  return access;
+}
+
 TFClusterStatus ComputeTFStatus(const TFClusterSpec& spec, const TFObserved& seen,
                                 std::vector<std::string>* fatal_reasons) {
   TFClusterStatus st;
   st.name = spec.name;
   st.namespace_name = spec.namespace_name;
+  if (spec.session) st.session = SessionAccess(spec, seen.services);
   std::map<std::pair<std::string, int>, const Json*> newest;
   for (const auto& pod : seen.pods) {
     if (pod.value("metadata", Json::object()).contains("deletionTimestamp")) continue;
@@ -586,11 +618,28 @@ void TFCluster::Scale(const std::string& role, int replicas) {
   Apply();
 }
 
+namespace {
+
+// A NodePort session's two Services (their node ports are the session's external ports);
+// none otherwise.
+std::vector<Json> SessionServices(const Client& client, const TFClusterSpec& spec) {
+  std::vector<Json> out;
+  if (!spec.session || spec.session->service_type != "NodePort") return out;
+  const std::string name = spec.name + "-session";
+  for (const std::string& service : {name, name + "-ssh"}) {
+    out.push_back(internal::GetChecked(client, kServices, spec.namespace_name, service));
+  }
+  return out;
+}
+
+}  // namespace
+
 TFClusterStatus TFCluster::Status() {
   ListOptions o;
   o.label_selector = Selector(spec_);
   Observed seen;
   seen.pods = internal::ListItemsWithout(client_, kPods, spec_.namespace_name, o, kNotReadByStatus);
+  seen.services = SessionServices(client_, spec_);
   return StatusFromPods(spec_, std::move(seen), [&] {
     return internal::ListItemsWithout(client_, kJobs, spec_.namespace_name, o, kNotReadByStatus);
   });
@@ -614,6 +663,7 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns,
   });
   TFClusterSpec spec = SpecFromRoot(root, ns, name);
   spec.Validate();
+  seen.services = SessionServices(client, spec);
   return StatusFromPods(spec, std::move(seen), [&] {
     return internal::ListItemsWithout(client, kJobs, ns, o, kNotReadByStatus);
   });
@@ -891,7 +941,6 @@ DevStartResult TFCluster::Session() {
   if (!spec_.session) {
     throw ValidationError("session", "", "this cluster has no session");
   }
-  const TFSessionSpec& s = *spec_.session;
   const std::string& ns = spec_.namespace_name;
   const std::string secret = internal::TFSessionSecretName(spec_);
   DevStartResult out;
@@ -919,22 +968,7 @@ DevStartResult TFCluster::Session() {
     }
     out.password = *session_password_;
   }
-  const std::string name = spec_.name + "-session";
-  for (const auto& [tool, service, port] : {std::tuple{"jupyter", name, s.jupyter_port},
-                                            std::tuple{"ssh", name + "-ssh", s.ssh_port}}) {
-    DevEndpoint e;
-    e.tool = tool;
-    e.port = port;
-    e.cluster_address = fmt::format("{}.{}.svc:{}", service, ns, port);
-    if (s.service_type == "NodePort") {
-      Json svc = internal::GetChecked(client_, kServices, ns, service);
-      for (const auto& p : svc["spec"].value("ports", Json::array())) {
-        if (p.value("name", "") == tool) e.external_port = p.value("nodePort", 0);
-      }
-    }
-    out.access.endpoints.push_back(std::move(e));
-  }
-  internal::FillConnect(&out.access);
+  out.access = internal::SessionAccess(spec_, SessionServices(client_, spec_));
   return out;
 }
 
@@ -971,6 +1005,7 @@ Json TFClusterStatus::ToJson() const {
           {"message", message},
           {"replicas", std::move(out)},
           {"not_ready", NotReady()},
+          {"session", session ? session->ToJson() : Json()},
           {"table", Table()}};
 }
 

@@ -36,7 +36,12 @@ struct TFObserved {
   std::vector<Json> pods;                     ///< Pods labelled with the cluster.
   std::vector<Json> jobs;                     ///< Jobs labelled with the cluster.
   std::vector<std::string> quota_rejections;  ///< FailedCreate events of our controllers.
+  std::vector<Json> services;  ///< A NodePort session's Services (their node ports), if read.
 };
+
+/// Where the session's Jupyter and SSH are reached: cluster addresses, and node ports from the
+/// session's Services among `services` (pure; an empty access without a session).
+DevAccess SessionAccess(const TFClusterSpec& spec, const std::vector<Json>& services);
 
 /// The replicas' table and the cluster's phase from observed objects (pure); appends reasons
 /// that waiting will not heal to `*fatal_reasons` (when not null).

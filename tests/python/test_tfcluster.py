@@ -202,6 +202,17 @@ def test_session_password_lives_in_a_secret(client: tfk8s.Client, namespace: str
     assert ssh["via"] == "cluster" and jupyter["via"] == "cluster"
     assert "port-forward to pod" in ssh["forward_error"], ssh["forward_error"]
     assert jupyter["local_address"] == ""
+    # The status tells where the session is and how to log in, never the password.
+    status = cluster.status()
+    assert status.session is not None and status.session.user == "root"
+    assert status.session.addresses() == {
+        "jupyter": f"http://sess-session.{namespace}.svc:8888/",
+        "ssh": f"ssh -p 22 root@sess-session-ssh.{namespace}.svc"}
+    assert status.session["ssh"]["external_port"] == ssh["external_port"]
+    assert "session: user root" in status.table()
+    view = status._repr_html_()
+    assert f"http://sess-session.{namespace}.svc:8888/" in view and "session()" in view
+    assert first.password not in repr(status) + status.table() + view + str(status.to_dict())
     secret = client.get("v1", "Secret", "sess-session-credentials", namespace)
     assert secret["metadata"]["labels"]["tfk8s.io/cluster"] == "sess"
     # The pod spec holds no password, only the hashes' Secret as files.
@@ -216,6 +227,7 @@ def test_session_password_lives_in_a_secret(client: tfk8s.Client, namespace: str
     no_session = tfk8s.TFCluster(client, small_spec(namespace, "plain"))
     with pytest.raises(tfk8s.ValidationError):
         no_session.session()
+    assert no_session.status().session is None
 
 
 def test_owners_listed_across_namespaces(client: tfk8s.Client, namespace: str) -> None:

@@ -647,6 +647,56 @@ TEST_SUITE("fake_cluster") {
     CHECK_FALSE(fake.Find("v1", "ConfigMap", "team-a", "mnist").has_value());
   }
 
+  TEST_CASE("a TFCluster's status tells where its session is reached, node ports included") {
+    FakeCluster fake;
+    AddTensorFlowNodes(fake);
+    Client client = fake.client("team-a");
+    TFClusterSpec spec = SmallCluster();
+    spec.session = TFSessionSpec{};
+    spec.session->resources = {"1", "1Gi", "", "", 0};
+    TFCluster cluster(client, spec);
+    cluster.Apply();
+    TFClusterStatus st = cluster.Status();
+    REQUIRE(st.session.has_value());
+    CHECK(st.session->user == "root");
+    REQUIRE(st.session->Find("jupyter").has_value());
+    CHECK(st.session->Find("jupyter")->cluster_address == "mnist-session.team-a.svc:8888");
+    CHECK(st.session->Find("jupyter")->connect == "http://mnist-session.team-a.svc:8888/");
+    CHECK(st.session->Find("ssh")->connect == "ssh -p 22 root@mnist-session-ssh.team-a.svc");
+    CHECK(st.Table().find("session: user root") != std::string::npos);
+    CHECK(st.Table().find("ssh -p 22 root@mnist-session-ssh.team-a.svc") != std::string::npos);
+    Json j = st.ToJson();
+    CHECK(j["session"]["endpoints"][0]["tool"] == "jupyter");
+    // No password anywhere in the status.
+    const std::string password = cluster.Session().password;
+    CHECK(j.dump().find(password) == std::string::npos);
+    CHECK(TFCluster::StatusOf(client, "team-a", "mnist").session->endpoints.size() == 2);
+
+    // A NodePort session: the node ports the server gave its Services (the fake gives none, so
+    // the test plays the server).
+    spec.name = "seed";
+    spec.session->service_type = "NodePort";
+    TFCluster exposed(client, spec);
+    exposed.Apply();
+    for (const auto& [service, port] : {std::pair{"seed-session", 30088},
+                                        std::pair{"seed-session-ssh", 30022}}) {
+      Json svc = *fake.Find("v1", "Service", "team-a", service);
+      svc["spec"]["ports"][0]["nodePort"] = port;
+      fake.Add(svc);
+    }
+    st = exposed.Status();
+    CHECK(st.session->Find("jupyter")->external_port == 30088);
+    CHECK(st.session->Find("ssh")->external_port == 30022);
+    CHECK(exposed.Session().access.Find("ssh")->external_port == 30022);
+    // Without a session there is none in the status.
+    CHECK_FALSE(TFCluster::StatusOf(client, "team-a", "mnist").session->endpoints.empty());
+    TFClusterSpec plain = SmallCluster();
+    plain.name = "plain";
+    TFCluster(client, plain).Apply();
+    CHECK_FALSE(TFCluster::StatusOf(client, "team-a", "plain").session.has_value());
+    CHECK(TFCluster::StatusOf(client, "team-a", "plain").ToJson()["session"].is_null());
+  }
+
   TEST_CASE("a TFCluster that fits no node is refused by the pre-flight, nothing is created") {
     FakeCluster fake;
     fake.AddNode("small", {{"nodetype", "tensorflow"}, {"pooltype", "shared"}}, "1", "1Gi");
