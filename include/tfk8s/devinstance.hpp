@@ -300,6 +300,80 @@ struct DevDeleteOptions {
   std::optional<std::chrono::milliseconds> wait;  ///< Wait until the pod and objects are gone.
 };
 
+/// What an instance's user was last seen doing, read inside its running pod
+/// (DevInstance::Activity()). Times are the pod's clock.
+struct DevActivity {
+  std::string namespace_name;  ///< The instance's namespace.
+  std::string name;            ///< The instance.
+  /// Jupyter's own last activity (what its /api/status reports: API requests, kernel activity,
+  /// terminals; at least its start), written every 10 s by a server extension tfk8s's start
+  /// script loads. Empty when Jupyter is not running under tfk8s's start script.
+  std::optional<std::chrono::system_clock::time_point> jupyter_last_activity;
+  int jupyter_kernels = 0;      ///< Kernels running (a running kernel counts as active).
+  int jupyter_connections = 0;  ///< Clients connected to those kernels.
+  int ssh_sessions = 0;         ///< Open SSH sessions (each counts as active).
+  /// code-server's heartbeat file, which it touches while someone is connected.
+  std::optional<std::chrono::system_clock::time_point> code_server_heartbeat;
+  /// When the pod's container started (the floor of every "idle since").
+  std::optional<std::chrono::system_clock::time_point> started;
+  /// The last activity a culler recorded on the StatefulSet (annotation
+  /// `tfk8s.io/last-activity`): what an earlier probe saw, e.g. an SSH session since closed.
+  std::optional<std::chrono::system_clock::time_point> recorded;
+  std::chrono::system_clock::time_point probed_at;  ///< The pod's clock at the probe.
+  /// A kernel running or an SSH session open: in use now, whatever the times say.
+  [[nodiscard]] bool ActiveNow() const;
+  /// The latest sign of use: `probed_at` when ActiveNow(), else the newest of the times above
+  /// (at most `probed_at`).
+  [[nodiscard]] std::chrono::system_clock::time_point LastActivity() const;
+  /// probed_at - LastActivity() (0 when active now).
+  [[nodiscard]] std::chrono::seconds Idle() const;
+  /// The fields (times as RFC 3339, "idle_seconds", "active_now") as JSON with snake_case keys.
+  [[nodiscard]] Json ToJson() const;
+};
+
+/// What the culler does with an instance idle longer than the policy allows.
+enum class DevIdleAction {
+  kStop,    ///< Stop it: the pod goes, the volumes stay; a start gives a new password.
+  kReport,  ///< Only report it (a dry run: nothing is written, not even the last activity).
+};
+/// "stop", "report".
+std::string ToString(DevIdleAction action);
+
+/// Options of CullIdleDevInstances.
+struct DevCullOptions {
+  std::string namespace_name;  ///< "" = every namespace (needs cluster-wide list).
+  std::string owner;           ///< "" = every user's instances; else one user's.
+  std::chrono::seconds idle_after{2 * 3600};  ///< Idle at least this long: acted on.
+  DevIdleAction action = DevIdleAction::kStop;
+  /// Bounds the probe of one instance (an exec into its pod).
+  std::chrono::milliseconds probe_timeout{20000};
+};
+
+/// What the culler decided for one running instance.
+struct DevCullDecision {
+  std::string namespace_name;
+  std::string name;
+  std::string owner;
+  /// "stopped", "would-stop" (kReport), "active" (idle less than idle_after) or "unknown"
+  /// (the probe failed: never acted on).
+  std::string outcome;
+  std::optional<DevActivity> activity;  ///< What the probe saw (empty when it failed).
+  std::string reason;                   ///< Why, in one line.
+  /// The fields (activity as DevActivity::ToJson()) as JSON with snake_case keys.
+  [[nodiscard]] Json ToJson() const;
+};
+
+/// Probes every running DevInstance in scope (DevInstance::Activity()), records the last
+/// activity on its StatefulSet (annotation `tfk8s.io/last-activity`, RFC 3339; a later probe
+/// never moves it back, so an SSH session seen once counts until it is older than the policy),
+/// and stops (or reports) those idle at least `idle_after`. An instance whose probe fails is
+/// kept and reported "unknown". Stopped instances are skipped. One pass; a platform runs it
+/// periodically (`tfk8s dev cull --idle 2h`). Needs pods/exec and patch on StatefulSets.
+std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOptions& options);
+
+/// A text table of decisions (NAMESPACE, NAME, OWNER, OUTCOME, IDLE, REASON).
+std::string FormatCullTable(const std::vector<DevCullDecision>& decisions);
+
 /// A live development instance: the spec plus a client.
 class DevInstance {
  public:
@@ -357,6 +431,11 @@ class DevInstance {
   [[nodiscard]] WorkloadLogStream StreamLogs(LogOptions options = {}) const;
   /// The address of every tool (reads the Service and the tcp-services ConfigMap).
   DevAccess Access();
+  /// What the user was last seen doing: runs a small read-only probe in the running pod
+  /// (Client::Exec, so pods/exec is needed; `/bin/sh` in the image) reading Jupyter's activity
+  /// file, the open SSH sessions and code-server's heartbeat. Throws DevInstanceFailed when the
+  /// instance is not running or the probe's answer cannot be read.
+  DevActivity Activity(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   /// The instance's objects (StatefulSet, Services, the home PVC when it is created; never the
   /// Secret, which holds the credentials of a start). Pure: sends nothing.
   [[nodiscard]] std::vector<Json> Render() const;

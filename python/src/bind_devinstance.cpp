@@ -186,8 +186,37 @@ void BindDevInstance(py::module_& m) {
           py::arg("follow") = false, py::arg("tail_lines") = py::none(),
           py::arg("since_seconds") = py::none(), py::arg("timestamps") = false,
           "The container's log; returns a WorkloadLogs iterator of (pod, line).")
+      .def(
+          "activity",
+          [](DevInstance& d, double timeout) {
+            auto ms = Ms(static_cast<std::int64_t>(std::max(0.0, timeout) * 1000));
+            return CallNoGil([&] { return d.Activity(ms); }).ToJson();
+          },
+          py::arg("timeout") = 20.0,
+          "What the user was last seen doing (a probe run in the pod): Jupyter's last activity "
+          "and kernels, open SSH sessions, code-server's heartbeat, idle seconds.")
       .def("render", &DevInstance::Render, "The instance's objects (never the Secret).")
       .def("to_yaml", &DevInstance::ToYaml);
+
+  m.def(
+      "dev_cull_idle",
+      [](Client client, const std::string& ns, const std::string& owner, double idle_after,
+         bool dry_run) {
+        DevCullOptions options;
+        options.namespace_name = ns;
+        options.owner = owner;
+        options.idle_after = std::chrono::seconds(static_cast<std::int64_t>(idle_after));
+        options.action = dry_run ? DevIdleAction::kReport : DevIdleAction::kStop;
+        Json out = Json::array();
+        for (const auto& d : CallNoGil([&] { return CullIdleDevInstances(client, options); })) {
+          out.push_back(d.ToJson());
+        }
+        return out;
+      },
+      py::arg("client"), py::arg("namespace"), py::arg("owner"), py::arg("idle_after"),
+      py::arg("dry_run"),
+      "One culling pass: stops (or with dry_run reports) running instances idle at least "
+      "idle_after seconds; returns one decision per running instance.");
 
   m.def(
       "dev_create_volume",

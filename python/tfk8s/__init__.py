@@ -87,10 +87,13 @@ from tfk8s._records import FitResult, WorkloadRef
 from tfk8s.tfcluster import TFCluster, TFClusterLogs, TFClusterStatus
 from tfk8s.devinstance import (
     DevAccess,
+    DevActivity,
     DevCredentials,
+    DevCullDecision,
     DevInstance,
     DevInstanceStatus,
     create_volume,
+    cull_idle,
     share_volume,
     unshare_volume,
     volume_grants,

@@ -91,6 +91,14 @@ def optional_time(value: Any) -> Optional[_dt.datetime]:
     return _dt.datetime.fromtimestamp(value, tz=_dt.timezone.utc)
 
 
+def optional_rfc3339(value: Any) -> Optional[_dt.datetime]:
+    """An RFC 3339 time in UTC ("2026-12-02T15:46:43Z", what the bindings send for times
+    they read from the cluster) as a timezone-aware datetime."""
+    if value is None or isinstance(value, _dt.datetime):
+        return value
+    return _dt.datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=_dt.timezone.utc)
+
+
 def optional_float(value: Any) -> Optional[float]:
     return None if value is None else float(value)
 

@@ -8,12 +8,13 @@ Security: the password of a start is returned once, in a :class:`DevCredentials`
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from tfk8s import _core, _html, _links
 from tfk8s._keywords import renamed_keywords
 from tfk8s._logs import WorkloadLogs
-from tfk8s._records import Record, dicts, field, strings, text
+from tfk8s._records import Record, dicts, field, optional_rfc3339, strings, text
 from tfk8s._workload import (
     Workload,
     set_pod_extras,
@@ -29,6 +30,9 @@ __all__ = [
     "DevInstanceStatus",
     "DevAccess",
     "DevCredentials",
+    "DevActivity",
+    "DevCullDecision",
+    "cull_idle",
     "create_volume",
     "share_volume",
     "unshare_volume",
@@ -170,6 +174,122 @@ class DevInstanceStatus(Record):
 
     def _repr_inner(self) -> str:
         return f"phase={self.phase!r}, pod={self.pod!r}, node={self.node!r}"
+
+
+class DevActivity(Record):
+    """What a DevInstance's user was last seen doing (:meth:`DevInstance.activity`): the
+    instance's ``namespace`` and ``name``, then what was read in its pod — Jupyter's own
+    ``jupyter_last_activity`` (what its /api/status reports), ``jupyter_kernels`` and
+    ``jupyter_connections``; open ``ssh_sessions``; code-server's ``code_server_heartbeat``;
+    the container's ``started``; what a culler ``recorded`` on the instance earlier; and
+    ``probed_at`` (all on the pod's clock, UTC datetimes or None) — then ``last_activity``,
+    ``idle_seconds`` and ``active_now`` (a kernel running or an SSH session open counts as in
+    use, whatever the times say)."""
+
+    __slots__ = ()
+
+    namespace: str = field(text)
+    name: str = field(text)
+    jupyter_last_activity: Optional[_dt.datetime] = field(optional_rfc3339)
+    jupyter_kernels: int = field(int)
+    jupyter_connections: int = field(int)
+    ssh_sessions: int = field(int)
+    code_server_heartbeat: Optional[_dt.datetime] = field(optional_rfc3339)
+    started: Optional[_dt.datetime] = field(optional_rfc3339)
+    recorded: Optional[_dt.datetime] = field(optional_rfc3339)
+    probed_at: _dt.datetime = field(optional_rfc3339)
+    last_activity: _dt.datetime = field(optional_rfc3339)
+    idle_seconds: int = field(int)
+    active_now: bool = field(bool)
+
+    def _html_body(self) -> str:
+        def when(t: Optional[_dt.datetime]) -> str:
+            return "" if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+        state = "in use now" if self.active_now else f"idle {self.idle_seconds}s"
+        return _html.view(
+            "DevActivity",
+            _html.header(f"{self.namespace}/{self.name}", "DevInstance Activity", None, state),
+            _html.fields([
+                ("Last Activity", when(self.last_activity)),
+                ("Jupyter", f"{when(self.jupyter_last_activity) or '-'}, "
+                            f"{self.jupyter_kernels} kernel(s)"),
+                ("SSH Sessions", self.ssh_sessions),
+                ("Code Server", when(self.code_server_heartbeat) or "-"),
+                ("Started", when(self.started)),
+                ("Probed At", when(self.probed_at)),
+            ]),
+        )
+
+    def _repr_inner(self) -> str:
+        return (f"idle_seconds={self.idle_seconds}, active_now={self.active_now}, "
+                f"kernels={self.jupyter_kernels}, ssh_sessions={self.ssh_sessions}")
+
+
+def _optional_activity(value: Any) -> Optional[DevActivity]:
+    return None if value is None else DevActivity(value)
+
+
+class DevCullDecision(Record):
+    """What :func:`cull_idle` decided for one running instance: ``namespace``, ``name``,
+    ``owner``, ``outcome`` ("stopped", "would-stop" in a dry run, "active", or "unknown" when
+    its activity could not be read — never acted on), ``reason`` and the ``activity`` seen."""
+
+    __slots__ = ()
+
+    namespace: str = field(text)
+    name: str = field(text)
+    owner: str = field(text)
+    outcome: str = field(text)
+    reason: str = field(text)
+    activity: Optional[DevActivity] = field(_optional_activity)
+
+    def _html_body(self) -> str:
+        idle = "" if self.activity is None else f"{self.activity.idle_seconds}s"
+        return _html.view(
+            "DevCullDecision",
+            _html.header(f"{self.namespace}/{self.name}", "Idle Culling", None, self.outcome),
+            _html.table(("Owner", "Outcome", "Idle", "Reason"),
+                        [(self.owner, self.outcome, idle, self.reason)]),
+        )
+
+    def _repr_inner(self) -> str:
+        return f"{self.namespace}/{self.name}: {self.outcome!r}"
+
+
+def _seconds(value: Union[float, str, _dt.timedelta]) -> float:
+    """``value`` in seconds: a number, a timedelta, or "90s" / "30m" / "2h" / "1d"."""
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (int, float)):
+        return float(value)
+    text_value = str(value).strip()
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    unit = text_value[-1:] if text_value[-1:] in units else "s"
+    number = text_value[:-1] if text_value[-1:] in units else text_value
+    try:
+        return float(number) * units[unit]
+    except ValueError:
+        raise ValueError(f"idle: {value!r} is not a duration (a number of seconds, a "
+                         f"timedelta, or e.g. '90s', '30m', '2h', '1d')") from None
+
+
+def cull_idle(
+    client: Any,
+    idle: Union[float, str, _dt.timedelta] = "2h",
+    namespace: str = "",
+    owner: str = "",
+    dry_run: bool = False,
+) -> List[DevCullDecision]:
+    """One culling pass: every running DevInstance of ``namespace`` (every namespace when "",
+    the default) and of ``owner`` (when given) is probed (:meth:`DevInstance.activity`); its
+    last activity is recorded on the instance (annotation ``tfk8s.io/last-activity``), and
+    those idle at least ``idle`` are stopped — volumes kept, a new password on the next start
+    — or, with ``dry_run``, only reported. An instance with a kernel running or an SSH session
+    open is in use. Run it periodically (or ``tfk8s dev cull --idle 2h``); needs
+    ``pods/exec`` and ``patch`` on StatefulSets."""
+    return [DevCullDecision(d) for d in _core.dev_cull_idle(
+        client.core, namespace, owner, _seconds(idle), dry_run)]
 
 
 class DevInstance(Workload):
@@ -351,6 +471,13 @@ class DevInstance(Workload):
         cluster address and say why in ``forward_error``."""
         return DevAccess(_links.localize(self._core.access(), self._client,
                                          self._link_forwards(), via))
+
+    def activity(self, timeout: float = 20) -> DevActivity:
+        """What the user was last seen doing, read by a small read-only probe run in the
+        running pod (needs ``pods/exec``): Jupyter's last activity and kernels, open SSH
+        sessions, code-server's heartbeat. Raises WorkloadFailed when it is not running."""
+        with self._failures():
+            return DevActivity(self._core.activity(timeout))
 
     def wait(self, timeout: Optional[float] = 600, progress: bool = True) -> DevInstanceStatus:
         """Waits until the tools are ready. Raises WorkloadFailed (``.status``) when the pod

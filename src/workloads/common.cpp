@@ -305,6 +305,15 @@ Json GetChecked(Client client, const ResourceType& type, std::string_view ns,
   return object;
 }
 
+std::optional<Json> GetOptional(Client client, const ResourceType& type, std::string_view ns,
+                                std::string_view name) {
+  try {
+    return GetChecked(std::move(client), type, ns, name);
+  } catch (const NotFound&) {
+    return std::nullopt;
+  }
+}
+
 std::vector<Json> CheckedSnapshot(const Informer& informer, const std::string& kind) {
   std::vector<Json> out = informer.Snapshot();
   CheckServerObjects(out, kind, "watch");

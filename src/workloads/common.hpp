@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -120,6 +121,9 @@ bool WriteSecretWhole(Client& client, const Json& secret, bool replace, bool dry
 /// GET one object, its shape checked as `type.kind` (CheckServerObject: DecodeError).
 Json GetChecked(Client client, const ResourceType& type, std::string_view ns,
                 std::string_view name);
+/// GetChecked, or nullopt when the object does not exist.
+std::optional<Json> GetOptional(Client client, const ResourceType& type, std::string_view ns,
+                                std::string_view name);
 
 /// An Informer's snapshot, every object's shape checked as `kind` (CheckServerObject).
 std::vector<Json> CheckedSnapshot(const Informer& informer, const std::string& kind);

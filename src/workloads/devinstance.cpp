@@ -155,14 +155,7 @@ ApplyOptions Forced() {
   return a;
 }
 
-std::optional<Json> GetOptional(Client& client, const ResourceType& type, const std::string& ns,
-                                const std::string& name) {
-  try {
-    return internal::GetChecked(client, type, ns, name);
-  } catch (const NotFound&) {
-    return std::nullopt;
-  }
-}
+using internal::GetOptional;
 
 int DesiredReplicas(const Json& sts) {
   return sts.value("spec", Json::object()).value("replicas", 1);

@@ -4,7 +4,9 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tfk8s/devinstance.hpp"
@@ -45,6 +47,14 @@ std::vector<DevPort> DevExposedPorts(const DevInstanceSpec& spec);
 /// The start script run by `/bin/sh -c` when no command is given (constant: every setting
 /// comes from TFK8S_* variables, every secret from the Secret).
 const char* DevStartScript();
+
+/// The StatefulSet annotation where the culler records the last activity it saw (RFC 3339).
+inline constexpr const char* kLastActivityAnnotation = "tfk8s.io/last-activity";
+/// The read-only `/bin/sh` probe DevInstance::Activity() runs in the pod; prints one JSON line
+/// {"jupyter": {...} | null, "ssh_sessions", "code_server_heartbeat": epoch | null, "now"}.
+const char* DevActivityProbe();
+/// The probe's answer as a DevActivity (`started`, `recorded` unset); nullopt with `*why`.
+std::optional<DevActivity> ParseDevActivity(std::string_view output, std::string* why);
 
 /// The Secret's `data` for `credentials` (base64 values).
 Json DevSecretData(const DevInstanceSpec& spec, const DevCredentials& credentials);

@@ -195,6 +195,39 @@ c.NotebookApp.notebook_dir = os.environ['TFK8S_HOME']
 c.IdentityProvider.token = ''
 c.PasswordIdentityProvider.hashed_password = hashed
 c.PasswordIdentityProvider.password_required = True
+import sys
+sys.path.insert(0, '/tmp/tfk8s')
+c.NotebookApp.nbserver_extensions.update({'tfk8s_activity': True})
+c.ServerApp.jpserver_extensions.update({'tfk8s_activity': True})
+PY
+    # Jupyter's own last activity (what its /api/status tells, without needing a login) for
+    # the idle culler (DevInstance::Activity()), refreshed every 10 s.
+    cat > /tmp/tfk8s/tfk8s_activity.py <<'PY'
+import datetime, json, os
+PATH = '/tmp/tfk8s/jupyter-activity.json'
+def _iso(t):
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return t.astimezone(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+def _write(app):
+    try:
+        web = app.web_app
+        kernels = web.settings['kernel_manager'].list_kernels()
+        data = {'last_activity': _iso(web.last_activity()), 'kernels': len(kernels),
+                'connections': sum(int(k.get('connections', 0)) for k in kernels)}
+        with open(PATH + '.tmp', 'w') as f:
+            json.dump(data, f)
+        os.replace(PATH + '.tmp', PATH)
+    except Exception as e:
+        app.log.warning('tfk8s: cannot write %s: %s', PATH, e)
+def _start(app):
+    from tornado.ioloop import PeriodicCallback
+    _write(app)
+    PeriodicCallback(lambda: _write(app), 10000).start()
+load_jupyter_server_extension = _start
+_load_jupyter_server_extension = _start
+def _jupyter_server_extension_points():
+    return [{'module': 'tfk8s_activity'}]
 PY
     echo "tfk8s: starting Jupyter with: $jupyter" >&2
     $jupyter --config=/tmp/tfk8s/jupyter_config.py &

@@ -264,7 +264,20 @@ def test_dev_lifecycle_and_no_password_unless_asked():
     assert re.search(r"^\[lab-0\] ", run("dev", "logs", "lab", "-n", NS).stdout, re.M)
     access = run("dev", "access", "lab", "-n", NS).stdout
     assert "jupyter" in access and "password" not in access.lower(), access
+    # Culling: the simulated node has no kubelet to run the activity probe, so the instance's
+    # activity is unknown and it is never stopped on no evidence (the real node's e2e stops
+    # idle ones).
+    culled = run("dev", "cull", "--idle", "1s", "-n", NS).stdout.splitlines()
+    assert culled[0].split() == ["NAMESPACE", "NAME", "OWNER", "OUTCOME", "IDLE", "REASON"]
+    assert re.match(r"^%s +lab +alice +unknown +- +.*cannot read its activity" % NS, culled[1]), culled
+    decisions = json.loads(run("dev", "cull", "--idle", "1s", "-n", NS, "-o", "json").stdout)
+    assert [(d["name"], d["outcome"], d["activity"]) for d in decisions] == [("lab", "unknown", None)]
+    assert "Running" in run("dev", "status", "lab", "-n", NS).stdout
+    r = run("dev", "cull", "--idle", "soon", "-n", NS, check=False)
+    assert r.returncode == 1 and "--idle" in r.stderr and r.stdout == "", r
     assert run("dev", "stop", "lab", "-n", NS).stdout == "dev/lab stopped\n"
+    # A stopped instance is not probed at all.
+    assert run("dev", "cull", "--idle", "1s", "-n", NS, "-o", "json").stdout.strip() == "[]"
     out = run("dev", "start", "lab", "-n", NS).stdout
     assert "password: (not shown" in out
     out = run("dev", "start", "lab", "-n", NS, "--show-password").stdout

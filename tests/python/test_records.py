@@ -58,6 +58,7 @@ def tfcluster_status_raw() -> Dict[str, Any]:
              "node": "", "restarts": 0, "reason": HOSTILE},
         ],
         "not_ready": 1,
+        "session": access_raw(),
         "table": "REPLICA ...",
     }
 
@@ -125,7 +126,20 @@ def every_record() -> List[Record]:
         tfk8s.WorkloadRef({"namespace": "team-a", "name": HOSTILE, "owner": "alice"}),
         tfk8s.FleetEntry(fleet_entry_raw()),
         tfk8s.FleetChange({"type": "MODIFIED", "entry": fleet_entry_raw()}),
+        tfk8s.DevActivity(activity_raw()),
+        tfk8s.DevCullDecision({"namespace": "team-a", "name": "lab", "owner": "alice",
+                               "outcome": "unknown", "reason": HOSTILE,
+                               "activity": activity_raw()}),
     ]
+
+
+def activity_raw() -> Dict[str, Any]:
+    return {"namespace": "team-a", "name": HOSTILE,
+            "jupyter_last_activity": "2026-12-02T15:46:43Z", "jupyter_kernels": 0,
+            "jupyter_connections": 0, "ssh_sessions": 0, "code_server_heartbeat": None,
+            "started": "2026-12-02T15:40:00Z", "recorded": None,
+            "probed_at": "2026-12-02T16:00:00Z", "last_activity": "2026-12-02T15:46:43Z",
+            "idle_seconds": 797, "active_now": False}
 
 
 def fleet_entry_raw() -> Dict[str, Any]:

@@ -644,6 +644,8 @@ struct KindFlags {
   std::string role;
   int replicas = -1;
   bool delete_namespace = false;
+  std::string idle = "2h";
+  bool dry_run = false;
 };
 
 // A failure already reported on stdout (fits): exit 1 without an error line.
@@ -789,6 +791,22 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
       DevAccess access = DevInstance::Load(s->client(), s->Namespace(), f.name).Access();
       PrintResult(access.Table(), access.ToJson(), s->globals().output);
     }));
+    CLI::App* cull = add(
+        "cull", "Stop running instances idle at least --idle (-A: every namespace; --owner)",
+        [s, &f] {
+          DevCullOptions o;
+          o.namespace_name = s->ListNamespace();
+          o.owner = s->globals().owner;
+          o.idle_after = std::chrono::duration_cast<std::chrono::seconds>(
+              ParseDuration(f.idle, "--idle"));
+          o.action = f.dry_run ? DevIdleAction::kReport : DevIdleAction::kStop;
+          auto decisions = CullIdleDevInstances(s->client(), o);
+          Json json = Json::array();
+          for (const auto& d : decisions) json.push_back(d.ToJson());
+          PrintResult(FormatCullTable(decisions), json, s->globals().output);
+        });
+    cull->add_option("--idle", f.idle, "Idle at least this long: stopped (e.g. 90m, 2h)");
+    cull->add_flag("--dry-run", f.dry_run, "Only report what would be stopped");
   }
   if (noun == "job") {
     name_arg(add("run", "Start a run now", [s, &f] {
