@@ -409,21 +409,10 @@ class Client:
         ``namespace`` defaults to the client's; ``all_namespaces=True`` lists across all of them.
         Selectors use kubectl's syntax, e.g. ``label_selector="app=web,tier!=db"``.
         """
-        options = _list_options(
-            label_selector,
-            field_selector,
-            resource_version,
-            resource_version_match,
-            timeout_seconds,
-        )
-        if limit:
-            options.limit = limit
-        if continue_token:
-            options.continue_token = continue_token
         return self._core.list(
             self.resolve(api_version, kind),
             self._list_namespace(namespace, all_namespaces),
-            options,
+            _options(_core.ListOptions(), locals()),
         )
 
     def list_all(
@@ -441,13 +430,10 @@ class Client:
     ) -> Object:
         """Every page of a list (``page_size`` objects per request), as one List object whose
         ``metadata.resourceVersion`` is the first page's, the version to start a watch from."""
-        options = _list_options(
-            label_selector, field_selector, resource_version, resource_version_match, None
-        )
         return self._core.list_all(
             self.resolve(api_version, kind),
             self._list_namespace(namespace, all_namespaces),
-            options,
+            _options(_core.ListOptions(), locals()),
             page_size,
         )
 
@@ -481,7 +467,7 @@ class Client:
             self._type_of(obj, "create"),
             _opt(namespace),
             obj,
-            _write_options(dry_run, field_manager),
+            _options(_core.WriteOptions(), locals()),
         )
 
     def replace(
@@ -500,7 +486,7 @@ class Client:
             self._type_of(obj, "replace"),
             _opt(namespace),
             obj,
-            _write_options(dry_run, field_manager),
+            _options(_core.WriteOptions(), locals()),
             _opt(subresource),
         )
 
@@ -535,7 +521,7 @@ class Client:
             name,
             kind_of_patch,
             patch,
-            _write_options(dry_run, field_manager),
+            _options(_core.WriteOptions(), locals()),
             _opt(subresource),
         )
 
@@ -554,7 +540,7 @@ class Client:
         before any request). Fields owned by another manager raise :class:`tfk8s.Conflict`
         unless ``force=True``.
         """
-        return self._core.apply(_as_object(obj), _apply_options(force, dry_run, field_manager))
+        return self._core.apply(_as_object(obj), _options(_core.ApplyOptions(), locals()))
 
     def apply_all(
         self,
@@ -570,9 +556,8 @@ class Client:
         Returns one :class:`ApplyResult` per object, in input order; a failure of one object
         does not stop the others. ``[r.result() for r in results]`` raises the first error.
         """
-        objects = [_as_object(o) for o in objs]
-        options = _apply_options(force, dry_run, field_manager)
-        raw = self._core.apply_all(objects, options, max_in_flight)
+        options = _options(_core.ApplyOptions(), locals())
+        raw = self._core.apply_all([_as_object(o) for o in objs], options, max_in_flight)
         return [ApplyResult(o, e) for o, e in raw]
 
     def delete(
@@ -591,11 +576,7 @@ class Client:
         """Deletes an object; returns the server's answer (the object being deleted, or a
         Status). ``propagation_policy`` is ``"Foreground"``, ``"Background"`` or ``"Orphan"``.
         Raises :class:`tfk8s.NotFound` when it does not exist."""
-        options = _delete_options(propagation_policy, grace_period_seconds, dry_run)
-        if precondition_uid:
-            options.precondition_uid = precondition_uid
-        if precondition_resource_version:
-            options.precondition_resource_version = precondition_resource_version
+        options = _options(_core.DeleteOptions(), locals())
         return self._core.delete_by_kind(api_version, kind, _opt(namespace), name, options)
 
     def delete_collection(
@@ -614,8 +595,8 @@ class Client:
         return self._core.delete_collection(
             self.resolve(api_version, kind),
             _opt(namespace),
-            _list_options(label_selector, field_selector, None, None, None),
-            _delete_options(propagation_policy, grace_period_seconds, dry_run),
+            _options(_core.ListOptions(), locals()),
+            _options(_core.DeleteOptions(), locals()),
         )
 
     # ---- streams ------------------------------------------------------------------------------
@@ -642,11 +623,7 @@ class Client:
         Ctrl-C or leaving the block closes the stream. For a watch that lists first and never
         gives up, see :meth:`informer`.
         """
-        options = _selected(
-            _core.WatchOptions(), label_selector, field_selector, resource_version,
-            timeout_seconds,
-        )
-        options.allow_bookmarks = allow_bookmarks
+        options = _options(_core.WatchOptions(), locals())
         ns = self._list_namespace(namespace, all_namespaces)
         stream = self._core.watch(self.resolve(api_version, kind), ns, options)
         return Watch(stream, f"watch {kind} in {ns or 'all namespaces'}")
@@ -669,7 +646,7 @@ class Client:
         ``resource_version`` (e.g. a saved :attr:`Informer.resource_version`) resumes without
         listing first. ``watch_timeout`` (seconds) bounds each underlying watch request.
         """
-        options = _list_options(label_selector, field_selector, resource_version, None, None)
+        options = _options(_core.ListOptions(), locals())
         ns = self._list_namespace(namespace, all_namespaces)
         core = _core.Informer(self._core, self.resolve(api_version, kind), ns, options)
         if watch_timeout is not None:
@@ -693,9 +670,7 @@ class Client:
         ``container`` is required when the pod has several; ``previous=True`` reads the
         previous (crashed) instance.
         """
-        options = _log_options(
-            container, False, tail_lines, since_seconds, limit_bytes, timestamps, previous
-        )
+        options = _options(_core.LogOptions(), locals())  # follow: False, LogOptions' default
         return self._core.read_logs(_opt(namespace), pod, options)
 
     def stream_logs(
@@ -713,9 +688,7 @@ class Client:
     ) -> LogLines:
         """A pod's log as a :class:`LogLines` iterator of lines, as they are written
         (``follow=True``: until the container ends or the iterator is closed)."""
-        options = _log_options(
-            container, follow, tail_lines, since_seconds, limit_bytes, timestamps, previous
-        )
+        options = _options(_core.LogOptions(), locals())
         ns = _opt(namespace)
         stream = self._core.stream_logs(ns, pod, options)
         return LogLines(stream, f"logs of pod {ns or self.namespace}/{pod}")
@@ -780,91 +753,18 @@ def _authentication(config: _core.ClientConfig) -> str:
     return "anonymous"
 
 
-# ---- option builders ----------------------------------------------------------------------------
-_Selected = TypeVar("_Selected", _core.ListOptions, _core.WatchOptions)
+# ---- options -----------------------------------------------------------------------------------
+_Options = TypeVar("_Options")
 
 
-def _selected(
-    options: _Selected,
-    label_selector: Optional[str],
-    field_selector: Optional[str],
-    resource_version: Optional[str],
-    timeout_seconds: Optional[int],
-) -> _Selected:
-    """Sets what list and watch options share: the selectors, the resourceVersion to start
-    from and the server-side timeout (each only when given)."""
-    if label_selector:
-        options.label_selector = label_selector
-    if field_selector:
-        options.field_selector = field_selector
-    if resource_version:
-        options.resource_version = resource_version
-    if timeout_seconds is not None:
-        options.timeout_seconds = timeout_seconds
-    return options
-
-
-def _list_options(
-    label_selector: Optional[str],
-    field_selector: Optional[str],
-    resource_version: Optional[str],
-    resource_version_match: Optional[str],
-    timeout_seconds: Optional[int],
-) -> _core.ListOptions:
-    options = _selected(
-        _core.ListOptions(), label_selector, field_selector, resource_version, timeout_seconds
-    )
-    if resource_version_match:
-        options.resource_version_match = resource_version_match
-    return options
-
-
-def _write_options(dry_run: bool, field_manager: Optional[str]) -> _core.WriteOptions:
-    options = _core.WriteOptions()
-    options.dry_run = dry_run
-    if field_manager:
-        options.field_manager = field_manager
-    return options
-
-
-def _apply_options(force: bool, dry_run: bool, field_manager: str) -> _core.ApplyOptions:
-    options = _core.ApplyOptions()
-    options.force = force
-    options.dry_run = dry_run
-    options.field_manager = field_manager
-    return options
-
-
-def _delete_options(
-    propagation_policy: Optional[str], grace_period_seconds: Optional[int], dry_run: bool
-) -> _core.DeleteOptions:
-    options = _core.DeleteOptions()
-    if propagation_policy:
-        options.propagation_policy = propagation_policy
-    if grace_period_seconds is not None:
-        options.grace_period_seconds = grace_period_seconds
-    options.dry_run = dry_run
-    return options
-
-
-def _log_options(
-    container: Optional[str],
-    follow: bool,
-    tail_lines: Optional[int],
-    since_seconds: Optional[int],
-    limit_bytes: Optional[int],
-    timestamps: bool,
-    previous: bool,
-) -> _core.LogOptions:
-    options = _core.LogOptions()
-    if container:
-        options.container = container
-    options.follow = follow
-    options.tail_lines = tail_lines
-    options.since_seconds = since_seconds
-    options.limit_bytes = limit_bytes
-    options.timestamps = timestamps
-    options.previous = previous
+def _options(options: _Options, keywords: Mapping[str, Any]) -> _Options:
+    """``options`` (a fresh ``_core.*Options``) with each of its fields that ``keywords`` (a
+    method's ``locals()``: its keywords are named as the fields) gives a value other than None
+    set; None keeps the C++ default, as does "" (the default of every str field but
+    ApplyOptions.field_manager, which Client.apply always passes)."""
+    for name, value in keywords.items():
+        if value is not None and not name.startswith("_") and hasattr(type(options), name):
+            setattr(options, name, value)
     return options
 
 

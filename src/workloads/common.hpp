@@ -135,3 +135,13 @@ bool WaitForObject(Client client, const ResourceType& type, const std::string& n
                    const std::function<bool(const Json* object)>& done);
 
 }  // namespace tfk8s::internal
+
+/// What a source that reads server objects brings in with one
+/// `using namespace internal::reading;`: the resource types and labels (kinds.hpp) and the JSON
+/// accessors At, StringAt and Items.
+namespace tfk8s::internal::reading {
+using namespace kinds;
+using internal::At;
+using internal::Items;
+using internal::StringAt;
+}  // namespace tfk8s::internal::reading

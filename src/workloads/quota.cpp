@@ -23,10 +23,7 @@
 
 namespace tfk8s {
 
-using namespace internal::kinds;
-using internal::At;
-using internal::Items;
-using internal::StringAt;
+using namespace internal::reading;
 
 namespace {
 
