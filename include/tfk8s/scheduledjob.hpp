@@ -453,11 +453,11 @@ struct ScheduledJobWatcherOptions {
   /// delete Jobs, StatefulSets, Services, Deployments, ReplicaSets, Secrets, ConfigMaps).
   bool clean_up_tf_clusters = false;
   /// Bound every task's history by its spec's successful / failed history limits: finished
-  /// runs no controller prunes (manual and on-demand runs) are deleted oldest first once that
-  /// many newer finished runs of the same result exist, with a "cleanup" alert for each; an
-  /// active run never, a failed run only once its own alert is settled. Scheduled runs stay
-  /// the CronJob controller's. Off by default (deleting runs needs permission, and changes
-  /// what History() shows).
+  /// manual and on-demand runs (on-demand runs are bounded by nothing else) are deleted oldest
+  /// first once that many newer finished runs of the same result exist, with a "cleanup"
+  /// alert for each; an active run never, a failed run only once its own alert is settled.
+  /// Scheduled runs stay the CronJob controller's. Off by default (deleting runs needs
+  /// permission, and changes what History() shows).
   bool bound_history = false;
 };
 
