@@ -321,7 +321,8 @@ TEST_SUITE("cleanup") {
     old_run["metadata"]["annotations"] = {
         {"tfk8s.io/spec", R"({"successfulJobsHistoryLimit": 7, "failedJobsHistoryLimit": 2})"}};
     Json new_run = Run("b", "Complete", "2024-03-01T11:00:00Z", "on-demand");
-    new_run["metadata"]["annotations"] = {{"tfk8s.io/spec", R"({"successfulJobsHistoryLimit": 1})"}};
+    new_run["metadata"]["annotations"] = {
+        {"tfk8s.io/spec", R"({"successfulJobsHistoryLimit": 1})"}};
     l = internal::TaskHistoryLimits(nullptr, {new_run, old_run});
     CHECK(l.successful == 1);
     CHECK(l.failed == 1);  // absent: Kubernetes' default
