@@ -372,8 +372,11 @@ enum class AlertKind {
   kFailure,         ///< A run failed (backoff limit reached or another failure).
   kTimeout,         ///< A run exceeded activeDeadlineSeconds.
   kMissedSchedule,  ///< A scheduled run did not start (controller down, Forbid overlap, …).
+  /// The watcher deleted something: a finished TFCluster's replicas (its `cleanup` policy) or
+  /// a run beyond the task's history limits.
+  kCleanup,
 };
-/// "failure", "timeout", "missed-schedule".
+/// "failure", "timeout", "missed-schedule", "cleanup".
 std::string ToString(AlertKind kind);
 
 /// One alert, as given to the callback and POSTed (ToJson()) to the webhook.
@@ -391,9 +394,14 @@ struct ScheduledJobAlert {
   /// Missed schedule: the latest scheduled time that did not produce a run.
   std::optional<std::chrono::system_clock::time_point> scheduled_time;
   int missed_runs = 0;  ///< Missed schedule: how many scheduled times were missed.
+  /// Clean-up of a cluster: its name ("" otherwise; `job` is then the chief's Job).
+  std::string tf_cluster;
+  /// Clean-up: what was deleted, as "Kind/name" ("Job/train-ps-0"), in the order deleted.
+  std::vector<std::string> deleted;
   std::chrono::system_clock::time_point time;  ///< When the alert was raised.
   /// {"source": "tfk8s", "kind", "namespace", "scheduledJob", "job", "jobUid", "reason",
-  /// "message", "attempts", "startTime", "endTime", "scheduledTime", "missedRuns", "time"}.
+  /// "message", "attempts", "startTime", "endTime", "scheduledTime", "missedRuns", "tfCluster",
+  /// "deleted", "time"}.
   [[nodiscard]] Json ToJson() const;
 };
 
@@ -440,6 +448,17 @@ struct ScheduledJobWatcherOptions {
   std::function<void(const std::string&)> on_error;
   /// Identifies this watcher in the alert annotations ("" = hostname/pid).
   std::string identity;
+  /// Carry out the `cleanup` policy of finished TFClusters in scope (TFCleanupPolicy), with a
+  /// "cleanup" alert for each. Off by default: it needs more permissions (watch ConfigMaps;
+  /// delete Jobs, StatefulSets, Services, Deployments, ReplicaSets, Secrets, ConfigMaps).
+  bool clean_up_tf_clusters = false;
+  /// Bound every task's history by its spec's successful / failed history limits: finished
+  /// manual and on-demand runs (on-demand runs are bounded by nothing else) are deleted oldest
+  /// first once that many newer finished runs of the same result exist, with a "cleanup"
+  /// alert for each; an active run never, a failed run only once its own alert is settled.
+  /// Scheduled runs stay the CronJob controller's. Off by default (deleting runs needs
+  /// permission, and changes what History() shows).
+  bool bound_history = false;
 };
 
 /// Watches the runs and schedules of tfk8s tasks and raises alerts. Each alert is raised once:
@@ -449,6 +468,12 @@ struct ScheduledJobWatcherOptions {
 /// watch with resume and relist means nothing that happened while it was disconnected or down
 /// is missed. If a watcher dies while delivering, another one re-delivers after the claim
 /// expires (at-least-once for that rare case, exactly-once otherwise).
+///
+/// With `clean_up_tf_clusters` / `bound_history` it also deletes what finished workloads leave
+/// running (docs/tfcluster.md, "Clean-up"; docs/scheduledjob.md, "History"), claimed the same
+/// way (annotations `tfk8s.io/cleanup-*` on the cluster's root ConfigMap or on the run) before
+/// anything is deleted, so two watchers never both act; deletions are idempotent, so a claim
+/// taken over after its owner died only finishes the work.
 class ScheduledJobWatcher {
  public:
   /// Nothing is sent until Run() or Start().

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tfk8s/client.hpp"
@@ -128,6 +129,33 @@ struct TFLauncherSpec {
   std::string python = "python3";
 };
 
+/// What happens once the cluster has finished: its chief (worker 0 without a chief) Succeeded
+/// or Failed. The ps replicas never finish by themselves, so without a policy they run (and
+/// hold their CPUs, memory and GPUs) until someone deletes the cluster. The policy is carried
+/// out by the library's watcher (ScheduledJobWatcher with `clean_up_tf_clusters`, in
+/// tfk8s/scheduledjob.hpp), like Kubernetes' TTL-after-finished controller but per role.
+/// A cluster whose chief still runs is never touched, even when another replica failed.
+/// Needs the per-replica topology (StatefulSet replicas never finish). JSON `cleanup`.
+enum class TFCleanupPolicy {
+  kNone,  ///< "none" (default): nothing is deleted.
+  /// "delete-all": the whole cluster, as TFCluster::Delete() does (the root, cascading to
+  /// every object it owns, a storage claim it created included).
+  kDeleteAll,
+  /// "keep-session": stops every replica that has not finished (the ps, workers still
+  /// serving, …) and deletes the TensorFlow roles' Services. The session, TensorBoard,
+  /// storage, the root and the finished replicas' Jobs (their pods, so their logs) stay.
+  kKeepSession,
+  /// "keep-logs": keep-session, and also deletes the session (its Job, Services and Secret)
+  /// and TensorBoard. What stays: the root (Status(), Logs(), Delete() keep working), storage
+  /// and the finished replicas' Jobs with their Succeeded / Failed pods, which hold no CPU,
+  /// memory or GPU and keep their logs readable until the cluster is deleted.
+  kKeepLogs,
+};
+/// "none", "delete-all", "keep-session", "keep-logs".
+std::string ToString(TFCleanupPolicy policy);
+/// Parses ToString()'s names; throws ValidationError(field "cleanup").
+TFCleanupPolicy ParseTFCleanupPolicy(std::string_view text);
+
 /// The whole cluster. Validate() checks everything before any request is sent.
 struct TFClusterSpec {
   std::string name;
@@ -166,6 +194,8 @@ struct TFClusterSpec {
   PodSecurityLevel pod_security = PodSecurityLevel::kRestricted;
   /// The start-up launcher of every ps / worker / chief / evaluator replica.
   TFLauncherSpec launcher;
+  /// What the library's watcher does once the chief has finished (see TFCleanupPolicy).
+  TFCleanupPolicy cleanup = TFCleanupPolicy::kNone;
 
   /// Throws ValidationError naming the field, the value and the rule.
   void Validate() const;

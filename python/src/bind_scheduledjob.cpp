@@ -129,6 +129,8 @@ ScheduledJobWatcherOptions WatcherOptions(const py::dict& keywords) {
   in.Read("missed_schedule_grace", &options.missed_schedule_grace);
   in.Read("max_alert_age", &options.max_alert_age);
   in.Read("identity", &options.identity);
+  in.Read("clean_up_tf_clusters", &options.clean_up_tf_clusters);
+  in.Read("bound_history", &options.bound_history);
   in.RejectUnknown();
   return options;
 }

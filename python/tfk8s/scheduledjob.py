@@ -326,7 +326,12 @@ class ScheduledJobWatcher:
     namespace, scheduledJob, job, reason, message, attempts, …) once per failure, timeout or
     missed schedule, and/or POSTs it to ``webhook_url``. The callback runs on the watcher's
     thread; an exception it raises is printed to stderr and the watcher goes on.
-    ``on_error(message)`` gets problems that do not stop the watcher (default: stderr)."""
+    ``on_error(message)`` gets problems that do not stop the watcher (default: stderr).
+
+    ``clean_up_tf_clusters=True`` also carries out the ``cleanup`` policy of finished
+    TFClusters; ``bound_history=True`` deletes manual and on-demand runs past their task's
+    history limits. Each raises a ``"cleanup"`` alert (``deleted`` lists what went); both are
+    off by default (they need permission to delete)."""
 
     def __init__(
         self,
@@ -344,6 +349,8 @@ class ScheduledJobWatcher:
         missed_schedule_grace: float = 60.0,
         max_alert_age: float = 86400.0,
         identity: str = "",
+        clean_up_tf_clusters: bool = False,
+        bound_history: bool = False,
     ) -> None:
         ns = client.namespace if namespace is None else namespace
         options = {
@@ -357,6 +364,8 @@ class ScheduledJobWatcher:
             "missed_schedule_grace": missed_schedule_grace,
             "max_alert_age": max_alert_age,
             "identity": identity,
+            "clean_up_tf_clusters": clean_up_tf_clusters,
+            "bound_history": bound_history,
         }
         self._core = _core.ScheduledJobWatcher(client.core, options, on_alert, on_error)
 

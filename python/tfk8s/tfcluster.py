@@ -121,6 +121,10 @@ class TFCluster(Workload):
     - ``pod_security`` (``podSecurity``): the Pod Security level of the replicas' and
       TensorBoard's pods, ``"restricted"`` (default: user 1000, no privileges) or, for an image
       that must run as root, ``"baseline"`` / ``"privileged"``
+    - ``cleanup``: what a watcher (``ScheduledJobWatcher(clean_up_tf_clusters=True)``) does
+      once the chief has finished: ``"none"`` (default), ``"delete-all"``, ``"keep-session"``
+      (stops the ps and unfinished replicas) or ``"keep-logs"`` (also the session and
+      TensorBoard; finished replicas' pods stay for their logs)
 
     Deprecated (for one release, with a DeprecationWarning): ``workers`` (now ``worker``) and
     ``image`` (now ``cpu_image``).
@@ -162,6 +166,7 @@ class TFCluster(Workload):
         service_account: Optional[str] = None,
         security_context: Optional[Mapping[str, Any]] = None,
         pod_security: Optional[str] = None,
+        cleanup: Optional[str] = None,
         _core_cluster: Any = None,
     ) -> None:
         s = self._start_spec(client, _core_cluster, spec, name, namespace)
@@ -202,6 +207,8 @@ class TFCluster(Workload):
         set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         if pod_security is not None:
             s["podSecurity"] = pod_security
+        if cleanup is not None:
+            s["cleanup"] = cleanup
         self._core = _core.TFCluster(client.core, s)
 
     # ---- construction -------------------------------------------------------------------

@@ -7,16 +7,19 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "tfk8s/scheduledjob.hpp"
+#include "workloads/cleanup.hpp"
 #include "workloads/cron.hpp"
 #include "workloads/kinds.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 #include "workloads/common.hpp"
 #include "workloads/server_shape.hpp"
+#include "workloads/tfcluster_internal.hpp"
 
 namespace tfk8s {
 
@@ -272,6 +275,12 @@ std::string Key(const Json& o) {
   return m.value("namespace", "") + "/" + m.value("name", "");
 }
 
+// namespace/task of a run or CronJob.
+std::string TaskKey(const Json& o) {
+  return o.value("metadata", Json::object()).value("namespace", "") + "/" +
+         internal::LabelOf(o, internal::kScheduledJobLabel);
+}
+
 std::string DefaultIdentity() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
@@ -298,7 +307,9 @@ struct ScheduledJobWatcher::Impl {
   std::atomic<bool> stop{false};
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::pair<bool, WatchEvent>> events;  // (is a CronJob, event)
+  // What an informer watches: tasks' runs, their CronJobs, clusters' roots, clusters' Jobs.
+  enum class Source { kRun, kCronJob, kRoot, kClusterJob };
+  std::deque<std::pair<Source, WatchEvent>> events;
   std::deque<Delivery> outbox;
   std::set<std::string> in_flight;  // Job UIDs / CronJob UID+time being delivered here
   std::set<std::string> reported_errors;
@@ -434,6 +445,149 @@ struct ScheduledJobWatcher::Impl {
     return std::nullopt;
   }
 
+  Json CleanupClaimAnnotations(const std::string& what, SysSeconds deadline) const {
+    return {{internal::kCleanedUpAnnotation, what},
+            {internal::kCleanupStateAnnotation, "sending"},
+            {internal::kCleanupDeadlineAnnotation, internal::FormatTimestamp(deadline)},
+            {internal::kCleanedUpByAnnotation, identity}};
+  }
+
+  // Claims `flight_key` here and on `object`; false when someone else holds it.
+  bool ClaimCleanup(const ResourceType& type, const Json& object, const std::string& flight_key,
+                    Json annotations) {
+    {
+      std::lock_guard lock(mu);
+      if (in_flight.count(flight_key)) return false;
+    }
+    if (!Claim(type, object, annotations)) return false;
+    std::lock_guard lock(mu);
+    return in_flight.insert(flight_key).second;
+  }
+
+  void Release(const std::string& flight_key) {
+    std::lock_guard lock(mu);
+    in_flight.erase(flight_key);
+  }
+
+  // A finished cluster's policy: claim on the root, delete, then alert (SendLoop records it).
+  std::optional<SysSeconds> HandleCluster(const Json& root, const std::vector<Json>& jobs) {
+    SysSeconds now = internal::ToSysSeconds(std::chrono::system_clock::now());
+    const std::string uid = root.value("metadata", Json::object()).value("uid", "");
+    internal::TFCleanupDecision d;
+    try {
+      d = internal::DecideTFCleanup(root, jobs, now);
+    } catch (const ValidationError& e) {
+      ReportOnce(uid + "/cleanup",
+                 fmt::format("cannot read the spec of TFCluster {}: {}", Key(root), e.what()));
+      return std::nullopt;
+    }
+    if (!d.act) return d.recheck_at;
+    const std::string flight_key =
+        uid + "@" + d.decider_job["metadata"].value("uid", "") + "/cleanup";
+    SysSeconds deadline = now + internal::ClaimDuration(options.webhook);
+    Json annotations = CleanupClaimAnnotations(ToString(d.policy), deadline);
+    annotations[internal::kCleanupOfAnnotation] = d.decider_job["metadata"].value("uid", "");
+    if (!ClaimCleanup(kConfigMaps, root, flight_key, annotations)) return std::nullopt;
+    const std::string ns = root["metadata"].value("namespace", "");
+    const std::string name = root["metadata"].value("name", "");
+    std::vector<std::string> deleted;
+    try {
+      std::vector<internal::OwnedObject> owned;
+      ListOptions sel;
+      sel.label_selector = std::string(kClusterLabel) + "=" + name;
+      for (const ResourceType* type : internal::TFCleanupKinds(d.policy)) {
+        for (auto& o : internal::Items(client.ListAll(*type, ns, sel))) {
+          owned.push_back({type, std::move(o)});
+        }
+      }
+      deleted = internal::DeleteTargets(client, ns, internal::PlanTFCleanup(root, d.policy, owned));
+    } catch (const std::exception& e) {
+      ReportError(fmt::format("clean-up of TFCluster {} stopped (taken up again when its claim "
+                              "expires): {}",
+                              Key(root), e.what()));
+      Release(flight_key);
+      return deadline;
+    }
+    Enqueue({internal::AlertForTFCleanup(root, d, deleted, now), kConfigMaps, ns, name,
+             flight_key, internal::kCleanupStateAnnotation});
+    return std::nullopt;
+  }
+
+  // A task's runs past its history limits: claim each on the run, delete it, alert.
+  std::optional<SysSeconds> HandleHistory(const std::vector<Json>& runs,
+                                          internal::HistoryLimits limits) {
+    SysSeconds now = internal::ToSysSeconds(std::chrono::system_clock::now());
+    internal::HistoryPlan plan = internal::PlanHistoryPrune(runs, limits, now, options);
+    for (const auto& p : plan.prune) {
+      const Json& meta = p.job["metadata"];
+      const std::string uid = meta.value("uid", "");
+      const std::string ns = meta.value("namespace", "");
+      const std::string name = meta.value("name", "");
+      const std::string flight_key = uid + "/prune";
+      SysSeconds deadline = now + internal::ClaimDuration(options.webhook);
+      if (!ClaimCleanup(kJobs, p.job, flight_key, CleanupClaimAnnotations("history", deadline))) {
+        continue;
+      }
+      std::vector<std::string> deleted;
+      try {
+        deleted = internal::DeleteTargets(client, ns, {{&kJobs, name, uid}});
+      } catch (const std::exception& e) {
+        ReportError(fmt::format("could not prune run {}/{} (taken up again when its claim "
+                                "expires): {}",
+                                ns, name, e.what()));
+        if (!plan.recheck_at || deadline < *plan.recheck_at) plan.recheck_at = deadline;
+      }
+      if (deleted.empty()) {
+        Release(flight_key);  // failed, or someone else deleted it first: nothing to report
+        continue;
+      }
+      Enqueue({internal::AlertForPrunedRun(p, now), kJobs, ns, name, flight_key,
+               internal::kCleanupStateAnnotation});
+    }
+    return plan.recheck_at;
+  }
+
+  // The clusters named in `only` (every cluster when null), from the informers' caches.
+  template <typename Consider>
+  void HandleClusters(Informer& roots, Informer& cluster_jobs, const std::set<std::string>* only,
+                      const Consider& consider) {
+    std::map<std::string, std::vector<Json>> jobs_of;
+    for (auto& job : internal::CheckedSnapshot(cluster_jobs, "Job")) {
+      std::string key = job["metadata"].value("namespace", "") + "/" +
+                        internal::LabelOf(job, kClusterLabel);
+      jobs_of[key].push_back(std::move(job));
+    }
+    for (const auto& root : internal::CheckedSnapshot(roots, "ConfigMap")) {
+      std::string key = Key(root);
+      if (only && !only->count(key)) continue;
+      consider(HandleCluster(root, jobs_of[key]));
+    }
+  }
+
+  // The tasks named in `only` (every task when null), from the informers' caches.
+  template <typename Consider>
+  void HandleTasks(Informer& jobs, Informer* cronjobs, const std::set<std::string>* only,
+                   const Consider& consider) {
+    std::map<std::string, std::vector<Json>> runs_of;
+    for (auto& job : internal::CheckedSnapshot(jobs, "Job")) {
+      std::string key = TaskKey(job);
+      if (!only || only->count(key)) runs_of[key].push_back(std::move(job));
+    }
+    std::map<std::string, Json> cronjob_of;
+    if (cronjobs) {
+      for (auto& cj : internal::CheckedSnapshot(*cronjobs, "CronJob")) {
+        std::string key = TaskKey(cj);
+        cronjob_of[key] = std::move(cj);
+      }
+    }
+    for (const auto& [key, runs] : runs_of) {
+      auto cj = cronjob_of.find(key);
+      consider(HandleHistory(
+          runs, internal::TaskHistoryLimits(cj == cronjob_of.end() ? nullptr : &cj->second,
+                                            runs)));
+    }
+  }
+
   // The delivery thread: callback, then webhook, then the outcome on the object.
   void SendLoop() {
     while (true) {
@@ -498,9 +652,23 @@ struct ScheduledJobWatcher::Impl {
     Informer jobs(client, kJobs, ns, sel);
     std::optional<ResourceType> cron_type;
     std::optional<Informer> cronjobs;
+    // Clean-up of finished clusters: their roots, and the Jobs of their chief / workers.
+    std::optional<Informer> roots;
+    std::optional<Informer> cluster_jobs;
+    if (options.clean_up_tf_clusters) {
+      ListOptions root_sel;
+      root_sel.label_selector =
+          std::string(kComponentLabel) + "=root," + internal::kinds::kManagedBySelector;
+      roots.emplace(client, kConfigMaps, ns, root_sel);
+      ListOptions job_sel;
+      job_sel.label_selector =
+          std::string(kClusterLabel) + "," + kRoleLabel + " in (chief,worker)";
+      cluster_jobs.emplace(client, kJobs, ns, job_sel);
+    }
     // Discovery is the one request made outside an informer: retry it like one, so a watcher
     // started while the apiserver restarts waits for it instead of failing.
-    for (int attempt = 0; options.alert_on_missed_schedule && !stop; ++attempt) {
+    const bool want_cronjobs = options.alert_on_missed_schedule || options.bound_history;
+    for (int attempt = 0; want_cronjobs && !stop; ++attempt) {
       try {
         cron_type = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
         cronjobs.emplace(client, *cron_type, ns, sel);
@@ -522,15 +690,17 @@ struct ScheduledJobWatcher::Impl {
       if (stop) return;
       informers = {&jobs};
       if (cronjobs) informers.push_back(&*cronjobs);
+      if (roots) informers.push_back(&*roots);
+      if (cluster_jobs) informers.push_back(&*cluster_jobs);
     }
-    auto reader = [&](Informer* informer, bool is_cronjob) {
+    auto reader = [&](Informer* informer, Source source) {
       try {
         while (!stop) {
           auto ev = informer->Next(std::chrono::milliseconds(500));
           if (!ev) continue;
           {
             std::lock_guard lock(mu);
-            events.emplace_back(is_cronjob, std::move(*ev));
+            events.emplace_back(source, std::move(*ev));
           }
           cv.notify_all();
         }
@@ -542,8 +712,10 @@ struct ScheduledJobWatcher::Impl {
       }
     };
     std::vector<std::thread> threads;
-    threads.emplace_back(reader, &jobs, false);
-    if (cronjobs) threads.emplace_back(reader, &*cronjobs, true);
+    threads.emplace_back(reader, &jobs, Source::kRun);
+    if (cronjobs) threads.emplace_back(reader, &*cronjobs, Source::kCronJob);
+    if (roots) threads.emplace_back(reader, &*roots, Source::kRoot);
+    if (cluster_jobs) threads.emplace_back(reader, &*cluster_jobs, Source::kClusterJob);
     threads.emplace_back([this] { SendLoop(); });
 
     // Events drive everything; the timer only re-judges what time alone can change (a claim
@@ -554,7 +726,7 @@ struct ScheduledJobWatcher::Impl {
       if (at && internal::ToTimePoint(*at) < next_sweep) next_sweep = internal::ToTimePoint(*at);
     };
     while (true) {
-      std::deque<std::pair<bool, WatchEvent>> batch;
+      std::deque<std::pair<Source, WatchEvent>> batch;
       {
         std::unique_lock lock(mu);
         cv.wait_until(lock, next_sweep, [&] { return stop || !events.empty(); });
@@ -562,19 +734,43 @@ struct ScheduledJobWatcher::Impl {
         batch.swap(events);
       }
       try {
-        for (auto& [is_cronjob, ev] : batch) {
+        std::set<std::string> clusters;  // touched by this batch: acted on once each
+        std::set<std::string> tasks;
+        for (auto& [source, ev] : batch) {
           if (ev.type != WatchEventType::kAdded && ev.type != WatchEventType::kModified) continue;
-          internal::CheckServerObject(ev.object, is_cronjob ? "CronJob" : "Job", "watch");
-          consider(is_cronjob ? HandleCronJob(*cron_type, ev.object) : HandleJob(ev.object));
+          const bool cron = source == Source::kCronJob;
+          internal::CheckServerObject(ev.object, source == Source::kRoot ? "ConfigMap"
+                                                 : cron                  ? "CronJob"
+                                                                         : "Job",
+                                      "watch");
+          if (source == Source::kRoot) {
+            clusters.insert(Key(ev.object));
+          } else if (source == Source::kClusterJob) {
+            clusters.insert(ev.object["metadata"].value("namespace", "") + "/" +
+                            internal::LabelOf(ev.object, kClusterLabel));
+          } else {
+            if (!cron) consider(HandleJob(ev.object));
+            if (cron && options.alert_on_missed_schedule) {
+              consider(HandleCronJob(*cron_type, ev.object));
+            }
+            if (options.bound_history) tasks.insert(TaskKey(ev.object));
+          }
         }
-        if (std::chrono::system_clock::now() >= next_sweep) {
+        const bool sweep = std::chrono::system_clock::now() >= next_sweep;
+        if (sweep) {
           next_sweep = std::chrono::system_clock::now() + kSweepEvery;
           for (const auto& job : internal::CheckedSnapshot(jobs, "Job")) consider(HandleJob(job));
-          if (cronjobs) {
+          if (cronjobs && options.alert_on_missed_schedule) {
             for (const auto& cj : internal::CheckedSnapshot(*cronjobs, "CronJob")) {
               consider(HandleCronJob(*cron_type, cj));
             }
           }
+        }
+        if (roots && (sweep || !clusters.empty())) {
+          HandleClusters(*roots, *cluster_jobs, sweep ? nullptr : &clusters, consider);
+        }
+        if (options.bound_history && (sweep || !tasks.empty())) {
+          HandleTasks(jobs, cronjobs ? &*cronjobs : nullptr, sweep ? nullptr : &tasks, consider);
         }
       } catch (const std::exception& e) {
         // A malformed object must not stop alerts for everything else.

@@ -83,6 +83,8 @@ std::string ToString(AlertKind kind) {
       return "timeout";
     case AlertKind::kMissedSchedule:
       return "missed-schedule";
+    case AlertKind::kCleanup:
+      return "cleanup";
   }
   return "failure";
 }
@@ -806,6 +808,8 @@ Json ScheduledJobAlert::ToJson() const {
           {"endTime", time_or_null(end_time)},
           {"scheduledTime", time_or_null(scheduled_time)},
           {"missedRuns", missed_runs},
+          {"tfCluster", tf_cluster},
+          {"deleted", deleted},
           {"time", internal::FormatTimestamp(internal::ToSysSeconds(time))}};
 }
 

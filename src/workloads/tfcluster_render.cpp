@@ -149,6 +149,10 @@ void TFClusterSpec::Validate() const {
   if (worker.replicas == 0) {
     throw ValidationError("worker.replicas", "0", "a cluster needs at least one worker");
   }
+  if (cleanup != TFCleanupPolicy::kNone && topology == TFTopology::kStatefulSet) {
+    throw ValidationError("cleanup", ToString(cleanup),
+                          "needs the per-replica topology (StatefulSet replicas never finish)");
+  }
   if (strategy == TFStrategy::kParameterServer && ps.replicas == 0) {
     throw ValidationError("ps.replicas", "0",
                           "the parameter-server strategy needs at least one ps");
@@ -328,6 +332,7 @@ Json TFClusterSpec::ToJson() const {
   if (pod_security != PodSecurityLevel::kRestricted) j["podSecurity"] = ToString(pod_security);
   // Only when set: the stored spec of a cluster without an owner stays as it was.
   if (!owner.empty()) j["owner"] = owner;
+  if (cleanup != TFCleanupPolicy::kNone) j["cleanup"] = ToString(cleanup);
   return j;
 }
 
@@ -358,6 +363,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     throw ValidationError("topology", topology, "must be per-replica or statefulset");
   }
   s.expand_variable_references = Field<bool>(j, "expandVariableReferences", "", false);
+  s.cleanup = ParseTFCleanupPolicy(Field<std::string>(j, "cleanup", "", "none"));
   if (auto x = j.find("launcher"); x != j.end()) {
     if (!x->is_object()) throw ValidationError("launcher", x->dump(), "must be a JSON object");
     s.launcher.enabled = Field<bool>(*x, "enabled", "launcher.", s.launcher.enabled);

@@ -112,6 +112,7 @@ TFCLUSTER: Table = {
     "launcher": (False, ("launcher", "enabled"), False),
     "barrier_timeout_seconds": (90, ("launcher", "barrierTimeoutSeconds"), 90),
     "pod_security": ("baseline", ("podSecurity",), "baseline"),
+    "cleanup": ("keep-logs", ("cleanup",), "keep-logs"),
 }
 
 DEVINSTANCE_BASE: Dict[str, Any] = {"owner": "alice", "name": "lab", "namespace": "team-a"}

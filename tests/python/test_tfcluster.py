@@ -7,7 +7,7 @@ import signal
 import threading
 import time
 import uuid
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
@@ -274,3 +274,47 @@ def test_owners_listed_across_namespaces(client: tfk8s.Client, namespace: str) -
         assert info.value.field == "owner"
     finally:
         client.delete("v1", "Namespace", other)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_cleanup_keep_logs_by_the_watcher(client: tfk8s.Client, namespace: str) -> None:
+    """cleanup="keep-logs": once the chief exits 0 a watcher stops the ps and the worker, keeps
+    the chief's Job (and its log), and says so once through on_alert."""
+    spec = small_spec(namespace, "tidy")
+    spec["worker"]["replicas"] = 1
+    spec["chief"] = {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "backoffLimit": 0,
+        "resources": {"cpu": "100m", "memory": "128Mi"},
+        "podAnnotations": {"sim.tfk8s.io/log-lines": "chief done",
+                           "sim.tfk8s.io/exit-code": "0", "sim.tfk8s.io/exit-after": "3"},
+    }
+    cluster = tfk8s.TFCluster(client, spec, cleanup="keep-logs")
+    assert cluster.to_dict()["cleanup"] == "keep-logs"
+    alerts: List[Dict[str, Any]] = []
+    got = threading.Event()
+
+    def on_alert(alert: Dict[str, Any]) -> None:
+        alerts.append(alert)
+        got.set()
+
+    with tfk8s.ScheduledJobWatcher(client, namespace, on_alert=on_alert,
+                                   clean_up_tf_clusters=True) as watcher:
+        cluster.apply()
+        assert got.wait(120), "no cleanup alert"
+        time.sleep(3)  # a duplicate would arrive by now
+        watcher.raise_error()
+    assert [a["kind"] for a in alerts] == ["cleanup"]
+    assert alerts[0]["tfCluster"] == "tidy"
+    assert alerts[0]["reason"] == "TFClusterSucceeded"
+    assert "Job/tidy-ps-0" in alerts[0]["deleted"]
+    jobs = {j["metadata"]["name"] for j in client.list(
+        "batch/v1", "Job", namespace=namespace, label_selector="tfk8s.io/cluster=tidy")["items"]
+        if "deletionTimestamp" not in j["metadata"]}
+    assert jobs == {"tidy-chief-0"}
+    lines = [line for replica, line in cluster.logs(role="chief")]
+    assert "chief done" in lines
+    assert cluster.status().phase == "Succeeded"
+    with pytest.raises(tfk8s.ValidationError):
+        tfk8s.TFCluster(client, spec, cleanup="sometimes")
