@@ -291,15 +291,21 @@ class Bench:
         changes = 2 if self.args.smoke else 20
         log(f"scenario 6: Fleet over {devs} DevInstances and {tfs} TFClusters in {namespaces} "
             "namespaces")
-        prefix = f"bench-fleet-{os.getpid() % 10000}"
+        # --fleet-prefix measures a fixture made before (tfk8s_bench fleet-fixture with that
+        # prefix, the same sizes); it is deleted at the end all the same.
+        prefix = self.args.fleet_prefix or f"bench-fleet-{os.getpid() % 10000}"
         py = self.tfk8s_python_available("Fleet")
         out = {"_size": {"namespaces": namespaces, "devinstances": devs, "tfclusters": tfs}}
         try:
-            fixture = self.run_json([self.cpp, "fleet-fixture", self.kubeconfig, prefix,
-                                     str(namespaces), str(devs), str(tfs), "900"], timeout=1200)
-            log(f"fixture: {fixture['objects']} objects applied in {fixture['applied_ms']:.0f} ms, "
-                f"{fixture['running']} pods Running after {fixture['ms'] / 1000:.0f} s")
-            out["_fixture"] = fixture
+            fixture = None
+            if not self.args.fleet_prefix:
+                fixture = self.run_json([self.cpp, "fleet-fixture", self.kubeconfig, prefix,
+                                         str(namespaces), str(devs), str(tfs), "900"],
+                                        timeout=1200)
+                log(f"fixture: {fixture['objects']} objects applied in "
+                    f"{fixture['applied_ms']:.0f} ms, {fixture['running']} pods Running after "
+                    f"{fixture['ms'] / 1000:.0f} s")
+            out["_fixture"] = fixture or self.args.fleet_fixture_json
             samples = {k: [] for k in ("tfk8s Fleet (C++)", "tfk8s Fleet (Python)",
                                        "floor: raw list + parse (C++)",
                                        "official client: list")}
@@ -397,6 +403,10 @@ def main():
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--smoke", action="store_true", help="tiny sizes, one run: harness check")
     p.add_argument("--scenarios", default="1,2,3,4,5,6")
+    p.add_argument("--fleet-prefix", help="scenario 6: measure the fixture made before with "
+                   "this prefix (tfk8s_bench fleet-fixture) instead of making one")
+    p.add_argument("--fleet-fixture-json", type=json.loads, default=None,
+                   help="with --fleet-prefix: fleet-fixture's output line, for the report")
     args = p.parse_args()
     if args.smoke:
         args.repeat = 1

@@ -549,7 +549,8 @@ int FleetFixture(const std::string& kubeconfig, const std::string& prefix, int n
     Json list = c.ListAll(kPods, "", managed);
     running = 0;
     for (const auto& p : list["items"]) {
-      running += p.value("status", Json::object()).value("phase", "") == "Running";
+      bool ours = p["metadata"].value("namespace", "").rfind(prefix + "-team-", 0) == 0;
+      running += ours && p.value("status", Json::object()).value("phase", "") == "Running";
     }
     if (running >= pods) break;
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -562,22 +563,28 @@ int FleetFixture(const std::string& kubeconfig, const std::string& prefix, int n
   return failed == 0 && running >= pods ? 0 : 1;
 }
 
+// Deletes every namespace of the fixture at once, then waits until they are all gone (the
+// namespace controller deletes their objects, the node simulator their pods).
 int FleetCleanup(const std::string& kubeconfig, const std::string& prefix, int namespaces) {
+  Client c(Config(kubeconfig));
   auto t0 = Clock::now();
-  std::vector<std::future<int>> done;
-  // A few at a time: each waits for its namespace to be gone.
   for (int i = 0; i < namespaces; ++i) {
-    done.push_back(std::async(std::launch::async, [&, i] {
-      return DeleteNamespace(kubeconfig, TeamNamespace(prefix, i));
-    }));
-    if (done.size() % 16 == 0) {
-      for (auto& f : done) f.wait();
+    try {
+      c.Delete(kNamespaces, "", TeamNamespace(prefix, i));
+    } catch (const NotFound&) {
     }
   }
-  int failed = 0;
-  for (auto& f : done) failed += f.get() != 0;
-  std::cout << Json{{"ms", Ms(t0)}, {"failed", failed}}.dump() << "\n";
-  return failed == 0 ? 0 : 1;
+  ListOptions fixture;
+  fixture.label_selector = "tfk8s-bench=" + prefix;
+  std::size_t left = 0;
+  auto deadline = Clock::now() + std::chrono::minutes(15);
+  while (Clock::now() < deadline) {
+    left = c.ListAll(kNamespaces, "", fixture)["items"].size();
+    if (left == 0) break;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  std::cout << Json{{"ms", Ms(t0)}, {"left", left}}.dump() << "\n";
+  return left == 0 ? 0 : 1;
 }
 
 // The LISTs a Fleet over every namespace makes: the kind, and the label selector.
@@ -620,7 +627,8 @@ struct FloorResult {
 // kind's pages one after the other and the kinds at once (as the Fleet's informers list), each
 // page parsed with nlohmann::json. No informer, no copies, no indexing.
 FloorResult FloorFleetLists(const ClientConfig& cfg,
-                            const std::vector<std::pair<ResourceType, std::string>>& lists) {
+                            const std::vector<std::pair<ResourceType, std::string>>& lists,
+                            std::vector<Json>* keep = nullptr) {
   auto transport = internal::MakeCurlTransport();
   auto tls = std::make_shared<internal::TlsSettings>();
   tls->ca_pem = cfg.ca_pem;
@@ -632,6 +640,7 @@ FloorResult FloorFleetLists(const ClientConfig& cfg,
   base.url = cfg.server + "/version";
   transport->Send(base).get();  // connected, as the client is
   std::atomic<std::size_t> bytes{0}, items{0};
+  std::mutex keep_mu;
   auto t0 = Clock::now();
   std::vector<std::future<void>> kinds;
   for (const auto& [type, selector] : lists) {
@@ -651,6 +660,10 @@ FloorResult FloorFleetLists(const ClientConfig& cfg,
         bytes += resp.body.size();
         items += page["items"].size();
         cont = page["metadata"].value("continue", "");
+        if (keep) {
+          std::lock_guard lock(keep_mu);
+          keep->push_back(std::move(page));
+        }
       } while (!cont.empty());
     }));
   }
@@ -775,13 +788,19 @@ int FleetRun(const std::string& kubeconfig, int changes) {
     from_send_us.push_back(std::chrono::duration<double, std::micro>(*seen - sent).count());
   }
   fleet->Stop();
-  // The raw JSON the Fleet listed: the same LISTs once more, counted in bytes.
-  FloorResult raw = FloorFleetLists(cfg, FleetLists(c));
+  // The raw JSON the Fleet listed: the same LISTs once more, counted in bytes; and for
+  // reference, the heap of those lists parsed into nlohmann::json once (what one plain copy
+  // of every object costs).
+  long long heap2 = g_live_heap.load();
+  std::vector<Json> parsed;
+  FloorResult raw = FloorFleetLists(cfg, FleetLists(c), &parsed);
+  long long parsed_heap = g_live_heap.load() - heap2;
   std::cout << Json{{"ms", sync_ms},
                     {"entries", all.size()},
                     {"heap_bytes", heap1 - heap0},
                     {"rss_kb", rss1 - rss0},
                     {"raw_json_bytes", raw.bytes},
+                    {"parsed_heap_bytes", parsed_heap},
                     {"raw_items", raw.items},
                     {"queries",
                      {{"Get", Percentiles(get_us)},
@@ -791,6 +810,7 @@ int FleetRun(const std::string& kubeconfig, int changes) {
                     {"callback_from_answer", Percentiles(from_answer_us)},
                     {"callback_from_send", Percentiles(from_send_us)},
                     {"callback_missed", missed},
+                    {"callback_from_answer_us", from_answer_us},
                     {"sink", sink}}
                    .dump()
             << "\n";
