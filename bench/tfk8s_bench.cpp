@@ -340,9 +340,8 @@ int List(const std::string& kubeconfig, const std::string& ns) {
   return 0;
 }
 
-int FloorList(const std::string& kubeconfig, const std::string& ns) {
-  ClientConfig cfg = Config(kubeconfig);
-  auto transport = internal::MakeCurlTransport();
+// A floor's GET: the cluster's credentials and CA, JSON, no client layer.
+internal::HttpRequest FloorGet(const ClientConfig& cfg) {
   auto tls = std::make_shared<internal::TlsSettings>();
   tls->ca_pem = cfg.ca_pem;
   internal::HttpRequest r;
@@ -350,6 +349,13 @@ int FloorList(const std::string& kubeconfig, const std::string& ns) {
   r.tls = tls;
   r.accept_compressed = !cfg.disable_compression;  // the same bytes as the client asks for
   r.timeout = std::chrono::minutes(5);
+  return r;
+}
+
+int FloorList(const std::string& kubeconfig, const std::string& ns) {
+  ClientConfig cfg = Config(kubeconfig);
+  auto transport = internal::MakeCurlTransport();
+  internal::HttpRequest r = FloorGet(cfg);
   r.url = cfg.server + "/version";
   transport->Send(r).get();
   r.url = cfg.server + "/api/v1/namespaces/" + ns + "/pods";
@@ -630,13 +636,7 @@ FloorResult FloorFleetLists(const ClientConfig& cfg,
                             const std::vector<std::pair<ResourceType, std::string>>& lists,
                             std::vector<Json>* keep = nullptr) {
   auto transport = internal::MakeCurlTransport();
-  auto tls = std::make_shared<internal::TlsSettings>();
-  tls->ca_pem = cfg.ca_pem;
-  internal::HttpRequest base;
-  base.headers = {"Authorization: Bearer " + cfg.token, "Accept: application/json"};
-  base.tls = tls;
-  base.accept_compressed = !cfg.disable_compression;
-  base.timeout = std::chrono::minutes(5);
+  internal::HttpRequest base = FloorGet(cfg);
   base.url = cfg.server + "/version";
   transport->Send(base).get();  // connected, as the client is
   std::atomic<std::size_t> bytes{0}, items{0};
