@@ -5,6 +5,8 @@ one measured operation per call, one JSON line {"ms": ...}; client creation is n
   peer_tfk8s.py apply <kubeconfig> <spec.json>                 TFCluster.apply
   peer_tfk8s.py list <kubeconfig> <ns>                         list every pod as dicts
   peer_tfk8s.py watch-replay <kubeconfig> <ns> <rv> <count>    decode a replayed watch
+  peer_tfk8s.py fleet-sync <kubeconfig>                        tfk8s.Fleet over every namespace
+                                                               until wait_for_sync()
 """
 import json
 import sys
@@ -54,6 +56,19 @@ def watch_replay(kubeconfig, ns, rv, count):
                       "events_per_s": events / seconds if seconds > 0 else 0}))
 
 
+def fleet_sync(kubeconfig):
+    client = connect(kubeconfig)
+    client.resolve_preferred("batch", "CronJob", ["v1", "v1beta1"])  # cached, as the C++ run
+    t0 = time.perf_counter()
+    fleet = tfk8s.Fleet(client)
+    if not fleet.wait_for_sync(600):
+        raise SystemExit("fleet-sync: no sync in 600 s")
+    ms = (time.perf_counter() - t0) * 1000
+    entries = len(fleet)
+    fleet.close()
+    print(json.dumps({"ms": ms, "entries": entries}))
+
+
 def main(argv):
     cmd = argv[1]
     if cmd == "apply":
@@ -62,6 +77,8 @@ def main(argv):
         list_pods(argv[2], argv[3])
     elif cmd == "watch-replay":
         watch_replay(argv[2], argv[3], argv[4], int(argv[5]))
+    elif cmd == "fleet-sync":
+        fleet_sync(argv[2])
     else:
         raise SystemExit(__doc__)
 

@@ -220,3 +220,203 @@ LIMITS = [
     "transport on the first Client (which only moves the cost). Neither is done.",
     "",
 ]
+
+
+# ---- scenario 6: the Fleet (a generated block of docs/benchmarks.md) -----------------------
+
+FLEET_BEGIN = "<!-- bench/run.py scenario 6 (Fleet): begin -->"
+FLEET_END = "<!-- bench/run.py scenario 6 (Fleet): end -->"
+
+
+def fleet_block_of(text):
+    """The generated fleet block of a document, or None."""
+    if FLEET_BEGIN in text and FLEET_END in text:
+        return text[text.index(FLEET_BEGIN):text.index(FLEET_END) + len(FLEET_END)]
+    return None
+
+
+def with_fleet_block(text, block):
+    """`text` with its fleet block replaced by `block` (appended when it has none)."""
+    if block is None:
+        return text
+    old = fleet_block_of(text)
+    if old is not None:
+        return text.replace(old, block)
+    return text.rstrip("\n") + "\n\n" + block + "\n"
+
+
+def _us(v):
+    if v is None:
+        return "–"
+    if v >= 1000:
+        return f"{v / 1000:,.1f} ms"
+    return f"{v:,.0f} µs" if v >= 10 else f"{v:.1f} µs"
+
+
+def _mb(b):
+    return "–" if b is None else f"{b / 1e6:,.1f} MB"
+
+
+def _median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def fleet_markdown(results):
+    m, f = results["machine"], results["fleet"]
+    size, fixture, runs = f["_size"], f.get("_fixture") or {}, f.get("runs", [])
+    raw = _median(r.get("raw_json_bytes") for r in runs)
+    heap = _median(r.get("heap_bytes") for r in runs)
+    rss = _median(r.get("rss_kb") for r in runs)
+    parsed = _median(r.get("parsed_heap_bytes") for r in runs)
+    lines = [FLEET_BEGIN, "## 6. Fleet: every workload, live (issue #20)", "",
+             f"{size['devinstances']:,} DevInstances and {size['tfclusters']:,} TFClusters (1 ps + "
+             f"2 workers + chief each, per-replica) in {size['namespaces']} team namespaces, on "
+             f"simulated nodes: {fixture.get('objects', '?'):,} rendered objects sent by "
+             f"server-side apply, 64 at a time ({fixture.get('applied_ms', 0) / 1000:.0f} s), "
+             f"then {fixture.get('running', '?'):,} pods Running "
+             f"({fixture.get('ms', 0) / 1000:.0f} s in all, on the shared machine); the "
+             "namespaces are deleted "
+             f"afterwards (`tools/tfk8s-local up --nodes 30`: 30 simulated CPU nodes of 110 pods, "
+             "32 CPUs and 128 GiB each, no ResourceQuota). "
+             f"The Fleet watches {f.get('_raw_items', '?'):,} objects: "
+             f"{_mb(raw)} of JSON as the server sends them (managedFields included). "
+             f"Run: {m['date']}, repeat={m['repeat']}"
+             f"{' (SMOKE: tiny sizes)' if m.get('smoke') else ''}.", "",
+             "### First full sync", "",
+             "From constructing the Fleet over every namespace until `WaitForSync` returns "
+             "(every list taken and every entry computed). The floor makes the same LISTs (the "
+             "same kinds and label selectors, every namespace, pages of 500 as the Fleet's "
+             "informers page) over the same libcurl transport, each kind's pages in turn and "
+             "the kinds at once as the informers do, and parses every page with "
+             "nlohmann::json: no informer, no copies, no index. The official client makes the "
+             "same LISTs one after the other and deserializes the pages into its models. Each "
+             "contender is a fresh process, connected and with discovery done before the clock "
+             "starts.", "",
+             _table(f["sync"], "floor: raw list + parse (C++)", "the floor"), ""]
+    lines += ["### Memory", "",
+              "The C++ heap the Fleet keeps once synced and settled: the live bytes of every "
+              "`operator new` block in the process (counted by a replaced global operator "
+              "new/delete in `tfk8s_bench`, with `malloc_usable_size`, so allocator rounding "
+              "counts) after the sync minus before constructing the Fleet. That is the informers' "
+              "stores, the Fleet's own copies of the objects (without managedFields), its index "
+              "and entries, and the threads' buffers; libcurl's and OpenSSL's `malloc` are not "
+              "in it (the resident set growth is shown beside it).", "",
+              "| median over runs | |", "|---|---:|",
+              f"| raw JSON listed (bytes the server sent) | {_mb(raw)} |",
+              f"| Fleet's live C++ heap | {_mb(heap)} |",
+              f"| resident set growth (VmRSS) | {_mb(None if rss is None else rss * 1024)} |",
+              f"| the same lists parsed once into nlohmann::json (reference) | {_mb(parsed)} |",
+              f"| heap / raw JSON | {_r(_ratio(heap, raw))} |",
+              f"| parsed once / raw JSON | {_r(_ratio(parsed, raw))} |",
+              f"| RSS growth / raw JSON | {_r(_ratio(None if rss is None else rss * 1024, raw))} |",
+              ""]
+    lines += ["### Queries after sync", "",
+              f"Each call over the full fleet ({_median(r.get('entries') for r in runs) or 0:,.0f} "
+              "entries), one at a time from the bench's thread (every call copies its answer out "
+              "under the Fleet's mutex). Median over runs of each run's p50 and p99; max of all.",
+              "", "| query | p50 | p99 | max |", "|---|---:|---:|---:|"]
+    worst_query = None
+    for q in ("Get", "ByOwner", "ByNamespace", "Entries"):
+        qs = [r["queries"].get(q, {}) for r in runs if "queries" in r]
+        p50 = _median(x.get("p50_us") for x in qs)
+        p99 = _median(x.get("p99_us") for x in qs)
+        mx = max((x.get("max_us", 0) for x in qs), default=None)
+        if p99 is not None:
+            worst_query = max(worst_query or 0, p99)
+        lines.append(f"| {q} | {_us(p50)} | {_us(p99)} | {_us(mx)} |")
+    lines.append("")
+    cb = [r.get("callback_from_answer", {}) for r in runs]
+    cs = [r.get("callback_from_send", {}) for r in runs]
+    cb99 = _median(x.get("p99_us") for x in cb)
+    missed = sum(r.get("callback_missed", 0) for r in runs)
+    per_run = runs[0].get("callback_from_answer", {}).get("n", 0) if runs else 0
+    lines += ["### One change to a callback", "",
+              f"{per_run} times per run, a merge PATCH of one workload's owner label (a "
+              "DevInstance's StatefulSet and a TFCluster's root ConfigMap in turn); the time from "
+              "the PATCH's answer in the client until the `OnChange` callback sees the entry "
+              "with the new owner (`std::chrono::steady_clock`, both in the bench process; 0 "
+              "when the callback came first). From sending the PATCH for comparison.", "",
+              "| | p50 | p99 | max |", "|---|---:|---:|---:|",
+              f"| answer → callback | {_us(_median(x.get('p50_us') for x in cb))} | "
+              f"{_us(cb99)} | "
+              f"{_us(max((x.get('max_us', 0) for x in cb), default=None))} |",
+              f"| request sent → callback | {_us(_median(x.get('p50_us') for x in cs))} | "
+              f"{_us(_median(x.get('p99_us') for x in cs))} | "
+              f"{_us(max((x.get('max_us', 0) for x in cs), default=None))} |", "",
+              f"Callbacks missed (none within 10 s): {missed}.", ""]
+    s = f["sync"]
+    fl = s.get("floor: raw list + parse (C++)", {}).get("median_ms")
+    cpp = s.get("tfk8s Fleet (C++)", {}).get("median_ms")
+    off = s.get("official client: list", {}).get("median_ms")
+    r_sync, r_mem = _ratio(cpp, fl), _ratio(heap, raw)
+    lines += ["### Targets (6)", "",
+              _target(None if r_sync is None else r_sync <= 1.3,
+                      f"(6) first full sync within 1.3× of the floor: {_r(r_sync)} "
+                      f"(the official client's listing alone: {_r(_ratio(off, fl))})"),
+              _target(None if r_mem is None else r_mem <= 2,
+                      f"(6) steady memory ≤ 2× the raw JSON: {_r(r_mem)} (heap)"),
+              _target(None if worst_query is None else worst_query < 10_000,
+                      f"(6) every query under 10 ms after sync: worst p99 {_us(worst_query)}"),
+              _target(None if cb99 is None else cb99 < 100_000 and missed == 0,
+                      f"(6) one change reaches a callback within 100 ms: p99 {_us(cb99)}"),
+              ""] + FLEET_LIMITS + [FLEET_END]
+    return "\n".join(lines)
+
+
+# What bounds the fleet's targets (measured while building the bench; see docs/fleet.md): not
+# figures of one run.
+FLEET_LIMITS = [
+    "### What limits the Fleet's targets", "",
+    "- **First sync.** Before this bench the Fleet took 2.0–2.3× the floor (three runs on the "
+    "same fixture, 22–32 s against 10–14 s on a loaded machine). Three costs were found and "
+    "removed in `src/workloads/fleet.cpp`: after taking a snapshot (a copy of every object) of "
+    "each first list, the Fleet applied the list's queued events once more, one by one, each "
+    "recomputing its workload's entry; entries were computed as soon as any kind had listed, "
+    "and again as the other kinds came in; and a kind with no objects (CronJobs here: no "
+    "ScheduledJob) held the sync for the informer's whole 500 ms wait. Now each first list is "
+    "taken from the informer's queue at once (no snapshot), entries are computed once every "
+    "kind has listed, and the first wait is 10 ms: 0.8–1.1× the floor in three runs right "
+    "after the change, 1.1–2.9× run by run (median 1.6×) in the recorded run above, on a "
+    "machine other builds were loading: the Fleet's own CPU work weighs more when the cores "
+    "are busy. What "
+    "remains over the floor is the informer's copy of every object into its event queue, the "
+    "Fleet's index and the 2,200 entries (each workload's own status function; each "
+    "TFCluster's stored spec rendered, each DevInstance's parsed), on the 2 shared cores.",
+    "- **Memory.** One nlohmann::json tree of the listed objects alone is about 4× the raw "
+    "JSON (the `parsed once` row: every key a `std::string` in a `std::map` node, every value a "
+    "16-byte variant), so no design that keeps the objects as nlohmann trees can meet 2×. The "
+    "Fleet keeps two: the informers' stores (whole objects, managedFields included, which an "
+    "informer needs to report the differences after a relist) and its own copies without "
+    "managedFields. Getting near 2× needs informers that keep only name → resourceVersion (or "
+    "a transform hook, as client-go's `SetTransform`) and Fleet copies cut to the fields the "
+    "status functions read: a change of `tfk8s::Informer`, outside this bench.",
+    "- **Queries** copy their answer under the Fleet's mutex: `Entries` copies every entry. "
+    "Their tail is the dispatcher holding the mutex while it recomputes changed entries, and "
+    "the machine's load.",
+    "- **Callbacks** arrive 0–6 ms after the PATCH's answer, except the first change after "
+    "the sync: 105–250 ms in every run (a 3 s pause before it changed nothing; the cause is "
+    "not found yet). With 20 changes a run, the p99 and the max above are that first change: "
+    "the target is missed for it alone.",
+    "",
+]
+
+
+def main():
+    """Writes the fleet block of a markdown file again from a fleet.json."""
+    import argparse
+    import json
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--fleet", required=True, help="bench/results/fleet.json")
+    p.add_argument("--markdown", required=True, help="docs/benchmarks.md")
+    args = p.parse_args()
+    text = open(args.markdown).read()
+    block = fleet_markdown(json.load(open(args.fleet)))
+    open(args.markdown, "w").write(with_fleet_block(text, block))
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,9 @@ Every figure is the median of --repeat runs, and every comparison is a ratio aga
 measured in the same run (the machine is shared and noisy). --smoke runs each scenario once at
 a tiny size so CI keeps the harness working; it asserts nothing about speed.
 
-Writes <out>/results.json and, with --markdown, a results table (docs/benchmarks.md).
+Writes <out>/results.json (scenarios 1-5) and <out>/fleet.json (scenario 6) and, with
+--markdown, the results tables (docs/benchmarks.md; the fleet's is a generated block of it, so
+each can be measured again alone).
 """
 import argparse
 import json
@@ -283,6 +285,53 @@ class Bench:
                              "median_rss_kb": statistics.median(r["rss_kb"] for r in runs)}
         self.results["scenarios"]["5_import"] = samples
 
+    # ---- scenario 6: a Fleet over every namespace (issue #20) ----------------------------
+    def scenario_fleet(self):
+        namespaces, devs, tfs = (2, 6, 2) if self.args.smoke else (100, 2000, 200)
+        changes = 2 if self.args.smoke else 20
+        log(f"scenario 6: Fleet over {devs} DevInstances and {tfs} TFClusters in {namespaces} "
+            "namespaces")
+        # --fleet-prefix measures a fixture made before (tfk8s_bench fleet-fixture with that
+        # prefix, the same sizes); it is deleted at the end all the same.
+        prefix = self.args.fleet_prefix or f"bench-fleet-{os.getpid() % 10000}"
+        py = self.tfk8s_python_available("Fleet")
+        out = {"_size": {"namespaces": namespaces, "devinstances": devs, "tfclusters": tfs}}
+        try:
+            fixture = None
+            if not self.args.fleet_prefix:
+                fixture = self.run_json([self.cpp, "fleet-fixture", self.kubeconfig, prefix,
+                                         str(namespaces), str(devs), str(tfs), "900"],
+                                        timeout=1200)
+                log(f"fixture: {fixture['objects']} objects applied in "
+                    f"{fixture['applied_ms']:.0f} ms, {fixture['running']} pods Running after "
+                    f"{fixture['ms'] / 1000:.0f} s")
+            out["_fixture"] = fixture or self.args.fleet_fixture_json
+            samples = {k: [] for k in ("tfk8s Fleet (C++)", "tfk8s Fleet (Python)",
+                                       "floor: raw list + parse (C++)",
+                                       "official client: list")}
+            runs = []
+            for _ in range(self.args.repeat):
+                r = self.run_json([self.cpp, "fleet", self.kubeconfig, str(changes)])
+                runs.append(r)
+                samples["tfk8s Fleet (C++)"].append(r["ms"])
+                if py:
+                    samples["tfk8s Fleet (Python)"].append(self.run_json(
+                        [PY, os.path.join(HERE, "peer_tfk8s.py"), "fleet-sync",
+                         self.kubeconfig])["ms"])
+                floor = self.run_json([self.cpp, "fleet-floor", self.kubeconfig])
+                samples["floor: raw list + parse (C++)"].append(floor["ms"])
+                out["_raw_items"] = floor["items"]
+                samples["official client: list"].append(self.run_json(
+                    [PY, os.path.join(HERE, "peer_official.py"), "fleet-list",
+                     self.kubeconfig])["ms"])
+            out["sync"] = self.medians(samples)
+            out["runs"] = runs
+        finally:
+            r = self.run_json([self.cpp, "fleet-cleanup", self.kubeconfig, prefix,
+                               str(namespaces)], timeout=1200)
+            log(f"fixture deleted in {r['ms'] / 1000:.0f} s")
+        self.results["scenarios"]["6_fleet"] = out
+
     # ---- driver ---------------------------------------------------------------------
     def machine(self):
         def out(cmd):
@@ -314,19 +363,34 @@ class Bench:
         wanted = self.args.scenarios.split(",")
         for key, fn in (("1", self.scenario_apply), ("2", self.scenario_running),
                         ("3", self.scenario_list), ("4", self.scenario_watch),
-                        ("5", self.scenario_import)):
+                        ("5", self.scenario_import), ("6", self.scenario_fleet)):
             if key in wanted:
                 t0 = time.time()
                 fn()
                 log(f"scenario {key} done in {time.time() - t0:.0f}s")
         os.makedirs(self.args.out, exist_ok=True)
-        path = os.path.join(self.args.out, "results.json")
-        json.dump(self.results, open(path, "w"), indent=2)
-        log(f"results in {path}")
+        import report
+        # The fleet's results and table are kept apart, so each part can be measured alone.
+        fleet = None
+        if "6_fleet" in self.results["scenarios"]:
+            fleet = {"machine": self.results["machine"],
+                     "fleet": self.results["scenarios"]["6_fleet"]}
+            path = os.path.join(self.args.out, "fleet.json")
+            json.dump(fleet, open(path, "w"), indent=2)
+            log(f"fleet results in {path}")
+        rest = {"machine": self.results["machine"],
+                "scenarios": {k: v for k, v in self.results["scenarios"].items()
+                              if k != "6_fleet"}}
+        if rest["scenarios"]:
+            path = os.path.join(self.args.out, "results.json")
+            json.dump(rest, open(path, "w"), indent=2)
+            log(f"results in {path}")
         if self.args.markdown:
-            import report
-            open(self.args.markdown, "w").write(report.markdown(self.results))
-            log(f"table in {self.args.markdown}")
+            old = open(self.args.markdown).read() if os.path.exists(self.args.markdown) else ""
+            text = report.markdown(rest) if rest["scenarios"] else old
+            block = report.fleet_markdown(fleet) if fleet else report.fleet_block_of(old)
+            open(self.args.markdown, "w").write(report.with_fleet_block(text, block))
+            log(f"tables in {self.args.markdown}")
         return self.results
 
 
@@ -338,14 +402,18 @@ def main():
     p.add_argument("--markdown", help="write the results table here (docs/benchmarks.md)")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--smoke", action="store_true", help="tiny sizes, one run: harness check")
-    p.add_argument("--scenarios", default="1,2,3,4,5")
+    p.add_argument("--scenarios", default="1,2,3,4,5,6")
+    p.add_argument("--fleet-prefix", help="scenario 6: measure the fixture made before with "
+                   "this prefix (tfk8s_bench fleet-fixture) instead of making one")
+    p.add_argument("--fleet-fixture-json", type=json.loads, default=None,
+                   help="with --fleet-prefix: fleet-fixture's output line, for the report")
     args = p.parse_args()
     if args.smoke:
         args.repeat = 1
     results = Bench(args).run()
     # The smoke run checks that every scenario produced numbers; it never judges speed.
     missing = [k for k in ("1_apply", "2_running", "2_running_delay", "3_list", "4_watch",
-                           "5_import")
+                           "5_import", "6_fleet")
                if k[0] in args.scenarios.split(",") and not results["scenarios"].get(k)]
     if missing:
         raise SystemExit(f"scenarios without results: {missing}")

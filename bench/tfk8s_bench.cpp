@@ -16,10 +16,21 @@
 //   tfk8s_bench changes <kubeconfig> <ns> <count>        write objects; print the rv before
 //   tfk8s_bench watch-replay <kubeconfig> <ns> <rv> <n>  decode n events replayed from rv
 //   tfk8s_bench delete-ns <kubeconfig> <ns>              delete a namespace and wait for it
+//   tfk8s_bench fleet-fixture <kubeconfig> <prefix> <namespaces> <devinstances> <tfclusters>
+//               [<wait-s>]                               the fleet scenario's workloads: SSA of
+//                                                        the rendered objects in parallel, then
+//                                                        until every pod is Running
+//   tfk8s_bench fleet-cleanup <kubeconfig> <prefix> <namespaces>  delete the fixture's namespaces
+//   tfk8s_bench fleet-floor <kubeconfig>                 the Fleet's LISTs, raw + nlohmann parse
+//   tfk8s_bench fleet <kubeconfig> <changes>             Fleet: sync, heap, queries, callbacks
 
+#include <malloc.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -29,8 +40,37 @@
 
 #include "http/transport.hpp"
 #include "tfk8s/client.hpp"
+#include "tfk8s/devinstance.hpp"
+#include "tfk8s/fleet.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/yaml.hpp"
+#include "workloads/kinds.hpp"
+#include "workloads/tfcluster_internal.hpp"
+
+// ---- live heap bytes -------------------------------------------------------------------------
+// Every C++ allocation of the process (the library's included) goes through these, so the
+// fleet scenario can count what the Fleet holds exactly: the bytes of live operator new blocks
+// (malloc_usable_size, so allocator rounding is counted). libcurl's and OpenSSL's malloc()s are
+// not C++ allocations and are not counted (the resident set is reported beside it).
+namespace {
+std::atomic<long long> g_live_heap{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (!p) throw std::bad_alloc();
+  g_live_heap.fetch_add(static_cast<long long>(malloc_usable_size(p)), std::memory_order_relaxed);
+  return p;
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept {
+  if (!p) return;
+  g_live_heap.fetch_sub(static_cast<long long>(malloc_usable_size(p)), std::memory_order_relaxed);
+  std::free(p);
+}
+void operator delete[](void* p) noexcept { operator delete(p); }
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+void operator delete[](void* p, std::size_t) noexcept { operator delete(p); }
 
 using namespace tfk8s;
 using Clock = std::chrono::steady_clock;
@@ -300,9 +340,8 @@ int List(const std::string& kubeconfig, const std::string& ns) {
   return 0;
 }
 
-int FloorList(const std::string& kubeconfig, const std::string& ns) {
-  ClientConfig cfg = Config(kubeconfig);
-  auto transport = internal::MakeCurlTransport();
+// A floor's GET: the cluster's credentials and CA, JSON, no client layer.
+internal::HttpRequest FloorGet(const ClientConfig& cfg) {
   auto tls = std::make_shared<internal::TlsSettings>();
   tls->ca_pem = cfg.ca_pem;
   internal::HttpRequest r;
@@ -310,6 +349,13 @@ int FloorList(const std::string& kubeconfig, const std::string& ns) {
   r.tls = tls;
   r.accept_compressed = !cfg.disable_compression;  // the same bytes as the client asks for
   r.timeout = std::chrono::minutes(5);
+  return r;
+}
+
+int FloorList(const std::string& kubeconfig, const std::string& ns) {
+  ClientConfig cfg = Config(kubeconfig);
+  auto transport = internal::MakeCurlTransport();
+  internal::HttpRequest r = FloorGet(cfg);
   r.url = cfg.server + "/version";
   transport->Send(r).get();
   r.url = cfg.server + "/api/v1/namespaces/" + ns + "/pods";
@@ -429,6 +475,348 @@ int DeleteNamespace(const std::string& kubeconfig, const std::string& ns) {
   return 1;
 }
 
+
+// ---- the fleet scenario --------------------------------------------------------------------
+
+std::string TeamNamespace(const std::string& prefix, int i) {
+  return prefix + "-team-" + std::to_string(i);
+}
+
+// The owners: 500 users (or fewer), so ByOwner finds a handful of workloads each.
+std::string UserOf(int i, int users) { return "user-" + std::to_string(i % users); }
+
+// The fixture: `namespaces` team namespaces, `devinstances` DevInstances and `tfclusters`
+// TFClusters (1 ps + 2 workers + chief, per-replica) spread over them round robin, every
+// rendered object sent by server-side apply at once (64 in flight), then until every pod is
+// Running on the simulated nodes.
+int FleetFixture(const std::string& kubeconfig, const std::string& prefix, int namespaces,
+                 int devinstances, int tfclusters, int wait_s) {
+  Client c(Config(kubeconfig));
+  auto t0 = Clock::now();
+  std::vector<Json> ns_objects;
+  for (int i = 0; i < namespaces; ++i) {
+    ns_objects.push_back({{"apiVersion", "v1"},
+                          {"kind", "Namespace"},
+                          {"metadata", {{"name", TeamNamespace(prefix, i)},
+                                        {"labels", {{"tfk8s-bench", prefix}}}}}});
+  }
+  auto report_failures = [](const std::vector<ApplyResult>& results, const char* what) {
+    int failed = 0;
+    for (const auto& r : results) {
+      if (!r.ok() && failed++ == 0) std::cerr << what << ": " << r.error_message() << "\n";
+    }
+    return failed;
+  };
+  if (report_failures(c.ApplyAll(ns_objects, {}, 64), "namespaces") > 0) return 1;
+  const int users = std::max(1, std::min(500, devinstances / 4));
+  std::vector<Json> objects;
+  DevCredentials credentials = DevCredentials::Generate();  // one for all: rendering only
+  for (int i = 0; i < devinstances; ++i) {
+    DevInstanceSpec s;
+    s.owner = UserOf(i, users);
+    s.name = "dev-" + std::to_string(i);
+    s.namespace_name = TeamNamespace(prefix, i % namespaces);
+    s.resources.cpu = "100m";
+    s.resources.memory = "256Mi";
+    s.home.enabled = false;  // no PVC: the simulated nodes need none, the Fleet reads none
+    DevRenderOptions o;
+    o.credentials = credentials;
+    for (auto& obj : RenderDevInstance(s, o)) objects.push_back(std::move(obj));
+  }
+  int pods = devinstances;
+  for (int i = 0; i < tfclusters; ++i) {
+    auto role = [](int replicas) {
+      return Json{{"replicas", replicas}, {"resources", {{"cpu", "100m"}, {"memory", "128Mi"}}}};
+    };
+    Json spec = {{"name", "tf-" + std::to_string(i)},
+                 {"namespace", TeamNamespace(prefix, i % namespaces)},
+                 {"owner", UserOf(i * 7, users)},
+                 {"topology", "per-replica"},
+                 {"strategy", "parameter-server"},
+                 {"placement", {{"cputype", "xeon-gold"}, {"pool", "shared"}}},
+                 {"ps", role(1)},
+                 {"worker", role(2)},
+                 {"chief", role(1)}};
+    for (auto& obj : RenderTFCluster(TFClusterSpec::FromJson(spec))) {
+      objects.push_back(std::move(obj));
+    }
+    pods += 4;
+  }
+  auto rendered = Ms(t0);
+  int failed = report_failures(c.ApplyAll(objects, {}, 64), "fixture");
+  double applied_ms = Ms(t0);
+  // Until every pod is Running (the controllers create them, the scheduler binds them and the
+  // node simulator starts them).
+  ListOptions managed;
+  managed.label_selector = internal::kinds::kManagedBySelector;
+  int running = 0;
+  auto deadline = Clock::now() + std::chrono::seconds(wait_s);
+  while (Clock::now() < deadline) {
+    Json list = c.ListAll(kPods, "", managed);
+    running = 0;
+    for (const auto& p : list["items"]) {
+      bool ours = p["metadata"].value("namespace", "").rfind(prefix + "-team-", 0) == 0;
+      running += ours && p.value("status", Json::object()).value("phase", "") == "Running";
+    }
+    if (running >= pods) break;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  std::cout << Json{{"ms", Ms(t0)},           {"render_ms", rendered}, {"applied_ms", applied_ms},
+                    {"objects", objects.size()}, {"failed", failed},     {"pods", pods},
+                    {"running", running}}
+                   .dump()
+            << "\n";
+  return failed == 0 && running >= pods ? 0 : 1;
+}
+
+// Deletes every namespace of the fixture at once, then waits until they are all gone (the
+// namespace controller deletes their objects, the node simulator their pods).
+int FleetCleanup(const std::string& kubeconfig, const std::string& prefix, int namespaces) {
+  Client c(Config(kubeconfig));
+  auto t0 = Clock::now();
+  for (int i = 0; i < namespaces; ++i) {
+    try {
+      c.Delete(kNamespaces, "", TeamNamespace(prefix, i));
+    } catch (const NotFound&) {
+    }
+  }
+  ListOptions fixture;
+  fixture.label_selector = "tfk8s-bench=" + prefix;
+  std::size_t left = 0;
+  auto deadline = Clock::now() + std::chrono::minutes(15);
+  while (Clock::now() < deadline) {
+    left = c.ListAll(kNamespaces, "", fixture)["items"].size();
+    if (left == 0) break;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  std::cout << Json{{"ms", Ms(t0)}, {"left", left}}.dump() << "\n";
+  return left == 0 ? 0 : 1;
+}
+
+// The LISTs a Fleet over every namespace makes: the kind, and the label selector.
+std::vector<std::pair<ResourceType, std::string>> FleetLists(Client& c) {
+  const std::string& managed = internal::kinds::kManagedBySelector;
+  std::vector<std::pair<ResourceType, std::string>> out = {
+      {kConfigMaps, std::string(kComponentLabel) + "=root," + managed},
+      {kStatefulSets, managed},
+      {internal::kinds::kJobs, managed},
+      {kPods, managed}};
+  try {
+    out.emplace_back(c.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"}), managed);
+  } catch (const NotFound&) {
+  }
+  return out;
+}
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", ch);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+struct FloorResult {
+  double ms = 0;
+  std::size_t bytes = 0;
+  std::size_t items = 0;
+};
+
+// The floor of the Fleet's first sync: the same LISTs (kinds, label selectors, every
+// namespace, pages of 500 as Client::ListAll makes them) over the same curl transport, each
+// kind's pages one after the other and the kinds at once (as the Fleet's informers list), each
+// page parsed with nlohmann::json. No informer, no copies, no indexing.
+FloorResult FloorFleetLists(const ClientConfig& cfg,
+                            const std::vector<std::pair<ResourceType, std::string>>& lists,
+                            std::vector<Json>* keep = nullptr) {
+  auto transport = internal::MakeCurlTransport();
+  internal::HttpRequest base = FloorGet(cfg);
+  base.url = cfg.server + "/version";
+  transport->Send(base).get();  // connected, as the client is
+  std::atomic<std::size_t> bytes{0}, items{0};
+  std::mutex keep_mu;
+  auto t0 = Clock::now();
+  std::vector<std::future<void>> kinds;
+  for (const auto& [type, selector] : lists) {
+    kinds.push_back(std::async(std::launch::async, [&, type = type, selector = selector] {
+      std::string prefix = type.group.empty() ? "/api/" + type.version
+                                              : "/apis/" + type.group + "/" + type.version;
+      std::string cont;
+      do {
+        internal::HttpRequest r = base;
+        r.url = cfg.server + prefix + "/" + type.plural + "?labelSelector=" + Escape(selector) +
+                "&limit=500" + (cont.empty() ? "" : "&continue=" + Escape(cont));
+        auto resp = transport->Send(r).get();
+        if (resp.status != 200) {
+          throw std::runtime_error("floor list: HTTP " + std::to_string(resp.status));
+        }
+        Json page = Json::parse(resp.body);
+        bytes += resp.body.size();
+        items += page["items"].size();
+        cont = page["metadata"].value("continue", "");
+        if (keep) {
+          std::lock_guard lock(keep_mu);
+          keep->push_back(std::move(page));
+        }
+      } while (!cont.empty());
+    }));
+  }
+  for (auto& f : kinds) f.get();
+  return {Ms(t0), bytes, items};
+}
+
+int FleetFloor(const std::string& kubeconfig) {
+  ClientConfig cfg = Config(kubeconfig);
+  Client c(cfg);
+  auto lists = FleetLists(c);
+  FloorResult r = FloorFleetLists(cfg, lists);
+  std::cout << Json{{"ms", r.ms}, {"bytes", r.bytes}, {"items", r.items}}.dump() << "\n";
+  return 0;
+}
+
+// p50 / p99 / max of samples in microseconds.
+Json Percentiles(std::vector<double> us) {
+  if (us.empty()) return Json::object();
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) {
+    return us[std::min(us.size() - 1, static_cast<std::size_t>(q * us.size()))];
+  };
+  return {{"p50_us", at(0.5)}, {"p99_us", at(0.99)}, {"max_us", us.back()}, {"n", us.size()}};
+}
+
+// Live heap bytes once they stop moving (the informers' queued list events drained).
+long long SettledHeap() {
+  long long last = g_live_heap.load();
+  for (int i = 0; i < 40; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    long long now = g_live_heap.load();
+    if (std::llabs(now - last) < std::max<long long>(64 * 1024, last / 200)) return now;
+    last = now;
+  }
+  return last;
+}
+
+// One Fleet over every namespace: the first full sync (construction until WaitForSync), the
+// heap it keeps, the latency of its queries, and of `changes` owner-label patches until the
+// OnChange callback sees them.
+int FleetRun(const std::string& kubeconfig, int changes) {
+  ClientConfig cfg = Config(kubeconfig);
+  Client c(cfg);
+  c.ServerVersion();                                          // connected
+  c.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});  // discovery cached, as the floor
+  long long heap0 = SettledHeap();
+  long rss0 = RssKb();
+  auto t0 = Clock::now();
+  auto fleet = std::make_unique<Fleet>(c);
+  if (!fleet->WaitForSync(std::chrono::minutes(10))) throw std::runtime_error("no sync");
+  double sync_ms = Ms(t0);
+  long long heap1 = SettledHeap();
+  long rss1 = RssKb();
+  std::vector<FleetEntry> all = fleet->Entries();
+
+  // Queries: each over the full fleet, from many threads' point of view one call at a time.
+  auto time_us = [](auto&& fn) {
+    auto s = Clock::now();
+    fn();
+    return std::chrono::duration<double, std::micro>(Clock::now() - s).count();
+  };
+  std::vector<double> get_us, owner_us, ns_us, entries_us;
+  std::size_t sink = 0;
+  for (std::size_t i = 0; i < 2000 && !all.empty(); ++i) {
+    const FleetEntry& e = all[(i * 7919) % all.size()];
+    get_us.push_back(
+        time_us([&] { sink += fleet->Get(e.kind, e.namespace_name, e.name).has_value(); }));
+    if (i % 4 == 0) {
+      owner_us.push_back(time_us([&] { sink += fleet->ByOwner(e.owner).size(); }));
+      ns_us.push_back(time_us([&] { sink += fleet->ByNamespace(e.namespace_name).size(); }));
+    }
+    if (i % 20 == 0) entries_us.push_back(time_us([&] { sink += fleet->Entries().size(); }));
+  }
+
+  // Callbacks: merge-patch the owner label of one workload's root object (a DevInstance's
+  // StatefulSet or a TFCluster's root ConfigMap, alternately) and wait for the callback that
+  // carries the new owner. steady_clock on both sides, in this process.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string want_owner;
+  std::optional<Clock::time_point> seen;
+  fleet->OnChange([&](const FleetChange& ch) {
+    auto now = Clock::now();
+    std::lock_guard lock(mu);
+    if (!seen && ch.entry.owner == want_owner) {
+      seen = now;
+      cv.notify_all();
+    }
+  });
+  std::vector<const FleetEntry*> targets[2];
+  for (const auto& e : all) {
+    if (e.kind == FleetKind::kDevInstance) targets[0].push_back(&e);
+    if (e.kind == FleetKind::kTFCluster) targets[1].push_back(&e);
+  }
+  std::vector<double> from_answer_us, from_send_us;
+  int missed = 0;
+  for (int k = 0; k < changes; ++k) {
+    auto& pool = targets[k % 2].empty() ? targets[(k + 1) % 2] : targets[k % 2];
+    if (pool.empty()) break;
+    const FleetEntry& e = *pool[(static_cast<std::size_t>(k) * 131) % pool.size()];
+    std::string owner = "moved-" + std::to_string(getpid() % 100000) + "-" + std::to_string(k);
+    {
+      std::lock_guard lock(mu);
+      want_owner = owner;
+      seen.reset();
+    }
+    Json patch = {{"metadata", {{"labels", {{kOwnerLabel, owner}}}}}};
+    bool dev = e.kind == FleetKind::kDevInstance;
+    auto sent = Clock::now();
+    c.Patch(dev ? kStatefulSets : kConfigMaps, e.namespace_name,
+            e.name, PatchType::kMerge, patch);
+    auto answered = Clock::now();
+    std::unique_lock lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return seen.has_value(); })) {
+      ++missed;
+      continue;
+    }
+    // The event may reach the Fleet before the client has read the PATCH's answer: then 0.
+    from_answer_us.push_back(
+        std::max(0.0, std::chrono::duration<double, std::micro>(*seen - answered).count()));
+    from_send_us.push_back(std::chrono::duration<double, std::micro>(*seen - sent).count());
+  }
+  fleet->Stop();
+  // The raw JSON the Fleet listed: the same LISTs once more, counted in bytes; and for
+  // reference, the heap of those lists parsed into nlohmann::json once (what one plain copy
+  // of every object costs).
+  long long heap2 = g_live_heap.load();
+  std::vector<Json> parsed;
+  FloorResult raw = FloorFleetLists(cfg, FleetLists(c), &parsed);
+  long long parsed_heap = g_live_heap.load() - heap2;
+  std::cout << Json{{"ms", sync_ms},
+                    {"entries", all.size()},
+                    {"heap_bytes", heap1 - heap0},
+                    {"rss_kb", rss1 - rss0},
+                    {"raw_json_bytes", raw.bytes},
+                    {"parsed_heap_bytes", parsed_heap},
+                    {"raw_items", raw.items},
+                    {"queries",
+                     {{"Get", Percentiles(get_us)},
+                      {"ByOwner", Percentiles(owner_us)},
+                      {"ByNamespace", Percentiles(ns_us)},
+                      {"Entries", Percentiles(entries_us)}}},
+                    {"callback_from_answer", Percentiles(from_answer_us)},
+                    {"callback_from_send", Percentiles(from_send_us)},
+                    {"callback_missed", missed},
+                    {"callback_from_answer_us", from_answer_us},
+                    {"sink", sink}}
+                   .dump()
+            << "\n";
+  return missed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -449,6 +837,13 @@ int main(int argc, char** argv) {
     if (a.size() == 4 && a[0] == "changes") return Changes(a[1], a[2], std::stoi(a[3]));
     if (a.size() == 5 && a[0] == "watch-replay") return WatchReplay(a[1], a[2], a[3], std::stoi(a[4]));
     if (a.size() == 3 && a[0] == "delete-ns") return DeleteNamespace(a[1], a[2]);
+    if ((a.size() == 6 || a.size() == 7) && a[0] == "fleet-fixture") {
+      return FleetFixture(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]), std::stoi(a[5]),
+                          a.size() == 7 ? std::stoi(a[6]) : 900);
+    }
+    if (a.size() == 4 && a[0] == "fleet-cleanup") return FleetCleanup(a[1], a[2], std::stoi(a[3]));
+    if (a.size() == 2 && a[0] == "fleet-floor") return FleetFloor(a[1]);
+    if (a.size() == 3 && a[0] == "fleet") return FleetRun(a[1], std::stoi(a[2]));
   } catch (const std::exception& e) {
     std::cerr << "tfk8s_bench: " << e.what() << "\n";
     return 1;

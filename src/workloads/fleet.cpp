@@ -374,11 +374,15 @@ struct Fleet::Impl {
     Informer& informer = *informers[source];
     try {
       while (true) {
+        bool was_listed = false;
         {
           std::lock_guard lock(mu);
           if (stop) return;
+          was_listed = listed[source];
         }
-        auto event = informer.Next(std::chrono::milliseconds(500));
+        // Until the first list, a short wait: Next() returns once it has listed, where a kind
+        // with no objects would otherwise hold the first sync for the whole wait.
+        auto event = informer.Next(std::chrono::milliseconds(was_listed ? 500 : 10));
         bool first_list = false;
         {
           std::lock_guard lock(mu);
@@ -386,11 +390,18 @@ struct Fleet::Impl {
           first_list = !listed[source] && !informer.resource_version().empty();
         }
         if (first_list) {
-          // The first Next() listed: take the whole list at once (its events, still queued,
-          // are the same objects and change nothing when applied again).
-          std::vector<Json> snapshot = informer.Snapshot();
+          // The first Next() listed and queued every object as an event: take them all at
+          // once (Next() without a wait only drains that queue), so the entries are computed
+          // once, from the objects the events carry (no copy of the informer's store).
+          std::vector<Json> first;
+          if (event && event->type != WatchEventType::kDeleted) {
+            first.push_back(std::move(event->object));
+          }
+          while (auto more = informer.Next(std::chrono::milliseconds(0))) {
+            if (more->type != WatchEventType::kDeleted) first.push_back(std::move(more->object));
+          }
           std::lock_guard lock(mu);
-          for (auto& o : snapshot) Upsert(source, std::move(o));
+          for (auto& o : first) Upsert(source, std::move(o));
           listed[source] = true;
           cv.notify_all();
           continue;
@@ -446,7 +457,12 @@ struct Fleet::Impl {
   void Dispatch() {
     std::unique_lock lock(mu);
     while (true) {
-      cv.wait(lock, [&] { return stop || !dirty.empty() || (!synced && AllListed()); });
+      // Entries wait for every first list (or an informer's fatal error): computed earlier,
+      // they would be computed again (a DevInstance before its pods are known, …) while the
+      // other lists come in.
+      cv.wait(lock, [&] {
+        return stop || (!dirty.empty() && (AllListed() || error)) || (!synced && AllListed());
+      });
       if (stop) return;
       std::vector<FleetChange> changes = Recompute();
       if (!synced && AllListed()) {
