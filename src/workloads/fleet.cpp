@@ -393,33 +393,36 @@ struct Fleet::Impl {
           // The first Next() listed and queued every object as an event: take them all at
           // once (Next() without a wait only drains that queue), so the entries are computed
           // once, from the objects the events carry (no copy of the informer's store).
-          std::vector<Json> first;
-          if (event && event->type != WatchEventType::kDeleted) {
-            first.push_back(std::move(event->object));
-          }
+          // Applied in order: a deletion that arrived while draining removes its object.
+          std::vector<WatchEvent> first;
+          if (event) first.push_back(std::move(*event));
           while (auto more = informer.Next(std::chrono::milliseconds(0))) {
-            if (more->type != WatchEventType::kDeleted) first.push_back(std::move(more->object));
+            first.push_back(std::move(*more));
           }
           std::lock_guard lock(mu);
-          for (auto& o : first) Upsert(source, std::move(o));
+          for (auto& e : first) Apply(source, std::move(e));
           listed[source] = true;
           cv.notify_all();
           continue;
         }
         if (!event) continue;
         std::lock_guard lock(mu);
-        if (event->type == WatchEventType::kDeleted) {
-          Remove(source, ObjectKey(event->object));
-        } else if (event->type == WatchEventType::kAdded ||
-                   event->type == WatchEventType::kModified) {
-          Upsert(source, std::move(event->object));
-        }
+        Apply(source, std::move(*event));
         cv.notify_all();
       }
     } catch (...) {
       std::lock_guard lock(mu);
       if (!error) error = std::current_exception();
       cv.notify_all();
+    }
+  }
+
+  // With mu held: one watch event into the store.
+  void Apply(std::size_t source, WatchEvent event) {
+    if (event.type == WatchEventType::kDeleted) {
+      Remove(source, ObjectKey(event.object));
+    } else if (event.type == WatchEventType::kAdded || event.type == WatchEventType::kModified) {
+      Upsert(source, std::move(event.object));
     }
   }
 
