@@ -12,7 +12,7 @@
  *    TF_CONFIG, TASK_INDEX and TASK_TYPE to the program;
  * 2. holds a start-up barrier: it listens on the replica's own port so that peers see it, and
  *    waits until every other address of the cluster resolves and accepts a TCP connection
- *    (one probing thread per peer, musl's resolver);
+ *    (one probing thread per peer, at most 16 probes at once, musl's resolver);
  * 3. runs the program as its child (it is PID 1 of the container: it forwards SIGTERM, SIGINT
  *    and SIGHUP, reaps orphans, and exits with the program's code).
  *
@@ -39,6 +39,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1063,6 +1064,10 @@ typedef struct {
 } Peer;
 
 static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
+/* At most this many probes at once: a large cluster's peers are not all looked up in one burst
+ * of DNS queries (which a resolver may drop, so that the first peers would wait for a retry). */
+enum { MAX_PROBES = 16 };
+static sem_t probe_slots;
 
 /* A short reason for a failed connect. */
 static void connect_error(int e, char *out, size_t n) {
@@ -1135,7 +1140,10 @@ static void *watch_peer(void *arg) {
   Peer *peer = arg;
   char reason[sizeof peer->reason];
   for (;;) {
+    while (sem_wait(&probe_slots) != 0 && errno == EINTR) {
+    }
     int ok = probe(peer->address, reason, sizeof reason);
+    sem_post(&probe_slots);
     pthread_mutex_lock(&peers_lock);
     if (ok) {
       peer->reached = 1;
@@ -1265,6 +1273,7 @@ static int run_barrier(const Topology *t, double timeout, double report_every, d
   sigset_t forwarded, old;
   forwarded_set(&forwarded);
   pthread_sigmask(SIG_BLOCK, &forwarded, &old);
+  sem_init(&probe_slots, 0, MAX_PROBES);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
