@@ -233,11 +233,16 @@ std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOp
           DevActivity a = instance.Activity(options.probe_timeout);
           // Recorded only when it moves forward, and not by a dry run (which writes nothing).
           Clock::time_point last = a.LastActivity();
+          std::string note;  // a failed record does not change the decision
           if (options.action == DevIdleAction::kStop && (!a.recorded || last > *a.recorded)) {
-            client.Patch(kStatefulSets, s.namespace_name, s.name, PatchType::kMerge,
-                         {{"metadata",
-                           {{"annotations",
-                             {{internal::kLastActivityAnnotation, internal::Rfc3339(last)}}}}}});
+            try {
+              client.Patch(kStatefulSets, s.namespace_name, s.name, PatchType::kMerge,
+                           {{"metadata",
+                             {{"annotations",
+                               {{internal::kLastActivityAnnotation, internal::Rfc3339(last)}}}}}});
+            } catch (const std::exception& e) {
+              note = std::string("; recording the last activity failed: ") + e.what();
+            }
           }
           auto idle = a.Idle();
           d.activity = a;
@@ -254,14 +259,23 @@ std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOp
             d.reason = fmt::format("idle {}s since {}", idle.count(),
                                    internal::Rfc3339(a.LastActivity()));
           } else {
-            instance.Stop();
-            d.outcome = "stopped";
             d.reason = fmt::format("idle {}s since {}", idle.count(),
                                    internal::Rfc3339(a.LastActivity()));
+            try {
+              instance.Stop();
+              d.outcome = "stopped";
+            } catch (const std::exception& e) {
+              d.outcome = "unknown";
+              d.reason += std::string("; stopping it failed: ") + e.what();
+            }
           }
-        } catch (const std::exception& e) {  // this instance only; the pass goes on
+          d.reason += note;
+        } catch (const DevInstanceFailed& e) {  // this instance only; the pass goes on
           d.outcome = "unknown";
           d.reason = e.what();
+        } catch (const std::exception& e) {  // e.g. the exec refused (Forbidden, no kubelet)
+          d.outcome = "unknown";
+          d.reason = std::string("cannot read its activity: ") + e.what();
         }
       },
       8);

@@ -80,8 +80,19 @@ def test_cluster_dns(client, namespace):
     wait_for("headless names", lambda: realnode.dns_query("web-0.hl.%s.svc.cluster.local" % ns) == [pod_ip], 30)
     names = ["kubernetes.default.svc.cluster.local", "websvc", fq, "hl.%s.svc.cluster.local" % ns,
              "web-0.hl.%s.svc.cluster.local" % ns, "web-0.hl"]
+    # The server may still be starting (Running is not listening: its Python is loading) and
+    # kube-proxy may not have its endpoint yet: retry for up to 60 s, then fail with the error.
     script = _resolver_script(names) + (
-        "import urllib.request\nprint(urllib.request.urlopen('http://websvc/', timeout=10).status, flush=True)\n")
+        "import time, urllib.request\n"
+        "deadline = time.monotonic() + 60\n"
+        "while True:\n"
+        "    try:\n"
+        "        print(urllib.request.urlopen('http://websvc/', timeout=10).status, flush=True)\n"
+        "        break\n"
+        "    except OSError:\n"
+        "        if time.monotonic() > deadline:\n"
+        "            raise\n"
+        "        time.sleep(0.5)\n")
     client.create(real_pod("resolver", ["python3", "-c", script]), ns)
     wait_phase(client, ns, "resolver", ("Succeeded",), 90)
     lines = client.logs("resolver", ns).strip().splitlines()
