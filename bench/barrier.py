@@ -28,6 +28,7 @@ Needs the local cluster with its real node (tools/bench-realnode.sh brings one u
 from __future__ import annotations
 
 import argparse
+import base64
 import concurrent.futures
 import datetime
 import json
@@ -193,11 +194,11 @@ class Bench:
     def bare_template(self, ns: str, n: int, timeline: PodTimeline,
                       launcher: Optional[str] = None) -> Dict[str, float]:
         """The per-replica topology's root ConfigMap and Service as they are, and its Jobs'
-        pod templates created as bare pods, all at once (with `launcher`: that launcher's
-        source in the ConfigMap instead of the library's)."""
+        pod templates created as bare pods, all at once (with `launcher`: that launcher
+        binary, base64, in the ConfigMap instead of the library's)."""
         objects = self.tfcluster_object(ns, n, "per-replica", "bt").render()
         if launcher is not None:
-            objects[0]["data"]["launcher.py"] = launcher
+            objects[0]["binaryData"]["tfk8s-launcher"] = launcher
         pods = []
         others = []
         for o in objects:
@@ -312,14 +313,14 @@ def main() -> int:
     ap.add_argument("--containerd-log", default="",
                     help="the real node's containerd.log: adds sandbox and container times")
     ap.add_argument("--other-launcher", default="",
-                    help="a launcher.py to compare with the library's (e.g. the previous "
-                         "commit's): adds the contender " + repr(BARE_OTHER_LAUNCHER))
+                    help="a tfk8s-launcher binary to compare with the library's (e.g. the "
+                         "previous commit's): adds the contender " + repr(BARE_OTHER_LAUNCHER))
     args = ap.parse_args()
     contenders = [c for c in CONTENDERS if KEYS[CONTENDERS.index(c)] in args.contenders.split(",")]
     other_launcher = ""
     if args.other_launcher:
-        with open(args.other_launcher) as f:
-            other_launcher = f.read()
+        with open(args.other_launcher, "rb") as f:
+            other_launcher = base64.b64encode(f.read()).decode()
     else:
         contenders = [c for c in contenders if c != BARE_OTHER_LAUNCHER]
     client = tfk8s.Client(kubeconfig=args.kubeconfig)

@@ -10,6 +10,8 @@ export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config git
+  # the in-pod launcher (src/launcher/tfk8s_launcher.c): a static binary built with musl-gcc
+  musl-tools
   # library dependencies
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev
   libyaml-cpp-dev pybind11-dev

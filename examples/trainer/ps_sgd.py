@@ -510,7 +510,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         description="Parameter-server SGD over TCP between TFCluster replicas (a stand-in for "
         "a TensorFlow program). Every replica runs this same file; TF_CONFIG says which role "
         "it plays. Run it through the tfk8s launcher: "
-        "python3 launcher.py -- python3 ps_sgd.py [options]",
+        "tfk8s-launcher -- python3 ps_sgd.py [options]",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--steps", type=int, default=300, help="SGD steps per worker")
     p.add_argument("--batch-size", type=int, default=32, help="minibatch size")

@@ -112,20 +112,24 @@ struct TFTensorBoardSpec {
   Resources resources;
 };
 
-/// The tfk8s launcher every replica starts through (python/tfk8s/launcher.py, a single
-/// standard-library Python file delivered in the cluster's root ConfigMap, so any image with a
-/// Python 3 works). It reads TF_CONFIG (or TF_CLUSTER / the seed's CLUSTER_SPEC with the index
-/// from the hostname), waits until every peer address resolves and accepts a TCP connection,
-/// then runs the role's program; ps (and workers under the parameter-server strategy) get a
-/// TensorFlow server when they have no program. A barrier that times out ends the container
-/// with a "tfk8s: " termination message naming the unreachable peers, and Wait fails with it.
+/// The tfk8s launcher every replica starts through (src/launcher/tfk8s_launcher.c, a small
+/// static C program embedded in the library and delivered in the cluster's root ConfigMap, so it
+/// runs in any image, with or without Python). It reads TF_CONFIG (or TF_CLUSTER / the seed's
+/// CLUSTER_SPEC with the index from the hostname), waits until every peer address resolves and
+/// accepts a TCP connection, then runs the role's program; ps (and workers under the
+/// parameter-server strategy) get a TensorFlow server when they have no program. A barrier that
+/// times out ends the container with a "tfk8s: " termination message naming the unreachable
+/// peers, and Wait fails with it.
 struct TFLauncherSpec {
   /// Off: the container runs the role's command as written (the image's entrypoint when there
   /// is none) and nothing waits for peers, as in the seed's manifests.
   bool enabled = true;
   /// How long the start-up barrier waits for every peer (0: no barrier).
   int barrier_timeout_seconds = 600;
-  /// The interpreter in the image that runs the launcher.
+  /// The image's Python 3 interpreter that runs the default TensorFlow server (looked up in
+  /// PATH unless it is a path). Needed only by replicas that run that default (a ps, or a worker
+  /// under the parameter-server strategy, with no command, args or script); they get it as
+  /// `--python`, and Validate() rejects an empty one only then.
   std::string python = "python3";
 };
 

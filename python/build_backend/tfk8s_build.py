@@ -2,8 +2,10 @@
 
 CMake builds the extension ``tfk8s._core`` (the C++ library linked in statically) and this
 module packs it, with the pure-Python files, the ``.pyi`` stubs and ``py.typed``, into a wheel.
-It needs nothing from a package index: only the standard library, CMake, a C++20 compiler and
-the system's pybind11 (Debian: ``pybind11-dev``), so ``pip install .`` works offline.
+It needs nothing from a package index: only the standard library, CMake, a C++20 compiler,
+``musl-gcc`` (Debian: ``musl-tools``; the library embeds the in-pod launcher, a static musl
+binary) and the system's pybind11 (Debian: ``pybind11-dev``), so ``pip install .`` works
+offline.
 
 Settings (``pip install --config-settings KEY=VALUE``, or the environment):
 

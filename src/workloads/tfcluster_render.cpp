@@ -7,9 +7,10 @@
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/validation.hpp"
+#include "util/base64.hpp"
 #include "workloads/devinstance_internal.hpp"
 #include "workloads/kinds.hpp"
-#include "workloads/launcher_source.hpp"
+#include "workloads/launcher_binary.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/spec_json.hpp"
 #include "workloads/start_script.hpp"
@@ -81,6 +82,16 @@ using internal::RoleOf;
 // ---- validation -----------------------------------------------------------------------------
 
 namespace {
+
+// Whether a launched replica of `role` runs the launcher's default program, a TensorFlow server
+// started with spec.launcher.python: a ps, or a worker under the parameter-server strategy,
+// given no command, args or script.
+bool RunsDefaultServer(const TFClusterSpec& spec, const std::string& role) {
+  const TFRoleSpec& r = RoleOf(spec, role);
+  bool has_program = !r.command.empty() || !r.args.empty() || !r.script.empty();
+  return !has_program && (role == "ps" || (role == "worker" &&
+                                           spec.strategy == TFStrategy::kParameterServer));
+}
 
 void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
   if (!value.empty()) validation::RequireLabelValue(field, value);
@@ -167,7 +178,13 @@ void TFClusterSpec::Validate() const {
                           "must be >= 0 (0: no start-up barrier)");
   }
   if (launcher.enabled && launcher.python.empty()) {
-    throw ValidationError("launcher.python", "", "must name the image's Python 3 interpreter");
+    for (const char* role : kTFRoles) {
+      if (RoleOf(*this, role).replicas > 0 && RunsDefaultServer(*this, role)) {
+        throw ValidationError("launcher.python", "",
+                              std::string("must name the image's Python 3 interpreter: ") +
+                                  role + " has no command and runs a TensorFlow server");
+      }
+    }
   }
   if (topology == TFTopology::kStatefulSet) {
     for (const char* role : kTFRoles) {
@@ -498,7 +515,7 @@ Placement PlacementFor(const TFClusterSpec& spec, const std::string& cputype,
   return p;
 }
 
-// The launcher reaches a replica as one file of the root ConfigMap, read-only.
+// The launcher reaches a replica as one executable file of the root ConfigMap, read-only.
 constexpr const char* kLauncherVolume = "tfk8s-launcher";
 constexpr const char* kLauncherDir = "/var/run/tfk8s/launcher";
 
@@ -517,7 +534,7 @@ Json Volumes(const TFClusterSpec& spec, Launched launched) {
                    {"configMap",
                     {{"name", spec.name},
                      {"items", Json::array({{{"key", kLauncherKey}, {"path", kLauncherKey}}})},
-                     {"defaultMode", 0444}}}});
+                     {"defaultMode", 0555}}}});
   }
   return out;
 }
@@ -581,10 +598,15 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
   if (spec.launcher.enabled) {
     env.emplace_back("TFK8S_BARRIER_TIMEOUT", std::to_string(spec.launcher.barrier_timeout_seconds));
     env.emplace_back("TFK8S_STRATEGY", ToString(spec.strategy));
-    // `python3 launcher.py [-- program...]`: the launcher runs the program (command, then args)
-    // after the barrier, or the role's default without one.
-    std::vector<std::string> argv = internal::KubeletArgv(
-        {spec.launcher.python, std::string(kLauncherDir) + "/" + kLauncherKey});
+    // `tfk8s-launcher [-- program...]`: the launcher runs the program (command, then args)
+    // after the barrier, or the role's default without one (with --python: the interpreter of
+    // the default TensorFlow server).
+    std::vector<std::string> argv = {std::string(kLauncherDir) + "/" + kLauncherKey};
+    if (RunsDefaultServer(spec, role)) {
+      argv.push_back("--python");
+      argv.push_back(spec.launcher.python);
+    }
+    argv = internal::KubeletArgv(std::move(argv));
     if (!command.empty() || !args.empty()) {
       argv.push_back("--");
       argv.insert(argv.end(), command.begin(), command.end());
@@ -706,11 +728,12 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                       l[kComponentLabel] = "root";
                       return l;
                     }()}}},
-                 {"data", [&] {
-                    Json data = {{kSpecKey, spec.ToJson().dump(2) + "\n"}};
-                    if (spec.launcher.enabled) data[kLauncherKey] = internal::LauncherSource();
-                    return data;
-                  }()}});
+                 {"data", {{kSpecKey, spec.ToJson().dump(2) + "\n"}}}});
+  if (spec.launcher.enabled) {
+    // Encoded once per process: the binary does not change while it runs.
+    static const std::string launcher = internal::Base64Encode(internal::LauncherBinary());
+    out.back()["binaryData"] = {{kLauncherKey, launcher}};
+  }
 
   if (spec.storage && spec.storage->existing_claim.empty()) {
     Json pvc = {{"apiVersion", "v1"},

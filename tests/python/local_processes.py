@@ -31,3 +31,13 @@ def kill_group(p: subprocess.Popen) -> None:
         except OSError:
             pass
         p.wait(timeout=10)
+
+
+def launcher_binary() -> str:
+    """The built tfk8s launcher (src/launcher/tfk8s_launcher.c): TFK8S_LAUNCHER_BINARY (CTest
+    sets it), else the dev preset's build tree."""
+    given = os.environ.get("TFK8S_LAUNCHER_BINARY")
+    if given:
+        return given
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(repo, "build", "dev", "launcher", "tfk8s-launcher")

@@ -1,19 +1,19 @@
-"""Tests of the tfk8s launcher (python/tfk8s/launcher.py), with no cluster.
+"""Tests of the tfk8s launcher (src/launcher/tfk8s_launcher.c, the built binary), with no cluster.
 
-The launcher runs as subprocesses whose TF_CONFIG names 127.0.0.1 and free ports; its parsing
-functions are unit-tested by loading the file from its path (it imports nothing of tfk8s).
-Every subprocess has a hard timeout and is killed (with its process group) when a test ends.
+The launcher runs as subprocesses whose TF_CONFIG names 127.0.0.1 and free ports (or names that
+do not resolve); how it reads its configuration is checked through what it exports to its
+program and what it says. Every subprocess has a hard timeout and is killed (with its process
+group) when a test ends.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -22,25 +22,18 @@ from typing import Dict, Iterator, List, Optional
 
 import pytest
 
-from local_processes import free_ports, kill_group
+from local_processes import free_ports, kill_group, launcher_binary
 
-REPO = Path(__file__).resolve().parents[2]
-LAUNCHER = REPO / "python" / "tfk8s" / "launcher.py"
+LAUNCHER = launcher_binary()
 PYTHON = sys.executable or "/usr/bin/python3"
-# The interpreter that runs the launcher (another Python, e.g. 3.7, checks compatibility).
-LAUNCHER_PYTHON = os.environ.get("TFK8S_TEST_LAUNCHER_PYTHON") or PYTHON
 TIMEOUT = 30  # hard bound of any one launcher run
 
 
-def load_launcher():
-    spec = importlib.util.spec_from_file_location("tfk8s_launcher_under_test", LAUNCHER)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-launcher = load_launcher()
+@pytest.fixture(autouse=True, scope="module")
+def built_launcher() -> None:
+    assert os.access(LAUNCHER, os.X_OK), (
+        f"no launcher at {LAUNCHER}: build the library (cmake --build --preset dev) or set "
+        "TFK8S_LAUNCHER_BINARY")
 
 
 def tf_config(cluster: Dict[str, List[str]], role: str, index: int) -> str:
@@ -87,7 +80,7 @@ class Runner:
         return env
 
     def start(self, args: List[str], **env: str) -> subprocess.Popen:
-        p = subprocess.Popen([LAUNCHER_PYTHON, str(LAUNCHER)] + args, env=self.env(**env),
+        p = subprocess.Popen([LAUNCHER] + args, env=self.env(**env),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
         self.procs.append(p)
@@ -184,11 +177,13 @@ def test_timeout_message_fits_a_termination_message(runner: Runner) -> None:
     ports = free_ports(1)
     workers = [f"c-worker-{i}.c-worker.invalid:2222" for i in range(300)]
     cluster = {"chief": [f"127.0.0.1:{ports[0]}"], "worker": workers}
+    # 3 s: the first peers' lookups have answered even when the resolver dropped a query of the
+    # burst and the resolver retried (musl: after 2.5 s).
     code, _, err = runner.run(["--", "true"], TF_CONFIG=tf_config(cluster, "chief", 0),
-                              TFK8S_BARRIER_TIMEOUT="1")
+                              TFK8S_BARRIER_TIMEOUT="3")
     assert code == 3, err
     log = runner.termination_log
-    assert log is not None and log.startswith("tfk8s: start-up barrier timed out after 1 s")
+    assert log is not None and log.startswith("tfk8s: start-up barrier timed out after 3 s")
     assert len(log.encode()) < 4096
     assert "worker-0 (c-worker-0.c-worker.invalid:2222: does not resolve)" in log
     assert log.endswith("more")
@@ -221,59 +216,104 @@ def test_progress_line_names_the_missing_peers(runner: Runner) -> None:
 # ---- (d) the three configuration formats ----------------------------------------------------
 
 
-def test_tf_config_is_parsed_and_kept() -> None:
+# The program of the configuration tests: what the launcher exported, verbatim.
+SHOW_EXPORTED = ("import json, os; print(json.dumps({k: os.environ.get(k) for k in "
+                 "('TF_CONFIG', 'TASK_INDEX', 'TASK_TYPE')}))")
+
+
+def exported(runner: Runner, **env: str) -> Dict[str, str]:
+    """TF_CONFIG, TASK_INDEX and TASK_TYPE as a launcher without barrier exports them."""
+    code, out, err = runner.run(["--", PYTHON, "-c", SHOW_EXPORTED], TFK8S_BARRIER_TIMEOUT="0",
+                                **env)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def unreachable_peers(runner: Runner, **env: str) -> str:
+    """The peers a launcher names when its barrier times out at once (none of them listens)."""
+    code, _, err = runner.run(["--", "true"], TFK8S_BARRIER_TIMEOUT="0.3", **env)
+    assert code == 3, err
+    head = "tfk8s: start-up barrier timed out after 0.3 s; unreachable peers: "
+    assert runner.termination_log is not None and runner.termination_log.startswith(head), err
+    return runner.termination_log[len(head):]
+
+
+def test_tf_config_is_parsed_and_kept(runner: Runner) -> None:
     cluster = {"chief": ["c-chief-0.c-chief:2222"], "ps": ["c-ps-0.c-ps:2222", "c-ps-1.c-ps:2222"],
                "worker": ["c-worker-0.c-worker:2222"]}
     text = tf_config(cluster, "ps", 1)
-    t = launcher.resolve_topology(
-        {"TF_CONFIG": text, "TF_CLUSTER": '{"x": ["h:1"]}', "RESOURCE_NAME": "worker",
-         "TASK_INDEX": "0"}, hostname="c-worker-7")
-    assert (t.cluster, t.role, t.index, t.source) == (cluster, "ps", 1, "TF_CONFIG")
-    assert t.name == "ps-1"
-    assert t.own_address == "c-ps-1.c-ps:2222"
-    assert t.peers() == [("chief-0", "c-chief-0.c-chief:2222"), ("ps-0", "c-ps-0.c-ps:2222"),
-                         ("worker-0", "c-worker-0.c-worker:2222")]
-    env = t.child_env({"PATH": "/bin"})
-    assert env == {"PATH": "/bin", "TF_CONFIG": text, "TASK_INDEX": "1", "TASK_TYPE": "ps"}
+    env = dict(TF_CONFIG=text, TF_CLUSTER='{"x": ["h:1"]}', RESOURCE_NAME="worker",
+               TASK_INDEX="0", HOSTNAME="c-worker-7")
+    # TF_CONFIG wins over everything else and reaches the program unchanged.
+    assert exported(runner, **env) == {"TF_CONFIG": text, "TASK_INDEX": "1", "TASK_TYPE": "ps"}
+    # Every other replica is a peer, in role order; the replica's own address is not.
+    ports = free_ports(5)
+    cluster = {"worker": [f"127.0.0.1:{ports[0]}"], "zeta": [f"127.0.0.1:{ports[1]}"],
+               "ps": [f"127.0.0.1:{ports[2]}", f"127.0.0.1:{ports[3]}"],
+               "chief": [f"127.0.0.1:{ports[4]}"]}
+    peers = unreachable_peers(runner, TF_CONFIG=tf_config(cluster, "ps", 1))
+    assert peers == ", ".join(f"{name} (127.0.0.1:{port}: connection refused)" for name, port in
+                              [("chief-0", ports[4]), ("ps-0", ports[2]), ("worker-0", ports[0]),
+                               ("zeta-0", ports[1])])
 
 
-def test_tf_cluster_with_the_index_from_the_hostname() -> None:
+def test_tf_cluster_with_the_index_from_the_hostname(runner: Runner) -> None:
     cluster = {"ps": ["c-ps-0.c-ps:2222"],
                "worker": ["c-worker-0.c-worker:2222", "c-worker-1.c-worker:2222",
                           "c-worker-2.c-worker:2222"]}
     env = {"TF_CLUSTER": json.dumps(cluster), "RESOURCE_NAME": "worker",
            "CLUSTER_SPEC": "ps|other:1"}
-    t = launcher.resolve_topology(env, hostname="c-worker-2")
-    assert (t.cluster, t.role, t.index, t.source) == (cluster, "worker", 2, "TF_CLUSTER")
-    assert json.loads(t.tf_config_json()) == {
-        "cluster": cluster, "task": {"type": "worker", "index": 2}, "environment": "cloud"}
-    assert launcher.resolve_topology(env, hostname="c-worker-1.c-worker.ns.svc").index == 1
-    assert launcher.resolve_topology(dict(env, TASK_INDEX="0"), hostname="c-worker-2").index == 0
+    shown = exported(runner, HOSTNAME="c-worker-2", **env)
+    # Built as Python's json.dumps writes it.
+    assert shown["TF_CONFIG"] == json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": 2}, "environment": "cloud"})
+    assert (shown["TASK_INDEX"], shown["TASK_TYPE"]) == ("2", "worker")
+    assert exported(runner, HOSTNAME="c-worker-1.c-worker.ns.svc", **env)["TASK_INDEX"] == "1"
+    assert exported(runner, HOSTNAME="c-worker-2", TASK_INDEX="0", **env)["TASK_INDEX"] == "0"
 
 
-def test_seed_cluster_spec() -> None:
+def test_seed_cluster_spec(runner: Runner) -> None:
     spec = "ps|h0:2222;h1:2222,worker|h0:2223;h1:2223;h2:2223,chief|h3:2222"
-    assert launcher.parse_cluster_spec(spec) == {
-        "ps": ["h0:2222", "h1:2222"], "worker": ["h0:2223", "h1:2223", "h2:2223"],
-        "chief": ["h3:2222"]}
-    t = launcher.resolve_topology({"CLUSTER_SPEC": spec, "RESOURCE_NAME": "ps"}, "c-ps-1")
-    assert (t.role, t.index, t.source, t.own_address) == ("ps", 1, "CLUSTER_SPEC", "h1:2222")
-    assert [name for name, _ in t.peers()] == ["chief-0", "ps-0", "worker-0", "worker-1",
-                                               "worker-2"]
+    shown = exported(runner, CLUSTER_SPEC=spec, RESOURCE_NAME="ps", HOSTNAME="c-ps-1")
+    assert json.loads(shown["TF_CONFIG"]) == {
+        "cluster": {"ps": ["h0:2222", "h1:2222"], "worker": ["h0:2223", "h1:2223", "h2:2223"],
+                    "chief": ["h3:2222"]},
+        "task": {"type": "ps", "index": 1}, "environment": "cloud"}
+    ports = free_ports(6)
+    a = [f"127.0.0.1:{p}" for p in ports]
+    spec = f"ps|{a[0]};{a[1]},worker|{a[2]};{a[3]};{a[4]},chief|{a[5]}"
+    code, _, err = runner.run(["--", "true"], CLUSTER_SPEC=spec, RESOURCE_NAME="ps",
+                              HOSTNAME="c-ps-1", TFK8S_BARRIER_TIMEOUT="0.3")
+    assert code == 3
+    assert "tfk8s launcher: ps-1 (CLUSTER_SPEC) waiting for 5 peer(s), timeout 0.3 s" in err
+    peers = runner.termination_log.split("unreachable peers: ")[1]
+    assert [p.split(" ")[0] for p in peers.split(", ")] == [
+        "chief-0", "ps-0", "worker-0", "worker-1", "worker-2"]
 
 
-def test_evaluator_is_outside_the_cluster() -> None:
-    cluster = {"chief": ["a:1"], "worker": ["b:1"]}
-    t = launcher.resolve_topology({"TF_CONFIG": tf_config(cluster, "evaluator", 0)}, "x")
-    assert t.own_address is None
-    assert [name for name, _ in t.peers()] == ["chief-0", "worker-0"]
+def test_evaluator_is_outside_the_cluster(runner: Runner) -> None:
+    ports = free_ports(2)
+    cluster = {"chief": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
+    peers = unreachable_peers(runner, TF_CONFIG=tf_config(cluster, "evaluator", 0))
+    assert [p.split(" ")[0] for p in peers.split(", ")] == ["chief-0", "worker-0"]
 
 
 @pytest.mark.parametrize("env, hostname, error", [
     ({}, "c-ps-0", "no cluster configuration"),
     ({"TF_CONFIG": "{nope"}, "c-ps-0", "TF_CONFIG is not valid JSON"),
+    ({"TF_CONFIG": '{"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}} x'},
+     "c-ps-0", "TF_CONFIG is not valid JSON: Extra data: line 1 column 66 (char 65)"),
+    ({"TF_CONFIG": "[1, 2]"}, "c-ps-0", "TF_CONFIG must be a JSON object"),
+    ({"TF_CONFIG": '{"task": {"type": "ps", "index": 0}}'}, "c-ps-0",
+     "TF_CONFIG: the cluster must be a non-empty map of role -> addresses"),
+    ({"TF_CONFIG": '{"cluster": {"ps": "a:1"}}'}, "c-ps-0",
+     "TF_CONFIG: role 'ps' must list its addresses as strings"),
+    ({"TF_CONFIG": '{"cluster": {"ps": ["a:1"]}, "task": "ps"}'}, "c-ps-0",
+     "TF_CONFIG: task must be an object"),
     ({"TF_CONFIG": json.dumps({"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 3}})},
      "c-ps-0", "ps-3 is out of range: the cluster has 1 ps replica(s)"),
+    ({"TF_CONFIG": json.dumps({"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": -1}})},
+     "c-ps-0", "TF_CONFIG: bad task index '-1'"),
     ({"TF_CONFIG": json.dumps({"cluster": {"ps": ["a"]}, "task": {"type": "ps", "index": 0}})},
      "c-ps-0", "TF_CONFIG: ps-0: bad address 'a': expected host:port"),
     ({"TF_CLUSTER": '{"ps": ["a:1"]}', "RESOURCE_NAME": "ps"}, "localhost",
@@ -281,24 +321,37 @@ def test_evaluator_is_outside_the_cluster() -> None:
     ({"TF_CLUSTER": '{"ps": ["a:1"]}'}, "c-ps-0", "TF_CLUSTER gives no role"),
     ({"TF_CLUSTER": '{"ps": ["a:1"]}', "RESOURCE_NAME": "worker"}, "c-worker-0",
      "role 'worker' is not in the cluster (roles: ps)"),
+    ({"TF_CLUSTER": '{"ps": ["a:1"]', "RESOURCE_NAME": "ps"}, "c-ps-0",
+     "TF_CLUSTER is not valid JSON: Expecting ',' delimiter: line 1 column 15 (char 14)"),
+    ({"TF_CLUSTER": '{"ps": ["a:1"]}', "RESOURCE_NAME": "ps", "TASK_INDEX": "one"}, "c-ps-0",
+     "TASK_INDEX: bad task index 'one'"),
     ({"CLUSTER_SPEC": "ps:a:1", "RESOURCE_NAME": "ps"}, "c-ps-0",
      "CLUSTER_SPEC: bad entry 'ps:a:1'"),
     ({"CLUSTER_SPEC": "ps|a:1,ps|b:1", "RESOURCE_NAME": "ps"}, "c-ps-0", "appears twice"),
 ])
-def test_bad_configurations(env: Dict[str, str], hostname: str, error: str) -> None:
-    with pytest.raises(launcher.ConfigError) as e:
-        launcher.resolve_topology(env, hostname)
-    assert error in str(e.value)
+def test_bad_configurations(runner: Runner, env: Dict[str, str], hostname: str,
+                            error: str) -> None:
+    code, _, err = runner.run(["--", "true"], HOSTNAME=hostname, **env)
+    assert code == 2, err
+    assert err.startswith("tfk8s: ") and error in err, err
+    assert runner.termination_log == err.strip()
 
 
-def test_addresses_and_hostnames() -> None:
-    assert launcher.split_address("c-ps-0.c-ps:2222") == ("c-ps-0.c-ps", 2222)
-    assert launcher.split_address("[::1]:2222") == ("::1", 2222)
+def test_addresses_and_hostnames(runner: Runner) -> None:
+    port = free_ports(1)[0]
+    for own in (f"127.0.0.1:{port}", f"[::1]:{port}", f" 127.0.0.1:{port} "):
+        shown = exported(runner, TF_CONFIG=tf_config({"ps": [own]}, "ps", 0))
+        assert shown["TASK_TYPE"] == "ps"
     for bad in ("nohost", ":2222", "h:0", "h:70000", "h:x"):
-        with pytest.raises(ValueError):
-            launcher.split_address(bad)
-    assert launcher.index_from_hostname("tf-worker-12") == 12
-    assert launcher.index_from_hostname("tf-ps-0.tf-ps.default.svc.cluster.local") == 0
+        code, _, err = runner.run(["--", "true"], TF_CONFIG=tf_config({"ps": [bad]}, "ps", 0))
+        assert code == 2
+        assert f"bad address '{bad}': expected host:port" in err
+    for hostname, index in (("tf-worker-12", "12"), ("tf-ps-0.tf-ps.default.svc.cluster.local",
+                                                     "0")):
+        role = hostname.split("-")[1]
+        shown = exported(runner, TF_CLUSTER=json.dumps({role: ["a:1"] * 13}),
+                         RESOURCE_NAME=role, HOSTNAME=hostname)
+        assert shown["TASK_INDEX"] == index
 
 
 def test_tf_cluster_path_in_a_process(runner: Runner) -> None:
@@ -448,16 +501,51 @@ def test_ps_without_program_or_tensorflow_exits_2(runner: Runner) -> None:
                            "default program; give it a command")
 
 
-def test_default_program_is_a_tensorflow_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    t = launcher.resolve_topology({"TF_CONFIG": tf_config({"ps": ["a:1"], "worker": ["b:1"]},
-                                                          "worker", 0)}, "x")
-    monkeypatch.setattr(launcher, "tensorflow_importable", lambda: True)
-    argv, _ = launcher.default_program(t, {"TFK8S_STRATEGY": "parameter-server"})
-    assert argv is not None and argv[1:] == ["-c", launcher.TF_SERVER_CODE]
-    compile(launcher.TF_SERVER_CODE, "tf_server", "exec")
-    assert "tf.distribute.Server(" in launcher.TF_SERVER_CODE
-    argv, why = launcher.default_program(t, {"TFK8S_STRATEGY": "multi-worker-mirrored"})
-    assert argv is None and "the worker role has no default program" in why
+# A stand-in for the tensorflow package: what the default program asks of it, printed.
+FAKE_TENSORFLOW = """
+import json
+class _Server:
+    def __init__(self, cluster, job_name, task_index, protocol, start):
+        print(json.dumps({"cluster": cluster.spec, "job_name": job_name,
+                          "task_index": task_index, "protocol": protocol, "start": start}))
+    def join(self):
+        print("joined")
+class distribute:
+    Server = _Server
+class _ClusterSpec:
+    def __init__(self, spec):
+        self.spec = spec
+class train:
+    ClusterSpec = _ClusterSpec
+"""
+
+
+def test_default_program_is_a_tensorflow_server(runner: Runner, tmp_path: Path) -> None:
+    package = tmp_path / "site" / "tensorflow"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(FAKE_TENSORFLOW)
+    cluster = {"ps": ["c-ps-0.c-ps.invalid:2222"], "worker": ["c-worker-0.c-worker.invalid:2222"]}
+    code, out, err = runner.run(["--python", PYTHON],
+                                TF_CONFIG=tf_config(cluster, "worker", 0),
+                                TFK8S_STRATEGY="Parameter-Server", TFK8S_BARRIER_TIMEOUT="0",
+                                PYTHONPATH=str(tmp_path / "site"))
+    assert code == 0, err
+    assert ("tfk8s launcher: worker-0 has no command: starting a TensorFlow server "
+            "(job worker, task 0)") in err
+    server, joined = out.splitlines()
+    assert json.loads(server) == {"cluster": cluster, "job_name": "worker", "task_index": 0,
+                                  "protocol": "grpc", "start": True}
+    assert joined == "joined"
+    # Another interpreter that lacks it: the clear message, before any barrier.
+    code, _, err = runner.run(["--python=/nonexistent/python3"],
+                              TF_CONFIG=tf_config(cluster, "ps", 0),
+                              PYTHONPATH=str(tmp_path / "site"))
+    assert code == 2
+    assert "this image has no importable tensorflow" in err
+    code, _, err = runner.run(["--python", PYTHON], TF_CONFIG=tf_config(cluster, "worker", 0),
+                              TFK8S_STRATEGY="multi-worker-mirrored",
+                              PYTHONPATH=str(tmp_path / "site"))
+    assert code == 2 and "the worker role has no default program" in err
 
 
 # ---- (g) a program that cannot start ----------------------------------------------------------
@@ -484,7 +572,6 @@ def test_program_not_executable_exits_126(runner: Runner, tmp_path: Path) -> Non
 
 
 def test_unresolvable_peer_is_reported(runner: Runner) -> None:
-    assert launcher.probe("c-ps-0.c-ps.invalid:2222") == "does not resolve"
     port = free_ports(1)[0]
     cluster = {"ps": ["c-ps-0.c-ps.invalid:2222"], "worker": [f"127.0.0.1:{port}"]}
     code, _, err = runner.run(["--", "true"], TF_CONFIG=tf_config(cluster, "worker", 0),
@@ -495,57 +582,30 @@ def test_unresolvable_peer_is_reported(runner: Runner) -> None:
     assert runner.termination_log == message
 
 
-# ---- the file itself ----------------------------------------------------------------------------
+# ---- the binary itself ----------------------------------------------------------------------
 
 
 def test_help(runner: Runner) -> None:
     code, out, _ = runner.run(["--help"])
     assert code == 0
-    assert out.startswith("usage: launcher.py")
+    assert out.startswith("usage: tfk8s-launcher")
     assert "TFK8S_BARRIER_TIMEOUT" in out
     code, _, err = runner.run(["--bogus"])
     assert code == 2 and "unknown option --bogus" in err
 
 
-def test_one_standard_library_file_for_python_3_7() -> None:
-    source = LAUNCHER.read_text()
-    tree = ast.parse(source, feature_version=(3, 7))
-    modules: set = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0 and node.module, "no relative imports"
-            modules.add(node.module.split(".")[0])
-            if node.module == "__future__":
-                # Only postponed annotations (3.7+): they are never evaluated, so typing need
-                # not be imported at start-up (the replica's CPU before it listens).
-                assert [a.name for a in node.names] == ["annotations"]
-    assert modules <= set(sys.stdlib_module_names), modules - set(sys.stdlib_module_names)
-    # The C++ library embeds the file in a raw string literal with this delimiter.
-    assert ')tfk8s_launcher"' not in source
-
-
-def test_start_up_imports_only_what_the_barrier_needs() -> None:
-    # Every millisecond of CPU before a replica listens delays the whole cluster's barrier
-    # (many times over under a small CPU limit): typing and subprocess stay out of start-up.
-    code = ("import sys; path = %r; "
-            "exec(compile(open(path).read(), path, 'exec'), {'__name__': 'launcher'}); "
-            "print(' '.join(m for m in ('typing', 'subprocess') if m in sys.modules))"
-            % str(LAUNCHER))
-    p = subprocess.run([LAUNCHER_PYTHON, "-S", "-c", code], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip() == ""
-
-
-def test_runs_as_a_module(runner: Runner, tmp_path: Path) -> None:
-    package = tmp_path / "pkg" / "tfk8s"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    shutil.copy(LAUNCHER, package / "launcher.py")
-    p = subprocess.run([LAUNCHER_PYTHON, "-m", "tfk8s.launcher", "--help"],
-                       env=runner.env(PYTHONPATH=str(tmp_path / "pkg")), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("usage: launcher.py")
+def test_a_static_executable_that_needs_nothing_from_the_image(runner: Runner) -> None:
+    # No program interpreter (PT_INTERP) and no dynamic section (PT_DYNAMIC): it runs in any
+    # image, with or without a C library or Python.
+    data = Path(LAUNCHER).read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2, "expected a 64-bit ELF file"
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    types = {struct.unpack_from("<I", data, phoff + i * phentsize)[0] for i in range(phnum)}
+    assert 3 not in types and 2 not in types, types
+    # An empty environment (no PATH, no HOME): still a clear verdict, no crash.
+    p = subprocess.run([LAUNCHER, "--", "true"], env={"TFK8S_TERMINATION_LOG": ""},
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+    assert p.returncode == 2
+    assert p.stderr == ("tfk8s: no cluster configuration: set TF_CONFIG, TF_CLUSTER or "
+                        "CLUSTER_SPEC\n")

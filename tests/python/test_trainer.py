@@ -1,6 +1,6 @@
 """The reference trainer (examples/trainer/ps_sgd.py) run locally as a whole cluster.
 
-2 ps + 2 workers + a chief, each started THROUGH the launcher (python/tfk8s/launcher.py) as a
+2 ps + 2 workers + a chief, each started THROUGH the launcher (the built tfk8s-launcher) as a
 local subprocess with a TF_CONFIG naming 127.0.0.1 and free ports, so the start-up barrier runs
 for real and each program binds its port after the launcher's placeholder listener closed. No
 cluster is needed; every process is bounded by a hard timeout and all are killed on failure.
@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Dict, Tuple
 
-from local_processes import free_ports, kill_group
+from local_processes import free_ports, kill_group, launcher_binary
 
 REPO = Path(__file__).resolve().parents[2]
-LAUNCHER = REPO / "python" / "tfk8s" / "launcher.py"
+LAUNCHER = launcher_binary()
 TRAINER = REPO / "examples" / "trainer" / "ps_sgd.py"
 PYTHON = sys.executable or "/usr/bin/python3"
 HARD_TIMEOUT = 60.0
@@ -62,7 +62,7 @@ def test_ps_sgd_cluster_through_the_launcher(tmp_path: Path) -> None:
             logs[(role, index)] = (out, err)
             with open(out, "w") as o, open(err, "w") as e:
                 procs[(role, index)] = subprocess.Popen(
-                    [PYTHON, str(LAUNCHER), "--", PYTHON, str(TRAINER),
+                    [LAUNCHER, "--", PYTHON, str(TRAINER),
                      "--output-dir", str(output)],
                     env=env, stdout=o, stderr=e, start_new_session=True)
         deadline = start + HARD_TIMEOUT

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/base64.hpp"
+
 namespace tfk8s::testing {
 
 inline void CheckGolden(const std::string& name, const nlohmann::json& actual) {
@@ -39,23 +41,27 @@ inline void CheckGolden(const std::string& name, const nlohmann::json& actual) {
   }
 }
 
-/// python/tfk8s/launcher.py as it is in the source tree (the library embeds it at build time).
-inline std::string LauncherFile() {
-  std::ifstream in(TFK8S_LAUNCHER_FILE);
+/// The built launcher (src/launcher/tfk8s_launcher.c; the library embeds these bytes), base64
+/// as a ConfigMap's binaryData holds it.
+inline std::string LauncherFileBase64() {
+  std::ifstream in(TFK8S_LAUNCHER_FILE, std::ios::binary);
   REQUIRE_MESSAGE(in.good(), "cannot read " << TFK8S_LAUNCHER_FILE);
   std::stringstream ss;
   ss << in.rdbuf();
-  return ss.str();
+  return internal::Base64Encode(ss.str());
 }
 
 /// A TFCluster's rendering with the root ConfigMap's copy of the launcher replaced by a marker,
-/// after checking it is the source tree's file: golden files record where the launcher goes,
-/// its own tests (tests/python/test_launcher.py) what it does.
+/// after checking it is the built binary: golden files record where the launcher goes, its own
+/// tests (tests/python/test_launcher.py) what it does.
 inline std::vector<nlohmann::json> WithLauncherMarker(std::vector<nlohmann::json> objects) {
   for (auto& o : objects) {
-    if (o["kind"] != "ConfigMap" || !o["data"].contains("launcher.py")) continue;
-    CHECK(o["data"]["launcher.py"] == LauncherFile());
-    o["data"]["launcher.py"] = "<python/tfk8s/launcher.py>";
+    if (o["kind"] != "ConfigMap" || !o.contains("binaryData") ||
+        !o["binaryData"].contains("tfk8s-launcher")) {
+      continue;
+    }
+    CHECK(o["binaryData"]["tfk8s-launcher"] == LauncherFileBase64());
+    o["binaryData"]["tfk8s-launcher"] = "<base64 of src/launcher/tfk8s_launcher.c, built>";
   }
   return objects;
 }

@@ -134,10 +134,9 @@ TEST_SUITE("tfcluster") {
         }
         if (launcher && (role == "worker" || role == "ps")) {
           // The launcher comes first; the program follows "--" unchanged.
-          REQUIRE(received.size() > 3);
-          CHECK(received[0] == "python3");
-          CHECK(received[1] == "/var/run/tfk8s/launcher/launcher.py");
-          CHECK(received[2] == "--");
+          REQUIRE(received.size() > 2);
+          CHECK(received[0] == "/var/run/tfk8s/launcher/tfk8s-launcher");
+          CHECK(received[1] == "--");
         } else if (topology == TFTopology::kStatefulSet && (role == "worker" || role == "ps")) {
           // The ordinal wrapper (tfk8s's own script) also arrives intact.
           REQUIRE(received.size() > 2);
@@ -271,7 +270,8 @@ TEST_SUITE("tfcluster") {
     CHECK(EnvOf(c, "TF_CLUSTER") == TFClusterAddresses(s).dump());
   }
 
-  TEST_CASE("the launcher: one file of the root ConfigMap, mounted read-only in every replica") {
+  TEST_CASE("the launcher: one executable of the root ConfigMap, mounted read-only in every "
+            "replica") {
     for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
       CAPTURE(ToString(topology));
       TFClusterSpec s = GpuExample();
@@ -281,7 +281,8 @@ TEST_SUITE("tfcluster") {
       auto objects = RenderTFCluster(s);
       const Json& root = objects[0];
       REQUIRE(root["kind"] == "ConfigMap");
-      CHECK(root["data"]["launcher.py"] == testing::LauncherFile());
+      CHECK(root["binaryData"]["tfk8s-launcher"] == testing::LauncherFileBase64());
+      CHECK_FALSE(root["data"].contains("tfk8s-launcher"));
       int replicas = 0;
       for (const auto& o : objects) {
         if (o["kind"] != "Job" && o["kind"] != "StatefulSet") continue;
@@ -300,7 +301,8 @@ TEST_SUITE("tfcluster") {
         ++replicas;
         CHECK((*volume)["configMap"]["name"] == "resnet");
         CHECK((*volume)["configMap"]["items"] ==
-              Json::array({{{"key", "launcher.py"}, {"path", "launcher.py"}}}));
+              Json::array({{{"key", "tfk8s-launcher"}, {"path", "tfk8s-launcher"}}}));
+        CHECK((*volume)["configMap"]["defaultMode"] == 0555);
         CHECK((*mount)["mountPath"] == "/var/run/tfk8s/launcher");
         CHECK((*mount)["readOnly"] == true);
         CHECK(EnvOf(c, "TFK8S_BARRIER_TIMEOUT") == "90");
@@ -308,16 +310,16 @@ TEST_SUITE("tfcluster") {
         CHECK_FALSE(c.contains("args"));
         std::vector<std::string> command = c["command"];
         if (role == "ps") {
-          CHECK(command == std::vector<std::string>{"python3",
-                                                    "/var/run/tfk8s/launcher/launcher.py"});
+          // The default program, a TensorFlow server, runs in the named interpreter.
+          CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher",
+                                                    "--python", "python3"});
         } else if (role == "chief") {
-          CHECK(command == std::vector<std::string>{"python3",
-                                                    "/var/run/tfk8s/launcher/launcher.py", "--",
-                                                    "python", "/data/train.py", "--chief"});
+          CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher",
+                                                    "--", "python", "/data/train.py", "--chief"});
         } else if (role == "worker") {
           CHECK(command == std::vector<std::string>{
-                               "python3", "/var/run/tfk8s/launcher/launcher.py", "--", "/bin/sh",
-                               "-c", "python /data/train.py --epochs 10"});
+                               "/var/run/tfk8s/launcher/tfk8s-launcher", "--", "/bin/sh", "-c",
+                               "python /data/train.py --epochs 10"});
         }
       }
       CHECK(replicas == (topology == TFTopology::kPerReplica ? 6 : 4));
@@ -328,7 +330,7 @@ TEST_SUITE("tfcluster") {
     TFClusterSpec s = GpuExample();
     s.launcher.enabled = false;
     auto objects = RenderTFCluster(s);
-    CHECK_FALSE(objects[0]["data"].contains("launcher.py"));
+    CHECK_FALSE(objects[0].contains("binaryData"));
     const Json& c = (*Find(objects, "Job", "resnet-chief-0"))["spec"]["template"]["spec"]
                                                                 ["containers"][0];
     CHECK(c["command"] == Json::array({"python", "/data/train.py"}));
@@ -507,7 +509,10 @@ TEST_SUITE("tfcluster") {
     {
       auto s = ok;
       s.launcher.python = "";
+      s.ps.command.clear();  // a ps without a program runs a TensorFlow server: Python needed
       CheckInvalid(s, "launcher.python");
+      s.ps.command = {"python", "ps.py"};
+      s.Validate();  // every role has its program (the workers a script): no Python needed
     }
     {
       auto s = ok;

@@ -22,7 +22,9 @@ Hook for the tfk8s Python package: `extra_trees(name)` returns host folders copi
 the runtime and dev images get it as /usr/local/lib/python3.11/dist-packages/tfk8s (the shared
 libraries _core needs are in RUNTIME_PACKAGES already). Unset: no tfk8s in the images.
 The runtime and dev images always get the reference trainer (examples/trainer of this checkout)
-as /opt/tfk8s/examples/trainer, the program the end-to-end tests and the quickstart train with.
+as /opt/tfk8s/examples/trainer, the program the end-to-end tests and the quickstart train with,
+and the tfk8s launcher as /opt/tfk8s/bin/tfk8s-launcher (src/launcher/tfk8s_launcher.c of this
+checkout, compiled here with musl-gcc -static -Os into a cache folder keyed by its source).
 
 Run directly to build (and print) the archives:  /usr/bin/python3 images.py [--force] [NAME...]
 """
@@ -85,6 +87,9 @@ TFK8S_PACKAGE_DEST = "/usr/local/lib/python3.11/dist-packages/tfk8s"
 TRAINER_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                            "examples", "trainer")
 TRAINER_DEST = "/opt/tfk8s/examples/trainer"
+LAUNCHER_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            "src", "launcher", "tfk8s_launcher.c")
+LAUNCHER_DEST = "/opt/tfk8s/bin"
 
 
 def log(msg):
@@ -123,6 +128,26 @@ def debian_mirror():
     return cands[0]
 
 
+def launcher_dir():
+    """A folder holding tfk8s-launcher built from LAUNCHER_SRC (cached by the source's hash)."""
+    with open(LAUNCHER_SRC, "rb") as f:
+        key = hashlib.sha256(f.read()).hexdigest()[:16]
+    out = os.path.join(cache_dir(), "launcher", key)
+    if os.path.exists(os.path.join(out, "tfk8s-launcher")):
+        return out
+    if not shutil.which("musl-gcc"):
+        raise ImageError("musl-gcc is missing (Debian package musl-tools; run tools/install-deps.sh)")
+    os.makedirs(out, exist_ok=True)
+    tmp = os.path.join(out, ".tfk8s-launcher.tmp")
+    p = subprocess.run(["musl-gcc", "-std=c11", "-Os", "-static", "-s", "-ffunction-sections",
+                        "-fdata-sections", "-Wl,--gc-sections", "-o", tmp, LAUNCHER_SRC],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise ImageError("building the launcher failed: %s" % p.stdout[-2000:])
+    os.rename(tmp, os.path.join(out, "tfk8s-launcher"))
+    return out
+
+
 def extra_trees(name):
     """Hook: [(host folder, path in image)] copied into image `name` and hashed into its key."""
     out = []
@@ -130,6 +155,7 @@ def extra_trees(name):
         if not os.path.isfile(os.path.join(TRAINER_SRC, "ps_sgd.py")):
             raise ImageError("the reference trainer %s/ps_sgd.py is missing" % TRAINER_SRC)
         out.append((TRAINER_SRC, TRAINER_DEST))
+        out.append((launcher_dir(), LAUNCHER_DEST))
     pkg = os.environ.get(TFK8S_PACKAGE_ENV)
     if pkg and name in ("runtime", "dev"):
         src = os.path.join(pkg, "tfk8s")
