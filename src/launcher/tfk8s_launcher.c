@@ -16,11 +16,15 @@
  * 3. runs the program as its child (it is PID 1 of the container: it forwards SIGTERM, SIGINT
  *    and SIGHUP, reaps orphans, and exits with the program's code).
  *
- * The placeholder listener of step 2 stays open a little after the barrier
- * (TFK8S_BARRIER_LINGER) so that slower peers see it too, and is closed before the program
- * starts, so the program can bind the same port. A program that connects to a peer during that
- * time meets the placeholder, which closes the connection at once: clients must retry, as gRPC
- * does.
+ * The placeholder listener of step 2 accepts and closes every connection at once. After the
+ * barrier it stays open until every peer that was itself still in its barrier (its port answered
+ * by a placeholder, which closes at once, not by a program) has reached this replica, so that a
+ * peer with a slower resolver or a later start does not find the port closed and wait for the
+ * program forever; peers are recognised by their IP address (replicas sharing one are counted).
+ * It waits at most
+ * TFK8S_BARRIER_LINGER seconds for them, then closes before the program starts, so the program
+ * can bind the same port. A program that connects to a peer during that time meets the
+ * placeholder, which closes the connection at once: clients must retry, as gRPC does.
  *
  * The launcher's own failures end with a one-line "tfk8s: ..." verdict on stderr and in the
  * termination log, which Kubernetes shows as the container's termination message and the
@@ -76,8 +80,8 @@ static const char USAGE[] =
     "  HOSTNAME                  the hostname (default: gethostname())\n"
     "  TFK8S_BARRIER_TIMEOUT     seconds the barrier waits for peers (default 600; 0: no barrier)\n"
     "  TFK8S_BARRIER_REPORT      seconds between progress lines (default 5)\n"
-    "  TFK8S_BARRIER_LINGER      seconds the placeholder listener stays open after the barrier\n"
-    "                            (default 2)\n"
+    "  TFK8S_BARRIER_LINGER      at most this many seconds the placeholder listener stays open\n"
+    "                            after the barrier, for peers still in theirs (default 60)\n"
     "  TFK8S_STRATEGY            parameter-server, multi-worker-mirrored, ... (optional)\n"
     "  TFK8S_TERMINATION_LOG     where failure messages go (default /dev/termination-log when it\n"
     "                            is writable; empty: nowhere)\n"
@@ -94,6 +98,9 @@ enum { EXIT_CONFIG = 2, EXIT_BARRIER = 3, EXIT_NOT_EXECUTABLE = 126, EXIT_NOT_FO
 enum { TERMINATION_MESSAGE_LIMIT = 4096 };
 static const int CONNECT_TIMEOUT_MS = 1000;
 static const long RETRY_INTERVAL_NS = 500000000L;
+/* How long a probe waits, once connected, to tell a peer's placeholder (which closes at once)
+ * from its program (which keeps the connection open, or speaks). */
+static const int PLACEHOLDER_WAIT_MS = 300;
 
 /* The default program of a ps (run as `PYTHON -c`): a TensorFlow server for TF_CONFIG's task. */
 static const char TF_SERVER_CODE[] =
@@ -1060,6 +1067,8 @@ typedef struct {
   char *name;    /* "worker-1" */
   char *address; /* as given */
   int reached;
+  int holding; /* reached a placeholder: the peer was still in its barrier */
+  struct sockaddr_storage ip; /* the address reached (its port is ignored) */
   char reason[200]; /* "" while no attempt has failed */
 } Peer;
 
@@ -1086,8 +1095,21 @@ static void connect_error(int e, char *out, size_t n) {
   }
 }
 
-/* 1 when `address` resolves and accepts a TCP connection, else 0 and why not. */
-static int probe(const char *address, char *reason, size_t n) {
+/* Whether a connected socket is closed by the other end at once, as a placeholder does. */
+static int closed_at_once(int fd) {
+  struct pollfd p = {fd, POLLIN, 0};
+  int r;
+  do r = poll(&p, 1, PLACEHOLDER_WAIT_MS); while (r < 0 && errno == EINTR);
+  if (r <= 0) return 0;
+  char byte;
+  ssize_t got = recv(fd, &byte, 1, MSG_DONTWAIT);
+  return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* 1 when `address` resolves and accepts a TCP connection, else 0 and why not. On success,
+ * `*ip` is the address reached and `*holding` whether a placeholder answered. */
+static int probe(const char *address, char *reason, size_t n, struct sockaddr_storage *ip,
+                 int *holding) {
   int port;
   char *host = split_address(address, &port);
   if (!host) {
@@ -1124,12 +1146,16 @@ static int probe(const char *address, char *reason, size_t n) {
         }
       }
     }
-    close(fd);
     if (e == 0) {
       ok = 1;
+      memset(ip, 0, sizeof *ip);
+      memcpy(ip, ai->ai_addr,
+             ai->ai_addrlen < sizeof *ip ? ai->ai_addrlen : sizeof *ip);
+      *holding = closed_at_once(fd);
     } else {
       connect_error(e, reason, n);
     }
+    close(fd);
   }
   freeaddrinfo(infos);
   return ok;
@@ -1139,14 +1165,18 @@ static int probe(const char *address, char *reason, size_t n) {
 static void *watch_peer(void *arg) {
   Peer *peer = arg;
   char reason[sizeof peer->reason];
+  struct sockaddr_storage ip;
+  int holding = 0;
   for (;;) {
     while (sem_wait(&probe_slots) != 0 && errno == EINTR) {
     }
-    int ok = probe(peer->address, reason, sizeof reason);
+    int ok = probe(peer->address, reason, sizeof reason, &ip, &holding);
     sem_post(&probe_slots);
     pthread_mutex_lock(&peers_lock);
     if (ok) {
       peer->reached = 1;
+      peer->holding = holding;
+      peer->ip = ip;
     } else {
       memcpy(peer->reason, reason, sizeof reason);
     }
@@ -1217,6 +1247,73 @@ static int open_listener(int port, const char **why) {
   return -1;
 }
 
+/* An IP address: IPv4 as 4 bytes, IPv6 as 16. */
+typedef struct {
+  unsigned char bytes[16];
+  size_t n;
+} Ip;
+/* The IP addresses of the connections the placeholder accepted, each with how many came from
+ * it (each peer's probe stops once it is accepted, so replicas sharing an address, as on one
+ * host, are counted apart): read and written by the main thread only. */
+typedef struct {
+  Ip ip;
+  size_t count;
+} Seen;
+static Seen *seen;
+static size_t seen_n, seen_cap;
+
+/* The IP of a socket address; an IPv4-mapped IPv6 address reads as the IPv4 one. */
+static Ip ip_of(const struct sockaddr_storage *a) {
+  Ip ip;
+  memset(&ip, 0, sizeof ip);
+  if (a->ss_family == AF_INET) {
+    memcpy(ip.bytes, &((const struct sockaddr_in *)a)->sin_addr, 4);
+    ip.n = 4;
+  } else if (a->ss_family == AF_INET6) {
+    const unsigned char *b = ((const struct sockaddr_in6 *)a)->sin6_addr.s6_addr;
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (memcmp(b, mapped, 12) == 0) {
+      memcpy(ip.bytes, b + 12, 4);
+      ip.n = 4;
+    } else {
+      memcpy(ip.bytes, b, 16);
+      ip.n = 16;
+    }
+  }
+  return ip;
+}
+
+static int same_ip(Ip a, Ip b) { return a.n == b.n && memcmp(a.bytes, b.bytes, a.n) == 0; }
+
+/* How many accepted connections came from `ip`. */
+static size_t seen_from(Ip ip) {
+  for (size_t i = 0; i < seen_n; ++i) {
+    if (same_ip(seen[i].ip, ip)) return seen[i].count;
+  }
+  return 0;
+}
+
+static void remember(const struct sockaddr_storage *a) {
+  Ip ip = ip_of(a);
+  if (ip.n == 0) return;
+  for (size_t i = 0; i < seen_n; ++i) {
+    if (same_ip(seen[i].ip, ip)) {
+      ++seen[i].count;
+      return;
+    }
+  }
+  if (seen_n == seen_cap) {
+    seen_cap = seen_cap ? 2 * seen_cap : 16;
+    seen = realloc(seen, seen_cap * sizeof *seen);
+    if (!seen) {
+      fprintf(stderr, PREFIX "out of memory\n");
+      exit(EXIT_CONFIG);
+    }
+  }
+  seen[seen_n].ip = ip;
+  seen[seen_n++].count = 1;
+}
+
 /* Waits up to `seconds`, accepting and closing every connection to the listener meanwhile. */
 static void serve_for(int listener, double seconds) {
   int ms = (int)ceil(seconds * 1000);
@@ -1228,8 +1325,58 @@ static void serve_for(int listener, double seconds) {
   }
   struct pollfd p = {listener, POLLIN, 0};
   if (poll(&p, 1, ms) > 0) {
-    int fd;
-    while ((fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) >= 0) close(fd);
+    for (;;) {
+      struct sockaddr_storage from;
+      socklen_t len = sizeof from;
+      int fd = accept4(listener, (struct sockaddr *)&from, &len, SOCK_CLOEXEC);
+      if (fd < 0) break;
+      remember(&from);
+      close(fd);
+    }
+  }
+}
+
+/* "worker-1" for every peer that was still in its barrier when this replica reached it and has
+ * not reached this replica since: the k-th such peer of an address is missing while fewer than k
+ * connections came from that address. */
+static size_t peers_still_holding(Peer *peers, size_t n, char **out) {
+  size_t count = 0;
+  pthread_mutex_lock(&peers_lock);
+  for (size_t i = 0; i < n; ++i) {
+    if (!peers[i].holding) continue;
+    Ip ip = ip_of(&peers[i].ip);
+    size_t rank = 1;
+    for (size_t j = 0; j < i; ++j) {
+      if (peers[j].holding && same_ip(ip_of(&peers[j].ip), ip)) ++rank;
+    }
+    if (seen_from(ip) < rank) out[count++] = peers[i].name;
+  }
+  pthread_mutex_unlock(&peers_lock);
+  return count;
+}
+
+/* After the barrier: keeps the placeholder open until every peer still in its own barrier has
+ * reached this replica, at most `linger` seconds. -1, or an exit code on a signal. */
+static int hold_for_peers(const char *name, int listener, Peer *peers, size_t n, double linger,
+                          double report_every, char **names) {
+  double start = now(), next_report = start + report_every;
+  for (;;) {
+    size_t m = peers_still_holding(peers, n, names);
+    double t_now = now();
+    if (m == 0) return -1;
+    if (first_signal) return 128 + first_signal;
+    if (t_now - start >= linger) {
+      say("%s starts its program without hearing from %zu peer(s) after %g s: %s", name, m,
+          linger, peer_list(names, m, 2000));
+      return -1;
+    }
+    if (t_now >= next_report) {
+      say("%s waits for %zu peer(s) still in their barrier to reach it: %s", name, m,
+          peer_list(names, m, 2000));
+      next_report = t_now + report_every;
+    }
+    double left = start + linger - t_now;
+    serve_for(listener, left < 0.1 ? left : 0.1);
   }
 }
 
@@ -1317,15 +1464,8 @@ static int run_barrier(const Topology *t, double timeout, double report_every, d
   }
   if (code < 0) {
     say("%s passed the start-up barrier in %.1f s (%zu peers)", name, now() - start, n);
-    if (listener >= 0 && linger > 0) {
-      /* Slower peers may still be probing this replica: stay visible a little longer. */
-      double end = now() + linger;
-      while (now() < end && !first_signal) {
-        double left = end - now();
-        serve_for(listener, left < 0.1 ? (left > 0 ? left : 0) : 0.1);
-      }
-      if (first_signal) code = 128 + first_signal;
-    }
+    if (listener >= 0 && linger > 0) code = hold_for_peers(name, listener, peers, n, linger,
+                                                           report_every, missing);
   }
   if (listener >= 0) close(listener);
   return code;
@@ -1559,7 +1699,7 @@ int main(int argc, char **argv) {
   double timeout, report_every, linger;
   if (resolve_topology(hostname, &t) || env_seconds("TFK8S_BARRIER_TIMEOUT", 600, &timeout) ||
       env_seconds("TFK8S_BARRIER_REPORT", 5, &report_every) ||
-      env_seconds("TFK8S_BARRIER_LINGER", 2, &linger)) {
+      env_seconds("TFK8S_BARRIER_LINGER", 60, &linger)) {
     return fail(fmt("tfk8s: %s", config_error), EXIT_CONFIG);
   }
   if (report_every == 0) report_every = 5;

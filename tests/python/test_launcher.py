@@ -16,6 +16,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional
@@ -150,6 +151,101 @@ def test_three_replicas_pass_the_barrier_and_get_their_environment(runner: Runne
         assert f"tfk8s launcher: {role}-{index} passed the start-up barrier in" in err
         assert "(2 peers)" in err
     assert runner.termination_log is None
+
+
+# ---- (a2) the placeholder after the barrier ---------------------------------------------------
+
+
+class FakePeer:
+    """A peer's port: a placeholder (accepts and closes at once, as a launcher in its barrier
+    does) or a program (accepts and keeps the connection open). It never connects to anyone."""
+
+    def __init__(self, port: int, placeholder: bool) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(16)
+        self.sock.settimeout(0.1)
+        self.placeholder = placeholder
+        self.kept: List[socket.socket] = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while not self.done.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            if self.placeholder:
+                conn.close()
+            else:
+                self.kept.append(conn)
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join(5)
+        for c in self.kept:
+            c.close()
+        self.sock.close()
+
+
+def two_workers(peer_placeholder: bool):
+    ports = free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{ports[0]}", f"127.0.0.1:{ports[1]}"]}
+    return ports, cluster, FakePeer(ports[1], peer_placeholder)
+
+
+def test_placeholder_stays_open_until_a_peer_still_in_its_barrier_reaches_it(
+        runner: Runner) -> None:
+    ports, cluster, peer = two_workers(peer_placeholder=True)
+    try:
+        p = runner.start(["--", PYTHON, "-c", SHOW_ENV], TF_CONFIG=tf_config(cluster, "worker", 0),
+                         TFK8S_BARRIER_TIMEOUT="20", TFK8S_BARRIER_LINGER="25",
+                         TFK8S_BARRIER_REPORT="1")
+        # worker-1 answers with a placeholder but has not reached worker-0: worker-0 holds its
+        # port (its program, which exits at once, has not started).
+        time.sleep(2.5)
+        assert p.poll() is None, "the launcher ran its program before worker-1 reached it"
+        socket.create_connection(("127.0.0.1", ports[0]), timeout=5).close()  # worker-1's probe
+        code, out, err = runner.finish(p, timeout=15)
+    finally:
+        peer.close()
+    assert code == 0, err
+    assert json.loads(out)["bound"] is True
+    assert "worker-0 passed the start-up barrier in" in err
+    assert "worker-0 waits for 1 peer(s) still in their barrier to reach it: worker-1" in err
+    assert "without hearing from" not in err
+
+
+def test_a_peer_already_running_its_program_is_not_waited_for(runner: Runner) -> None:
+    _, cluster, peer = two_workers(peer_placeholder=False)
+    try:
+        code, out, err = runner.run(["--", PYTHON, "-c", SHOW_ENV],
+                                    TF_CONFIG=tf_config(cluster, "worker", 0),
+                                    TFK8S_BARRIER_TIMEOUT="20", TFK8S_BARRIER_LINGER="25",
+                                    TFK8S_BARRIER_REPORT="1")
+    finally:
+        peer.close()
+    assert code == 0, err
+    assert json.loads(out)["bound"] is True
+    assert "worker-0 passed the start-up barrier in" in err
+    assert "waits for" not in err and "without hearing from" not in err
+
+
+def test_the_placeholder_waits_for_peers_at_most_the_linger(runner: Runner) -> None:
+    _, cluster, peer = two_workers(peer_placeholder=True)
+    try:
+        code, out, err = runner.run(["--", PYTHON, "-c", SHOW_ENV],
+                                    TF_CONFIG=tf_config(cluster, "worker", 0),
+                                    TFK8S_BARRIER_TIMEOUT="20", TFK8S_BARRIER_LINGER="1")
+    finally:
+        peer.close()
+    assert code == 0, err
+    assert json.loads(out)["bound"] is True
+    assert ("worker-0 starts its program without hearing from 1 peer(s) after 1 s: worker-1"
+            in err)
 
 
 # ---- (b) a peer that never starts ---------------------------------------------------------
