@@ -1106,15 +1106,14 @@ static int closed_at_once(int fd) {
   return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
-/* 1 when `address` resolves and accepts a TCP connection, else 0 and why not. On success,
- * `*ip` is the address reached and `*holding` whether a placeholder answered. */
-static int probe(const char *address, char *reason, size_t n, struct sockaddr_storage *ip,
-                 int *holding) {
+/* The connected socket when `address` resolves and accepts a TCP connection (`*ip`: the
+ * address reached), else -1 and why not. */
+static int probe(const char *address, char *reason, size_t n, struct sockaddr_storage *ip) {
   int port;
   char *host = split_address(address, &port);
   if (!host) {
     snprintf(reason, n, "bad address");
-    return 0;
+    return -1;
   }
   char service[8];
   snprintf(service, sizeof service, "%d", port);
@@ -1122,9 +1121,9 @@ static int probe(const char *address, char *reason, size_t n, struct sockaddr_st
   memset(&hints, 0, sizeof hints);
   hints.ai_socktype = SOCK_STREAM;
   snprintf(reason, n, "does not resolve");
-  if (getaddrinfo(host, service, &hints, &infos) != 0) return 0;
-  int ok = 0;
-  for (struct addrinfo *ai = infos; ai && !ok; ai = ai->ai_next) {
+  if (getaddrinfo(host, service, &hints, &infos) != 0) return -1;
+  int connected = -1;
+  for (struct addrinfo *ai = infos; ai && connected < 0; ai = ai->ai_next) {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
                     ai->ai_protocol);
     if (fd < 0) {
@@ -1147,18 +1146,16 @@ static int probe(const char *address, char *reason, size_t n, struct sockaddr_st
       }
     }
     if (e == 0) {
-      ok = 1;
+      connected = fd;
       memset(ip, 0, sizeof *ip);
-      memcpy(ip, ai->ai_addr,
-             ai->ai_addrlen < sizeof *ip ? ai->ai_addrlen : sizeof *ip);
-      *holding = closed_at_once(fd);
+      memcpy(ip, ai->ai_addr, ai->ai_addrlen < sizeof *ip ? ai->ai_addrlen : sizeof *ip);
     } else {
       connect_error(e, reason, n);
+      close(fd);
     }
-    close(fd);
   }
   freeaddrinfo(infos);
-  return ok;
+  return connected;
 }
 
 /* Probes one peer until it answers once; keeps the last reason. */
@@ -1166,12 +1163,14 @@ static void *watch_peer(void *arg) {
   Peer *peer = arg;
   char reason[sizeof peer->reason];
   struct sockaddr_storage ip;
-  int holding = 0;
   for (;;) {
     while (sem_wait(&probe_slots) != 0 && errno == EINTR) {
     }
-    int ok = probe(peer->address, reason, sizeof reason, &ip, &holding);
+    int fd = probe(peer->address, reason, sizeof reason, &ip);
     sem_post(&probe_slots);
+    /* Told apart outside the probe slots: a program's answer takes PLACEHOLDER_WAIT_MS. */
+    int ok = fd >= 0, holding = ok && closed_at_once(fd);
+    if (ok) close(fd);
     pthread_mutex_lock(&peers_lock);
     if (ok) {
       peer->reached = 1;
