@@ -684,7 +684,12 @@ class DevInstance:
     def to_yaml(self) -> str: ...
 
 def dev_cull_idle(
-    client: Client, namespace: str, owner: str, idle_after: float, dry_run: bool
+    client: Client,
+    namespace: str,
+    owner: str,
+    idle_after: float,
+    dry_run: bool,
+    policy_only: bool = False,
 ) -> builtins.list[_Object]: ...
 def dev_create_volume(client: Client, spec: Any) -> _Object: ...
 def dev_share_volume(
