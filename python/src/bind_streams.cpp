@@ -39,26 +39,24 @@ class PyStream {
 };
 
 // A stream plus what Python needs around it: a lock so that two Python threads cannot read it at
-// once (the C++ stream is single-reader), and whether it has ended. `Read(stream, slice)` returns
-// std::optional<Item>; `Convert` turns that optional into a Python object (None for nullopt).
-template <typename Stream, auto Read, auto Convert>
+// once (the C++ stream is single-reader), and whether it has ended. `ReadFn(stream, slice)`
+// returns std::optional<Item>; `ConvertFn` turns that optional into a Python object (None for
+// nullopt).
+template <typename Stream, auto ReadFn, auto ConvertFn>
 class Guarded final : public PyStream {
  public:
   explicit Guarded(Stream stream) : stream_(std::move(stream)) {}
 
-  py::object NextItem(std::optional<double> timeout) override {
-    return Convert(Next(timeout, Read));
-  }
+  py::object NextItem(std::optional<double> timeout) override { return ConvertFn(Next(timeout)); }
 
-  // Waits for the next item (`read(stream, slice)` returns std::optional<Item>); nullopt on
-  // timeout or at the end. `timeout` in seconds, nullopt = until an item or the end.
-  template <typename Read>
-  auto Next(std::optional<double> timeout, Read&& read) {
+  // Waits for the next item; nullopt on timeout or at the end. `timeout` in seconds, nullopt =
+  // until an item or the end.
+  auto Next(std::optional<double> timeout) {
     return WaitInSlices(
         timeout,
         [&](std::chrono::milliseconds slice) {
           std::lock_guard lock(read_mu_);
-          auto item = read(stream_, slice);
+          auto item = ReadFn(stream_, slice);
           if (!item && Ended()) ended_ = true;
           return item;
         },
