@@ -8,11 +8,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -402,6 +403,23 @@ void ValidatePodOptions(std::string_view prefix, const PodOptions& o) {
     throw ValidationError(Child(sc, "seccompProfile"), c.seccomp_profile,
                           "must be RuntimeDefault, Unconfined or empty (the runtime's default)");
   }
+}
+
+std::chrono::milliseconds ParseDuration(std::string_view field, std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  std::string_view unit = text.substr(digits);
+  if (digits == 0 || digits > 9) {
+    throw ValidationError(std::string(field), std::string(text),
+                          "must be a whole number with an optional unit (ms, s, m, h)");
+  }
+  std::int64_t n = std::stoll(std::string(text.substr(0, digits)));
+  if (unit.empty() || unit == "s") return std::chrono::seconds(n);
+  if (unit == "ms") return std::chrono::milliseconds(n);
+  if (unit == "m") return std::chrono::minutes(n);
+  if (unit == "h") return std::chrono::hours(n);
+  throw ValidationError(std::string(field), std::string(text),
+                        "has an unknown unit (use ms, s, m or h)");
 }
 
 }  // namespace tfk8s::validation

@@ -115,6 +115,26 @@ struct DevExposeSpec {
   std::string external_host;
 };
 
+/// What the culler does with an instance idle longer than the policy allows.
+enum class DevIdleAction {
+  kStop,    ///< Stop it: the pod goes, the volumes stay; a start gives a new password.
+  kReport,  ///< Only report it (a dry run: nothing is written, not even the last activity).
+};
+/// "stop", "report".
+std::string ToString(DevIdleAction action);
+
+/// An instance's own idle policy (spec key `idle`): once no one has used it for `after`, a
+/// culler (CullIdleDevInstances, `tfk8s dev cull`) applies `action`. Rendered on the
+/// StatefulSet as the annotations `tfk8s.io/idle-after` and `tfk8s.io/idle-action`.
+struct DevIdlePolicy {
+  /// `after`: a duration written like "2h", "90m" or "45s" (whole seconds, positive).
+  std::chrono::seconds after{0};
+  /// `action`: only "stop" in a spec (kReport is the culler's dry run, not a policy).
+  DevIdleAction action = DevIdleAction::kStop;
+  /// `after` as the spec writes it: "2h", "90m" or "45s" (the largest whole unit).
+  [[nodiscard]] std::string AfterText() const;
+};
+
 /// The whole instance. Validate() checks everything before any request is sent.
 struct DevInstanceSpec {
   std::string owner;                          ///< The user (DNS-1123 label).
@@ -161,6 +181,8 @@ struct DevInstanceSpec {
   Placement placement;           ///< Node labels the pod requires.
   DevSecurity security;          ///< SSH login modes.
   DevExposeSpec expose;          ///< Exposure outside the cluster.
+  /// Its own idle policy; empty: the culler's default (DevCullOptions::idle_after) applies.
+  std::optional<DevIdlePolicy> idle;
 
   /// A DevInstance's default pod options: image pull policy IfNotPresent, no service account
   /// token, seccomp profile RuntimeDefault.
@@ -331,19 +353,17 @@ struct DevActivity {
   [[nodiscard]] Json ToJson() const;
 };
 
-/// What the culler does with an instance idle longer than the policy allows.
-enum class DevIdleAction {
-  kStop,    ///< Stop it: the pod goes, the volumes stay; a start gives a new password.
-  kReport,  ///< Only report it (a dry run: nothing is written, not even the last activity).
-};
-/// "stop", "report".
-std::string ToString(DevIdleAction action);
-
 /// Options of CullIdleDevInstances.
 struct DevCullOptions {
   std::string namespace_name;  ///< "" = every namespace (needs cluster-wide list).
   std::string owner;           ///< "" = every user's instances; else one user's.
-  std::chrono::seconds idle_after{2 * 3600};  ///< Idle at least this long: acted on.
+  /// The default policy: an instance without its own (DevInstanceSpec::idle) idle at least
+  /// this long is acted on. An instance's own policy replaces it.
+  std::chrono::seconds idle_after{2 * 3600};
+  /// No default: only instances with their own idle policy are probed and culled; the others
+  /// are reported "skipped" (idle_after is not used).
+  bool policy_only = false;
+  /// kStop: act as the policies say; kReport: a dry run whatever the policies say.
   DevIdleAction action = DevIdleAction::kStop;
   /// Bounds the probe of one instance (an exec into its pod).
   std::chrono::milliseconds probe_timeout{20000};
@@ -354,11 +374,14 @@ struct DevCullDecision {
   std::string namespace_name;
   std::string name;
   std::string owner;
-  /// "stopped", "would-stop" (kReport), "active" (idle less than idle_after) or "unknown"
-  /// (the probe failed: never acted on).
+  /// "stopped", "would-stop" (kReport), "active" (idle less than the policy's `after`),
+  /// "skipped" (no policy of its own with DevCullOptions::policy_only: not probed) or
+  /// "unknown" (the probe failed: never acted on).
   std::string outcome;
   std::optional<DevActivity> activity;  ///< What the probe saw (empty when it failed).
-  std::string reason;                   ///< Why, in one line.
+  /// Why, in one line; when idle time was weighed, the policy that applied: "its own policy
+  /// (idle.after 2h)" or "the culler's default (2h)".
+  std::string reason;
   /// The fields (activity as DevActivity::ToJson()) as JSON with snake_case keys.
   [[nodiscard]] Json ToJson() const;
 };
@@ -366,7 +389,8 @@ struct DevCullDecision {
 /// Probes every running DevInstance in scope (DevInstance::Activity()), records the last
 /// activity on its StatefulSet (annotation `tfk8s.io/last-activity`, RFC 3339; a later probe
 /// never moves it back, so an SSH session seen once counts until it is older than the policy),
-/// and stops (or reports) those idle at least `idle_after`. An instance whose probe fails is
+/// and stops (or reports) those idle at least their own policy's `after` (DevInstanceSpec::idle)
+/// or, without one, `idle_after` (unless `policy_only`). An instance whose probe fails is
 /// kept and reported "unknown". Stopped instances are skipped. One pass; a platform runs it
 /// periodically (`tfk8s dev cull --idle 2h`). Needs pods/exec and patch on StatefulSets.
 std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOptions& options);

@@ -6,6 +6,7 @@
 /// alphanumeric character (e.g. 'my-name' or '123-abc')"), without the regular expression
 /// Kubernetes appends to them.
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -67,6 +68,9 @@ void RequireLabelValue(std::string_view field, std::string_view value);
 /// Throws ValidationError when `name` is too long (or invalid) to name a StatefulSet whose pods
 /// get the controller-revision-hash label.
 void RequireStatefulSetName(std::string_view field, std::string_view name);
+/// A duration written as a whole number (at most 9 digits) with an optional unit: "90" or
+/// "90s", "250ms", "90m", "2h". Throws ValidationError(field, text, reason) otherwise.
+std::chrono::milliseconds ParseDuration(std::string_view field, std::string_view text);
 
 // ---- the pod vocabulary (tfk8s/pod.hpp), checked the same way for every workload ----------
 

@@ -201,11 +201,12 @@ void BindDevInstance(py::module_& m) {
   m.def(
       "dev_cull_idle",
       [](Client client, const std::string& ns, const std::string& owner, double idle_after,
-         bool dry_run) {
+         bool dry_run, bool policy_only) {
         DevCullOptions options;
         options.namespace_name = ns;
         options.owner = owner;
         options.idle_after = std::chrono::seconds(static_cast<std::int64_t>(idle_after));
+        options.policy_only = policy_only;
         options.action = dry_run ? DevIdleAction::kReport : DevIdleAction::kStop;
         Json out = Json::array();
         for (const auto& d : CallNoGil([&] { return CullIdleDevInstances(client, options); })) {
@@ -214,9 +215,10 @@ void BindDevInstance(py::module_& m) {
         return out;
       },
       py::arg("client"), py::arg("namespace"), py::arg("owner"), py::arg("idle_after"),
-      py::arg("dry_run"),
-      "One culling pass: stops (or with dry_run reports) running instances idle at least "
-      "idle_after seconds; returns one decision per running instance.");
+      py::arg("dry_run"), py::arg("policy_only") = false,
+      "One culling pass: stops (or with dry_run reports) running instances idle at least their "
+      "own policy's `after` (spec `idle`) or, without one, idle_after seconds (with policy_only: "
+      "not at all); returns one decision per running instance.");
 
   m.def(
       "dev_create_volume",

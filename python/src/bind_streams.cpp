@@ -1,5 +1,6 @@
-// Streams as Python iterators: WatchStream (raw watch), Informer (list-then-watch with resume)
-// and LogStream (pod log lines).
+// Streams as Python iterators: WatchStream (raw watch), Informer (list-then-watch with resume),
+// LogStream (pod log lines) and WorkloadLogs, all subclasses of _Stream, which holds what they
+// share (next, iteration, cancel, ended, the context manager).
 //
 // Waiting happens without the GIL in short slices; between slices Python's signal handlers run,
 // so Ctrl-C in a terminal or a notebook interrupts a wait at once. Dropping the Python object
@@ -22,34 +23,52 @@ namespace tfk8s::python {
 
 namespace {
 
+// What every pull stream shares, bound once as _core._Stream (the base class of WatchStream,
+// LogStream, WorkloadLogs and Informer): the next item as a Python object, cancel() and ended.
+class PyStream {
+ public:
+  PyStream() = default;
+  PyStream(const PyStream&) = delete;
+  PyStream& operator=(const PyStream&) = delete;
+  virtual ~PyStream() = default;
+
+  // The next item, or None when `timeout` seconds pass first or the stream has ended.
+  virtual py::object NextItem(std::optional<double> timeout) = 0;
+  virtual void Cancel() = 0;
+  [[nodiscard]] virtual bool ended() const = 0;
+};
+
 // A stream plus what Python needs around it: a lock so that two Python threads cannot read it at
-// once (the C++ stream is single-reader), and whether it has ended.
-template <typename Stream>
-class Guarded {
+// once (the C++ stream is single-reader), and whether it has ended. `ReadFn(stream, slice)`
+// returns std::optional<Item>; `ConvertFn` turns that optional into a Python object (None for
+// nullopt).
+template <typename Stream, auto ReadFn, auto ConvertFn>
+class Guarded final : public PyStream {
  public:
   explicit Guarded(Stream stream) : stream_(std::move(stream)) {}
 
-  // Waits for the next item (`read(stream, slice)` returns std::optional<Item>); nullopt on
-  // timeout or at the end. `timeout` in seconds, nullopt = until an item or the end.
-  template <typename Read>
-  auto Next(std::optional<double> timeout, Read&& read) {
+  py::object NextItem(std::optional<double> timeout) override { return ConvertFn(Next(timeout)); }
+
+  // Waits for the next item; nullopt on timeout or at the end. `timeout` in seconds, nullopt =
+  // until an item or the end.
+  auto Next(std::optional<double> timeout) {
     return WaitInSlices(
         timeout,
         [&](std::chrono::milliseconds slice) {
           std::lock_guard lock(read_mu_);
-          auto item = read(stream_, slice);
+          auto item = ReadFn(stream_, slice);
           if (!item && Ended()) ended_ = true;
           return item;
         },
         [&] { return ended_.load(); });
   }
 
-  void Cancel() {
+  void Cancel() override {
     cancelled_ = true;
     stream_.Cancel();  // thread-safe by contract: may run while another thread reads
   }
 
-  [[nodiscard]] bool ended() const { return ended_; }
+  [[nodiscard]] bool ended() const override { return ended_; }
   Stream& stream() { return stream_; }
   std::mutex& read_mutex() { return read_mu_; }
 
@@ -69,11 +88,6 @@ class Guarded {
   std::atomic<bool> cancelled_{false};
 };
 
-using PyWatchStream = Guarded<WatchStream>;
-using PyLogStream = Guarded<LogStream>;
-using PyInformer = Guarded<Informer>;
-using PyWorkloadLogs = Guarded<WorkloadLogStream>;
-
 py::object EventToPython(std::optional<WatchEvent> event) {
   if (!event) return py::none();
   return py::make_tuple(py::str(std::string(ToString(event->type))), JsonToPython(event->object));
@@ -89,36 +103,42 @@ py::object SourceLineToPython(const std::optional<WorkloadLogLine>& line) {
   return py::make_tuple(DecodeLenient(line->source), DecodeLenient(line->line));
 }
 
-auto ReadEvent = [](auto& stream, std::chrono::milliseconds slice) { return stream.Next(slice); };
-auto ReadLine = [](LogStream& stream, std::chrono::milliseconds slice) {
-  return stream.NextLine(slice);
-};
+template <typename Stream>
+auto ReadNext(Stream& stream, std::chrono::milliseconds slice) {
+  return stream.Next(slice);
+}
 
-// Adds next(timeout), __iter__, __next__, cancel(), ended and the context manager protocol.
-template <typename Guard, typename Read, typename Convert>
-void AddIteration(py::class_<Guard>& cls, Read read, Convert convert, const char* item_doc) {
-  cls.def(
-         "next",
-         [read, convert](Guard& self, std::optional<double> timeout) {
-           return convert(self.Next(timeout, read));
-         },
-         py::arg("timeout") = py::none(),
-         (std::string("The next ") + item_doc +
-          ", or None when `timeout` seconds pass first or the stream has ended (timeout None: "
-          "wait as long as it takes).")
-             .c_str())
-      .def("__iter__", [](Guard& self) -> Guard& { return self; })
+std::optional<std::string> ReadLine(LogStream& stream, std::chrono::milliseconds slice) {
+  return stream.NextLine(slice);
+}
+
+using PyWatchStream = Guarded<WatchStream, &ReadNext<WatchStream>, &EventToPython>;
+using PyLogStream = Guarded<LogStream, &ReadLine, &LineToPython>;
+using PyInformer = Guarded<Informer, &ReadNext<Informer>, &EventToPython>;
+using PyWorkloadLogs =
+    Guarded<WorkloadLogStream, &ReadNext<WorkloadLogStream>, &SourceLineToPython>;
+
+// Binds _core._Stream: next(timeout), __iter__, __next__, cancel(), ended and the context
+// manager protocol, inherited by every stream class.
+void BindStreamBase(py::module_& m) {
+  py::class_<PyStream>(m, "_Stream",
+                       "What every pull stream shares: next(timeout), iteration, cancel(), "
+                       "ended and use as a context manager (leaving it cancels the stream).")
+      .def("next", &PyStream::NextItem, py::arg("timeout") = py::none(),
+           "The next item, or None when `timeout` seconds pass first or the stream has ended "
+           "(timeout None: wait as long as it takes).")
+      .def("__iter__", [](py::object self) { return self; })
       .def("__next__",
-           [read, convert](Guard& self) {
-             py::object item = convert(self.Next(std::nullopt, read));
+           [](PyStream& self) {
+             py::object item = self.NextItem(std::nullopt);
              if (item.is_none()) throw py::stop_iteration();
              return item;
            })
-      .def("cancel", &Guard::Cancel,
+      .def("cancel", &PyStream::Cancel,
            "Stops the stream; iteration then ends. Thread-safe and idempotent.")
-      .def_property_readonly("ended", &Guard::ended, "True once the stream has ended.")
-      .def("__enter__", [](Guard& self) -> Guard& { return self; })
-      .def("__exit__", [](Guard& self, const py::args&) { self.Cancel(); });
+      .def_property_readonly("ended", &PyStream::ended, "True once the stream has ended.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PyStream& self, const py::args&) { self.Cancel(); });
 }
 
 }  // namespace
@@ -145,24 +165,22 @@ void BindStreams(py::module_& m) {
       .def_readwrite("timestamps", &LogOptions::timestamps)
       .def_readwrite("previous", &LogOptions::previous);
 
-  py::class_<PyWatchStream> watch(m, "WatchStream",
-                                  "A raw watch: (type, object) tuples in the order the server "
-                                  "sends them; ERROR events are returned as events.");
-  AddIteration(watch, ReadEvent, EventToPython, "(type, object) event");
+  BindStreamBase(m);
+  py::class_<PyWatchStream, PyStream>(m, "WatchStream",
+                                      "A raw watch: (type, object) tuples in the order the "
+                                      "server sends them; ERROR events are returned as events.");
 
-  py::class_<PyLogStream> logs(m, "LogStream", "Pod log lines (str, without the newline).");
-  AddIteration(logs, ReadLine, LineToPython, "line");
+  py::class_<PyLogStream, PyStream>(m, "LogStream", "Pod log lines (str, without the newline).");
 
-  py::class_<PyWorkloadLogs> workload_logs(
+  py::class_<PyWorkloadLogs, PyStream> workload_logs(
       m, "WorkloadLogs",
       "A workload's logs as (source, line) tuples (source: a replica such as 'worker-1', a "
       "run's attempt such as 'attempt-2', or a pod), read on a worker thread into a bounded "
       "queue. Returned by the logs / stream_logs calls of TFCluster, DevInstance and "
       "ScheduledJob.");
-  AddIteration(workload_logs, ReadEvent, SourceLineToPython, "(source, line)");
   workload_logs.def("close", &PyWorkloadLogs::Cancel, "Stops reading (the same as cancel()).");
 
-  py::class_<PyInformer> informer(
+  py::class_<PyInformer, PyStream> informer(
       m, "Informer",
       "List-then-watch with resume: (type, object) events for every change, resuming after "
       "server timeouts and relisting after 410 Gone (delivering only the differences). Raises "
@@ -208,7 +226,6 @@ void BindStreams(py::module_& m) {
           py::arg("min_timeout"),
           "Server-side duration of each watch request in seconds (at least 1): random in "
           "[t, 2t). Set before iterating.");
-  AddIteration(informer, ReadEvent, EventToPython, "(type, object) event");
 
   // The Client methods that open streams.
   auto client = py::reinterpret_borrow<py::class_<Client>>(m.attr("Client"));

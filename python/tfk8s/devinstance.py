@@ -232,8 +232,9 @@ def _optional_activity(value: Any) -> Optional[DevActivity]:
 
 class DevCullDecision(Record):
     """What :func:`cull_idle` decided for one running instance: ``namespace``, ``name``,
-    ``owner``, ``outcome`` ("stopped", "would-stop" in a dry run, "active", or "unknown" when
-    its activity could not be read — never acted on), ``reason`` and the ``activity`` seen."""
+    ``owner``, ``outcome`` ("stopped", "would-stop" in a dry run, "active", "skipped" — no
+    policy of its own when the culler has no default — or "unknown" when its activity could
+    not be read — never acted on), ``reason`` and the ``activity`` seen."""
 
     __slots__ = ()
 
@@ -280,16 +281,20 @@ def cull_idle(
     namespace: str = "",
     owner: str = "",
     dry_run: bool = False,
+    policy_only: bool = False,
 ) -> List[DevCullDecision]:
     """One culling pass: every running DevInstance of ``namespace`` (every namespace when "",
     the default) and of ``owner`` (when given) is probed (:meth:`DevInstance.activity`); its
     last activity is recorded on the instance (annotation ``tfk8s.io/last-activity``), and
     those idle at least ``idle`` are stopped — volumes kept, a new password on the next start
     — or, with ``dry_run``, only reported. An instance with a kernel running or an SSH session
-    open is in use. Run it periodically (or ``tfk8s dev cull --idle 2h``); needs
-    ``pods/exec`` and ``patch`` on StatefulSets."""
+    open is in use. An instance with its own idle policy (``DevInstance(idle={"after": "30m",
+    "action": "stop"})``) is judged by it instead of ``idle``; with ``policy_only`` there is no
+    default: instances without a policy are not probed and come back "skipped". Each decision's
+    ``reason`` names the policy that applied. Run it periodically (or ``tfk8s dev cull --idle
+    2h``); needs ``pods/exec`` and ``patch`` on StatefulSets."""
     return [DevCullDecision(d) for d in _core.dev_cull_idle(
-        client.core, namespace, owner, _seconds(idle), dry_run)]
+        client.core, namespace, owner, _seconds(idle), dry_run, policy_only)]
 
 
 class DevInstance(Workload):
@@ -309,6 +314,9 @@ class DevInstance(Workload):
     - ``launch_workloads`` (``launchWorkloads``): the instance's own ServiceAccount, Role and
       RoleBinding, so ``tfk8s.Client()`` inside it can launch workloads in its namespace
     - ``time_zone`` (``timeZone``): the container's ``TZ``, e.g. "Europe/Berlin"
+    - ``idle`` (``idle``): the instance's own idle policy, ``{"after": "2h", "action": "stop"}``
+      (``after`` a duration such as "90m", or a timedelta; ``action`` only "stop"), which
+      :func:`cull_idle` applies instead of its default
     - ``credential_readers`` (``security.credentialReaders``): who alone may read the
       instance's credentials Secret, through a per-user Role; each a user name or a mapping
       ``{"kind": "User"|"Group"|"ServiceAccount", "name": ..., "namespace": ...}``
@@ -348,6 +356,7 @@ class DevInstance(Workload):
         security_context: Optional[Mapping[str, Any]] = None,
         launch_workloads: Optional[bool] = None,
         time_zone: Optional[str] = None,
+        idle: Optional[Mapping[str, Any]] = None,
         credential_readers: Optional[Sequence[Union[str, Mapping[str, str]]]] = None,
         _core_instance: Any = None,
     ) -> None:
@@ -383,6 +392,11 @@ class DevInstance(Workload):
             s["launchWorkloads"] = bool(launch_workloads)
         if time_zone is not None:
             s["timeZone"] = time_zone
+        if idle is not None:
+            policy = dict(idle)
+            if isinstance(policy.get("after"), _dt.timedelta):
+                policy["after"] = f"{int(policy['after'].total_seconds())}s"
+            s["idle"] = policy
         if credential_readers is not None:
             if isinstance(credential_readers, (str, bytes)):
                 raise TypeError("credential_readers: a list of users or subjects, not a string")

@@ -89,6 +89,35 @@ std::optional<DevActivity> ParseDevActivity(std::string_view output, std::string
   return a;
 }
 
+std::optional<AppliedIdlePolicy> IdlePolicyFor(const std::optional<DevIdlePolicy>& own,
+                                               const DevCullOptions& options) {
+  if (own)
+    return AppliedIdlePolicy{own->after, "its own policy (idle.after " + own->AfterText() + ")"};
+  if (options.policy_only) return std::nullopt;
+  DevIdlePolicy fallback{options.idle_after};
+  return AppliedIdlePolicy{options.idle_after,
+                           "the culler's default (" + fallback.AfterText() + ")"};
+}
+
+void DecideCull(const AppliedIdlePolicy& policy, DevIdleAction action, const DevActivity& activity,
+                DevCullDecision* decision) {
+  auto idle = activity.Idle();
+  if (activity.ActiveNow()) {  // no policy weighed: in use whatever the times say
+    decision->outcome = "active";
+    decision->reason = fmt::format("in use now ({} kernel(s), {} SSH session(s))",
+                                   activity.jupyter_kernels, activity.ssh_sessions);
+  } else if (idle < policy.after) {
+    decision->outcome = "active";
+    decision->reason = fmt::format("idle {}s, less than {}s of {}", idle.count(),
+                                   policy.after.count(), policy.source);
+  } else {
+    decision->outcome = action == DevIdleAction::kReport ? "would-stop" : "stop";
+    decision->reason =
+        fmt::format("idle {}s since {}, at least {}s of {}", idle.count(),
+                    Rfc3339(activity.LastActivity()), policy.after.count(), policy.source);
+  }
+}
+
 }  // namespace internal
 
 bool DevActivity::ActiveNow() const { return jupyter_kernels > 0 || ssh_sessions > 0; }
@@ -211,7 +240,7 @@ DevActivity DevInstance::Activity(std::chrono::milliseconds timeout) {
 }
 
 std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOptions& options) {
-  if (options.idle_after.count() <= 0) {
+  if (!options.policy_only && options.idle_after.count() <= 0) {
     throw ValidationError("idle_after", std::to_string(options.idle_after.count()) + "s",
                           "must be positive");
   }
@@ -230,6 +259,12 @@ std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOp
         d.owner = s.owner;
         try {
           DevInstance instance = DevInstance::Load(client, s.namespace_name, s.name);
+          auto policy = internal::IdlePolicyFor(instance.spec().idle, options);
+          if (!policy) {  // not probed: nothing is read or written
+            d.outcome = "skipped";
+            d.reason = "no idle policy of its own, and the culler runs without a default";
+            return;
+          }
           DevActivity a = instance.Activity(options.probe_timeout);
           // Recorded only when it moves forward, and not by a dry run (which writes nothing).
           Clock::time_point last = a.LastActivity();
@@ -244,23 +279,9 @@ std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOp
               note = std::string("; recording the last activity failed: ") + e.what();
             }
           }
-          auto idle = a.Idle();
           d.activity = a;
-          if (a.ActiveNow()) {
-            d.outcome = "active";
-            d.reason = fmt::format("in use now ({} kernel(s), {} SSH session(s))",
-                                   a.jupyter_kernels, a.ssh_sessions);
-          } else if (idle < options.idle_after) {
-            d.outcome = "active";
-            d.reason = fmt::format("idle {}s, less than {}s", idle.count(),
-                                   options.idle_after.count());
-          } else if (options.action == DevIdleAction::kReport) {
-            d.outcome = "would-stop";
-            d.reason = fmt::format("idle {}s since {}", idle.count(),
-                                   internal::Rfc3339(a.LastActivity()));
-          } else {
-            d.reason = fmt::format("idle {}s since {}", idle.count(),
-                                   internal::Rfc3339(a.LastActivity()));
+          internal::DecideCull(*policy, options.action, a, &d);
+          if (d.outcome == "stop") {
             try {
               instance.Stop();
               d.outcome = "stopped";

@@ -50,6 +50,23 @@ const char* DevStartScript();
 
 /// The StatefulSet annotation where the culler records the last activity it saw (RFC 3339).
 inline constexpr const char* kLastActivityAnnotation = "tfk8s.io/last-activity";
+/// The StatefulSet annotations of an instance's own idle policy (DevInstanceSpec::idle):
+/// `after` as the spec writes it ("2h") and the action ("stop").
+inline constexpr const char* kIdleAfterAnnotation = "tfk8s.io/idle-after";
+inline constexpr const char* kIdleActionAnnotation = "tfk8s.io/idle-action";
+/// The idle policy a culler applies to one instance: its own (DevInstanceSpec::idle) or the
+/// culler's default (DevCullOptions::idle_after); nullopt with `policy_only` and no own policy.
+struct AppliedIdlePolicy {
+  std::chrono::seconds after{0};
+  std::string source;  ///< "its own policy (idle.after 2h)" or "the culler's default (2h)".
+};
+std::optional<AppliedIdlePolicy> IdlePolicyFor(const std::optional<DevIdlePolicy>& own,
+                                               const DevCullOptions& options);
+/// The culler's choice for an instance probed as `activity` under `policy` (pure): sets
+/// `outcome` ("active"; "would-stop" with DevIdleAction::kReport; else "stop", meaning: stop
+/// it now) and `reason` of `*decision`.
+void DecideCull(const AppliedIdlePolicy& policy, DevIdleAction action, const DevActivity& activity,
+                DevCullDecision* decision);
 /// The read-only `/bin/sh` probe DevInstance::Activity() runs in the pod; prints one JSON line
 /// {"jupyter": {...} | null, "ssh_sessions", "code_server_heartbeat": epoch | null, "now"}.
 const char* DevActivityProbe();

@@ -378,6 +378,13 @@ void DevInstanceSpec::Validate() const {
     }
   }
   for (const auto& [k, v] : pod_annotations) validation::RequireLabelKey("podAnnotations", k);
+  if (idle && idle->after.count() <= 0) {
+    throw ValidationError("idle.after", idle->AfterText(), "must be a positive duration");
+  }
+  if (idle && idle->action != DevIdleAction::kStop) {
+    throw ValidationError("idle.action", ToString(idle->action),
+                          "must be stop (the only action of an instance's idle policy)");
+  }
 
   // Tools and ports: every port once, every name once.
   validation::RequirePort("tools.jupyterPort", tools.jupyter_port);
@@ -634,9 +641,33 @@ Json DevInstanceSpec::ToJson() const {
   if (expand_variable_references) j["expandVariableReferences"] = true;
   if (launch_workloads) j["launchWorkloads"] = true;
   if (!time_zone.empty()) j["timeZone"] = time_zone;
+  if (idle) j["idle"] = {{"after", idle->AfterText()}, {"action", ToString(idle->action)}};
   internal::AddToSpecJson(&j, pod);
   return j;
 }
+
+namespace {
+
+// The spec's `idle` object: `after` (required, a duration in whole seconds), `action` ("stop").
+DevIdlePolicy IdleFromJson(const Json& j) {
+  if (!j.is_object()) throw ValidationError("idle", j.dump(), "must be an object {after, action}");
+  DevIdlePolicy policy;
+  std::string after = Field<std::string>(j, "after", "idle.", "");
+  if (after.empty()) {
+    throw ValidationError("idle.after", after, "is required (a duration such as 2h or 90m)");
+  }
+  auto ms = validation::ParseDuration("idle.after", after);
+  if (ms.count() % 1000 != 0) throw ValidationError("idle.after", after, "must be whole seconds");
+  policy.after = std::chrono::duration_cast<std::chrono::seconds>(ms);
+  std::string action = Field<std::string>(j, "action", "idle.", "stop");
+  if (action != "stop") {
+    throw ValidationError("idle.action", action,
+                          "must be stop (the only action of an instance's idle policy)");
+  }
+  return policy;
+}
+
+}  // namespace
 
 DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   if (!j.is_object()) throw ValidationError("spec", j.dump(), "must be a JSON object");
@@ -726,7 +757,15 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   s.expose.port_max = Field<int>(x, "portMax", "expose.", s.expose.port_max);
   s.expose.create_configmap = Field<bool>(x, "createConfigmap", "expose.", false);
   s.expose.external_host = Field<std::string>(x, "externalHost", "expose.", "");
+  if (auto it = j.find("idle"); it != j.end() && !it->is_null()) s.idle = IdleFromJson(*it);
   return s;
+}
+
+std::string DevIdlePolicy::AfterText() const {
+  auto n = after.count();
+  if (n != 0 && n % 3600 == 0) return std::to_string(n / 3600) + "h";
+  if (n != 0 && n % 60 == 0) return std::to_string(n / 60) + "m";
+  return std::to_string(n) + "s";
 }
 
 // ---- rendering --------------------------------------------------------------------------------
@@ -921,6 +960,10 @@ std::vector<Json> RenderDevInstance(const DevInstanceSpec& spec, const DevRender
                    {"namespace", spec.namespace_name},
                    {"labels", CommonLabels(spec, "instance")},
                    {"annotations", {{internal::kDevSpecAnnotation, spec.ToJson().dump()}}}};
+  if (spec.idle) {  // what a culler, or kubectl, reads without parsing the spec
+    sts_meta["annotations"][internal::kIdleAfterAnnotation] = spec.idle->AfterText();
+    sts_meta["annotations"][internal::kIdleActionAnnotation] = ToString(spec.idle->action);
+  }
   Json pod_meta = {{"labels", CommonLabels(spec, "instance")}};
   if (!spec.pod_annotations.empty()) pod_meta["annotations"] = spec.pod_annotations;
   out.push_back({{"apiVersion", "apps/v1"},

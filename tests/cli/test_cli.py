@@ -290,6 +290,34 @@ def test_dev_lifecycle_and_no_password_unless_asked():
     assert names("dev") == []
 
 
+def test_dev_cull_by_each_instance_idle_policy():
+    timed = DEV.replace("name: lab", "name: timed") + "idle: {after: 90m, action: stop}\n"
+    rendered = run("dev", "render", "-n", NS, "-f", "-", input=timed).stdout
+    assert re.search(r'tfk8s\.io/idle-after: "?90m"?$', rendered, re.M), rendered
+    assert re.search(r'tfk8s\.io/idle-action: "?stop"?$', rendered, re.M), rendered
+    r = run("dev", "render", "-n", NS, "-f", "-", input=timed.replace("90m", "90x"), check=False)
+    assert r.returncode == 1 and "idle.after" in r.stderr and "90x" in r.stderr, r
+    plain = DEV.replace("name: lab", "name: plain")
+    run("dev", "apply", "-n", NS, "-f", "-", input=timed)
+    run("dev", "apply", "-n", NS, "-f", "-", input=plain)
+    try:
+        # No default: the instance without a policy is skipped (not probed); the one with a
+        # policy is probed (unknown here: the simulated node has no kubelet for the probe).
+        decisions = json.loads(
+            run("dev", "cull", "--policy-only", "-n", NS, "-o", "json").stdout)
+        by_name = {d["name"]: d for d in decisions}
+        assert by_name["plain"]["outcome"] == "skipped", decisions
+        assert by_name["plain"]["activity"] is None
+        assert "no idle policy of its own" in by_name["plain"]["reason"]
+        assert by_name["timed"]["outcome"] == "unknown", decisions
+        assert "cannot read its activity" in by_name["timed"]["reason"]
+        table = run("dev", "cull", "--policy-only", "--dry-run", "-n", NS).stdout
+        assert re.search(r"^%s +plain +alice +skipped +- +no idle policy" % NS, table, re.M), table
+    finally:
+        for name in ("timed", "plain"):
+            run("dev", "delete", name, "-n", NS, "--wait", "--timeout", "60s")
+
+
 # ---- job ---------------------------------------------------------------------------------------
 
 def test_job_on_demand_run_history_logs_wait():

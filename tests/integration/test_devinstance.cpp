@@ -4,6 +4,7 @@
 // ports and keeps the volume; sharing grants, fail-fast, quota pre-flight, NodePort, listing.
 // Every test uses its own namespace (and its own tcp-services ConfigMap inside it).
 #include <future>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -198,6 +199,47 @@ TEST_SUITE("devinstance") {
     CHECK(DevInstance::List(c, ns.name()).empty());
     CHECK_THROWS_AS(inst.Status(), NotFound);
     CHECK_THROWS_AS(inst.Wait(std::chrono::seconds(10)), NotFound);  // at once, not at timeout
+  }
+
+  TEST_CASE("idle policy: stored, annotated, loaded back, and the culler's choice per instance") {
+    Client c = AdminClient();
+    TestNamespace ns(c, "dev");
+    auto timed_spec = Small(ns.name(), "dora", "timed");
+    timed_spec.expose.backend = DevExposure::kNone;
+    timed_spec.idle = DevIdlePolicy{std::chrono::minutes(90)};
+    auto plain_spec = Small(ns.name(), "dora", "plain");
+    plain_spec.expose.backend = DevExposure::kNone;
+    DevInstance timed(c, timed_spec);
+    DevInstance plain(c, plain_spec);
+    timed.Create();
+    plain.Create();
+
+    Json sts = c.Get(kStatefulSets, ns.name(), "timed");
+    CHECK(sts["metadata"]["annotations"]["tfk8s.io/idle-after"] == "90m");
+    CHECK(sts["metadata"]["annotations"]["tfk8s.io/idle-action"] == "stop");
+    CHECK_FALSE(c.Get(kStatefulSets, ns.name(), "plain")["metadata"]["annotations"].contains(
+        "tfk8s.io/idle-after"));
+    DevInstance loaded = DevInstance::Load(c, ns.name(), "timed");
+    REQUIRE(loaded.spec().idle.has_value());
+    CHECK(loaded.spec().idle->after == std::chrono::minutes(90));
+
+    // No default: only "timed" is probed. The simulated node has no kubelet to run the probe,
+    // so its activity is unknown and it is kept; "plain" is skipped without a probe.
+    DevCullOptions o;
+    o.namespace_name = ns.name();
+    o.policy_only = true;
+    std::map<std::string, DevCullDecision> by_name;
+    for (auto& d : CullIdleDevInstances(c, o)) by_name[d.name] = d;
+    REQUIRE(by_name.size() == 2);
+    CHECK(by_name["plain"].outcome == "skipped");
+    CHECK_FALSE(by_name["plain"].activity.has_value());
+    CHECK(by_name["timed"].outcome == "unknown");
+    CHECK(by_name["timed"].reason.find("cannot read its activity") != std::string::npos);
+    // Nothing was stopped.
+    CHECK(c.Get(kStatefulSets, ns.name(), "timed")["spec"]["replicas"] == 1);
+    CHECK(c.Get(kStatefulSets, ns.name(), "plain")["spec"]["replicas"] == 1);
+    timed.Delete();
+    plain.Delete();
   }
 
   TEST_CASE("concurrent creates get distinct external ports") {

@@ -3,6 +3,8 @@ restart changes the password, delete."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 import tfk8s
@@ -93,3 +95,40 @@ def test_lifecycle_without_password_leaks(
         inst.delete(wait=60)
     with pytest.raises(tfk8s.NotFound):
         inst.status()
+
+
+def test_idle_policy_keyword_and_culler_without_default(
+    client: tfk8s.Client, namespace: str
+) -> None:
+    with pytest.raises(tfk8s.ValidationError) as bad:
+        tfk8s.DevInstance(client, owner="alice", name="lab", namespace=namespace,
+                          idle={"after": "2d"})
+    assert bad.value.field == "idle.after" and "2d" in str(bad.value)
+    with pytest.raises(tfk8s.ValidationError) as bad:
+        tfk8s.DevInstance(client, owner="alice", name="lab", namespace=namespace,
+                          idle={"after": "2h", "action": "delete"})
+    assert bad.value.field == "idle.action"
+
+    timed = tfk8s.DevInstance(
+        client, owner="alice", name="timed", namespace=namespace, cpu="500m", memory="1Gi",
+        home=False, idle={"after": datetime.timedelta(minutes=90)},
+    )
+    assert timed.to_dict()["idle"] == {"after": "90m", "action": "stop"}
+    annotations = timed.render()[0]["metadata"]["annotations"]
+    assert annotations["tfk8s.io/idle-after"] == "90m"
+    assert annotations["tfk8s.io/idle-action"] == "stop"
+    plain = tfk8s.DevInstance(client, owner="alice", name="plain", namespace=namespace,
+                              cpu="500m", memory="1Gi", home=False)
+    timed.create()
+    plain.create()
+    try:
+        decisions = {d.name: d for d in tfk8s.cull_idle(client, namespace=namespace,
+                                                       policy_only=True)}
+        assert decisions["plain"].outcome == "skipped"
+        assert decisions["plain"].activity is None
+        # Probed under its own policy; the simulated node cannot run the probe: kept.
+        assert decisions["timed"].outcome == "unknown"
+        assert "cannot read its activity" in decisions["timed"].reason
+    finally:
+        timed.delete()
+        plain.delete()

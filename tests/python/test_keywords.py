@@ -140,6 +140,7 @@ DEVINSTANCE: Table = {
     "env": ({"A": "1"}, ("env",), [{"name": "A", "value": "1"}]),
     "launch_workloads": (True, ("launchWorkloads",), True),
     "time_zone": ("Europe/Berlin", ("timeZone",), "Europe/Berlin"),
+    "idle": ({"after": "90m", "action": "stop"}, ("idle",), {"after": "90m", "action": "stop"}),
     "credential_readers": (
         ["alice", {"kind": "Group", "name": "team-a-admins"}],
         ("security", "credentialReaders"),

@@ -41,7 +41,11 @@ class StubScope:
         self.classes: Dict[str, StubScope] = {}
         for node in body:
             if isinstance(node, ast.ClassDef):
-                bases = [ast.unparse(b).split(".")[-1] for b in node.bases]
+                # `_Stream[str]` is the runtime base `_Stream`; `Generic[...]` exists only for
+                # the type checker (the compiled class has no such base).
+                bases = [ast.unparse(b.value if isinstance(b, ast.Subscript) else b)
+                         for b in node.bases]
+                bases = [b.split(".")[-1] for b in bases if b not in ("Generic", "typing.Generic")]
                 self.classes[node.name] = StubScope(node.body, bases)
                 self.names.add(node.name)
             elif isinstance(node, ast.FunctionDef):

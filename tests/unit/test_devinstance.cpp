@@ -69,6 +69,7 @@ DevInstanceSpec GpuSpec() {
   s.expose.backend = DevExposure::kNodePort;
   s.expose.tools = {"jupyter", "ssh", "tensorboard"};
   s.pod_annotations = {{"sim.tfk8s.io/log-lines", "hello"}};
+  s.idle = DevIdlePolicy{std::chrono::minutes(90), DevIdleAction::kStop};
   return s;
 }
 

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/testing/fake_cluster.hpp"
 #include "workloads/devinstance_internal.hpp"
@@ -13,6 +15,26 @@ using Clock = std::chrono::system_clock;
 namespace {
 
 Clock::time_point At(std::int64_t epoch) { return Clock::time_point(std::chrono::seconds(epoch)); }
+
+template <typename F>
+void ExpectInvalid(F f, const std::string& field, const std::string& why_part) {
+  try {
+    f();
+    FAIL("expected ValidationError on " << field);
+  } catch (const ValidationError& e) {
+    CHECK(e.field() == field);
+    CHECK_MESSAGE(std::string(e.what()).find(why_part) != std::string::npos, e.what());
+  }
+}
+
+DevInstanceSpec LabSpec(const std::string& name) {
+  DevInstanceSpec spec;
+  spec.owner = "alice";
+  spec.name = name;
+  spec.namespace_name = "team-a";
+  spec.resources = {"2", "4Gi", "", "", 0};
+  return spec;
+}
 
 DevActivity Parse(const std::string& text) {
   std::string why;
@@ -121,5 +143,119 @@ TEST_SUITE("devinstance_idle") {
     CHECK(FormatCullTable({d}).find("team-a") != std::string::npos);
     CHECK(d.ToJson()["activity"].is_null());
     CHECK(ToString(DevIdleAction::kReport) == "report");
+  }
+
+  TEST_CASE("an instance's own idle policy: the spec key, its annotations, a round trip") {
+    DevInstanceSpec spec = LabSpec("lab");
+    Json j = spec.ToJson();
+    CHECK_FALSE(j.contains("idle"));  // specs without a policy read back as before
+    CHECK_FALSE(DevInstanceSpec::FromJson(j).idle.has_value());
+
+    j["idle"] = {{"after", "90m"}, {"action", "stop"}};
+    DevInstanceSpec back = DevInstanceSpec::FromJson(j);
+    REQUIRE(back.idle.has_value());
+    CHECK(back.idle->after == std::chrono::minutes(90));
+    CHECK(back.idle->action == DevIdleAction::kStop);
+    CHECK(back.ToJson()["idle"] == Json{{"after", "90m"}, {"action", "stop"}});
+    j["idle"] = {{"after", "7200"}};  // seconds, action "stop" by default
+    back = DevInstanceSpec::FromJson(j);
+    CHECK(back.idle->after == std::chrono::hours(2));
+    CHECK(back.idle->AfterText() == "2h");
+    CHECK(DevIdlePolicy{std::chrono::seconds(45)}.AfterText() == "45s");
+
+    auto objects = RenderDevInstance(back, {});
+    const Json& sts = objects.at(0);
+    REQUIRE(sts["kind"] == "StatefulSet");
+    CHECK(sts["metadata"]["annotations"]["tfk8s.io/idle-after"] == "2h");
+    CHECK(sts["metadata"]["annotations"]["tfk8s.io/idle-action"] == "stop");
+    auto plain = RenderDevInstance(LabSpec("lab"), {});
+    CHECK_FALSE(plain.at(0)["metadata"]["annotations"].contains("tfk8s.io/idle-after"));
+  }
+
+  TEST_CASE("an idle policy is checked: field, value and reason") {
+    auto from = [](Json idle) {
+      Json j = LabSpec("lab").ToJson();
+      j["idle"] = std::move(idle);
+      return DevInstanceSpec::FromJson(j);
+    };
+    ExpectInvalid([&] { from({{"after", "2d"}}); }, "idle.after", "unknown unit");
+    ExpectInvalid([&] { from({{"after", "soon"}}); }, "idle.after", "whole number");
+    ExpectInvalid([&] { from({{"action", "stop"}}); }, "idle.after", "is required");
+    ExpectInvalid([&] { from({{"after", "1500ms"}}); }, "idle.after", "whole seconds");
+    ExpectInvalid([&] { from({{"after", "2h"}, {"action", "delete"}}); }, "idle.action",
+                  "must be stop");
+    ExpectInvalid([&] { from("2h"); }, "idle", "must be an object");
+    DevInstanceSpec spec = LabSpec("lab");
+    spec.idle = DevIdlePolicy{std::chrono::seconds(0)};
+    ExpectInvalid([&] { spec.Validate(); }, "idle.after", "must be a positive duration");
+    spec.idle = DevIdlePolicy{std::chrono::hours(1), DevIdleAction::kReport};
+    ExpectInvalid([&] { spec.Validate(); }, "idle.action", "must be stop");
+  }
+
+  TEST_CASE("the culler's choice: the instance's own policy first, else the default") {
+    DevCullOptions o;
+    o.idle_after = std::chrono::hours(2);
+    DevIdlePolicy own{std::chrono::minutes(30)};
+    auto applied = internal::IdlePolicyFor(own, o);
+    REQUIRE(applied.has_value());
+    CHECK(applied->after == std::chrono::minutes(30));
+    CHECK(applied->source == "its own policy (idle.after 30m)");
+    auto fallback = internal::IdlePolicyFor(std::nullopt, o);
+    REQUIRE(fallback.has_value());
+    CHECK(fallback->after == std::chrono::hours(2));
+    CHECK(fallback->source == "the culler's default (2h)");
+    o.policy_only = true;  // no default: only instances with a policy
+    CHECK_FALSE(internal::IdlePolicyFor(std::nullopt, o).has_value());
+    CHECK(internal::IdlePolicyFor(own, o)->after == std::chrono::minutes(30));
+
+    // Canned activity: idle 1 hour (last sign at 6'400, probed at 10'000).
+    DevActivity a;
+    a.probed_at = At(10'000);
+    a.jupyter_last_activity = At(6'400);
+    DevCullDecision d;
+    internal::DecideCull(*applied, DevIdleAction::kStop, a, &d);  // 1h >= 30m: stop
+    CHECK(d.outcome == "stop");
+    CHECK(d.reason ==
+          "idle 3600s since 1970-01-01T01:46:40Z, at least 1800s of its own policy "
+          "(idle.after 30m)");
+    internal::DecideCull(*applied, DevIdleAction::kReport, a, &d);  // a dry run
+    CHECK(d.outcome == "would-stop");
+    internal::DecideCull(*fallback, DevIdleAction::kStop, a, &d);  // 1h < 2h: kept
+    CHECK(d.outcome == "active");
+    CHECK(d.reason == "idle 3600s, less than 7200s of the culler's default (2h)");
+    a.ssh_sessions = 1;  // in use now: no policy weighed
+    internal::DecideCull(*applied, DevIdleAction::kStop, a, &d);
+    CHECK(d.outcome == "active");
+    CHECK(d.reason == "in use now (0 kernel(s), 1 SSH session(s))");
+  }
+
+  TEST_CASE("the culler without a default: instances without a policy are not probed") {
+    testing::FakeCluster fake;
+    fake.AddNode("n1", {{"nodetype", "tensorflow"}, {"pooltype", "shared"}}, "32", "128Gi");
+    Client client = fake.client("team-a");
+    DevInstance plain(client, LabSpec("plain"));
+    plain.Create();
+    DevInstanceSpec spec = LabSpec("timed");
+    spec.idle = DevIdlePolicy{std::chrono::hours(1)};
+    DevInstance timed(client, spec);
+    timed.Create();
+
+    DevCullOptions o;
+    o.namespace_name = "team-a";
+    o.policy_only = true;
+    o.idle_after = std::chrono::seconds(0);  // not used without a default
+    auto decisions = CullIdleDevInstances(client, o);
+    REQUIRE(decisions.size() == 2);
+    std::map<std::string, DevCullDecision> by_name;
+    for (const auto& d : decisions) by_name[d.name] = d;
+    CHECK(by_name["plain"].outcome == "skipped");
+    CHECK(by_name["plain"].reason ==
+          "no idle policy of its own, and the culler runs without a default");
+    CHECK_FALSE(by_name["plain"].activity.has_value());
+    // The one with a policy is probed (the fake has no pod, so it is kept as "unknown").
+    CHECK(by_name["timed"].outcome == "unknown");
+    CHECK(by_name["timed"].reason.find("cannot read its activity") != std::string::npos);
+    o.policy_only = false;  // with a default, idle_after must be positive again
+    CHECK_THROWS_AS(CullIdleDevInstances(client, o), ValidationError);
   }
 }

@@ -353,19 +353,7 @@ bool MatchesSelector(const std::vector<LabelRequirement>& selector,
 }
 
 std::chrono::milliseconds ParseDuration(std::string_view text, const std::string& field) {
-  std::string t = Trim(text);
-  std::size_t digits = 0;
-  while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
-  std::string unit = t.substr(digits);
-  if (digits == 0 || digits > 9) {
-    throw ValidationError(field, t, "must be a whole number with an optional unit (ms, s, m, h)");
-  }
-  std::int64_t n = std::stoll(t.substr(0, digits));
-  if (unit.empty() || unit == "s") return std::chrono::seconds(n);
-  if (unit == "ms") return std::chrono::milliseconds(n);
-  if (unit == "m") return std::chrono::minutes(n);
-  if (unit == "h") return std::chrono::hours(n);
-  throw ValidationError(field, t, "has an unknown unit (use ms, s, m or h)");
+  return validation::ParseDuration(field, Trim(text));
 }
 
 std::string ErrorLine(const std::exception& error) {

@@ -646,6 +646,7 @@ struct KindFlags {
   bool delete_namespace = false;
   std::string idle = "2h";
   bool dry_run = false;
+  bool policy_only = false;
 };
 
 // A failure already reported on stdout (fits): exit 1 without an error line.
@@ -792,7 +793,9 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
       PrintResult(access.Table(), access.ToJson(), s->globals().output);
     }));
     CLI::App* cull = add(
-        "cull", "Stop running instances idle at least --idle (-A: every namespace; --owner)",
+        "cull",
+        "Stop running instances idle at least their own policy's idle.after, else --idle "
+        "(-A: every namespace; --owner)",
         [s, &f] {
           DevCullOptions o;
           o.namespace_name = s->ListNamespace();
@@ -800,13 +803,19 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
           o.idle_after = std::chrono::duration_cast<std::chrono::seconds>(
               ParseDuration(f.idle, "--idle"));
           o.action = f.dry_run ? DevIdleAction::kReport : DevIdleAction::kStop;
+          o.policy_only = f.policy_only;
           auto decisions = CullIdleDevInstances(s->client(), o);
           Json json = Json::array();
           for (const auto& d : decisions) json.push_back(d.ToJson());
           PrintResult(FormatCullTable(decisions), json, s->globals().output);
         });
-    cull->add_option("--idle", f.idle, "Idle at least this long: stopped (e.g. 90m, 2h)");
+    cull->add_option("--idle", f.idle,
+                     "The default for instances without their own idle policy: idle at least "
+                     "this long, stopped (e.g. 90m, 2h)");
     cull->add_flag("--dry-run", f.dry_run, "Only report what would be stopped");
+    cull->add_flag("--policy-only", f.policy_only,
+                   "No default: only instances with their own idle policy (spec idle.after) are "
+                   "probed and culled; the others are reported skipped");
   }
   if (noun == "job") {
     name_arg(add("run", "Start a run now", [s, &f] {
