@@ -297,13 +297,21 @@ def fleet_markdown(results):
              "contender is a fresh process, connected and with discovery done before the clock "
              "starts.", "",
              _table(f["sync"], "floor: raw list + parse (C++)", "the floor"), ""]
+    paired = [(r["ms"] / r["floor_ms"], r.get("loadavg_1m")) for r in runs
+              if r.get("floor_ms") and r.get("ms")]
+    if paired:
+        lines += ["Run by run, the Fleet against the floor measured right after it (1-minute load "
+                  "average of the 2 shared cores when the run started): " +
+                  ", ".join(f"{_r(x)}" + ("" if la is None else f" (load {la:.1f})")
+                            for x, la in paired) + ".", ""]
     lines += ["### Memory", "",
               "The C++ heap the Fleet keeps once synced and settled: the live bytes of every "
               "`operator new` block in the process (counted by a replaced global operator "
               "new/delete in `tfk8s_bench`, with `malloc_usable_size`, so allocator rounding "
               "counts) after the sync minus before constructing the Fleet. That is the informers' "
-              "stores, the Fleet's own copies of the objects (without managedFields), its index "
-              "and entries, and the threads' buffers; libcurl's and OpenSSL's `malloc` are not "
+              "stores (names and resourceVersions), the Fleet's one copy of each object (cut as "
+              "decoded to the fields its entries read), its index and entries, and the threads' "
+              "buffers; libcurl's and OpenSSL's `malloc` are not "
               "in it (the resident set growth is shown beside it).", "",
               "| median over runs | |", "|---|---:|",
               f"| raw JSON listed (bytes the server sent) | {_mb(raw)} |",
