@@ -297,13 +297,21 @@ def fleet_markdown(results):
              "contender is a fresh process, connected and with discovery done before the clock "
              "starts.", "",
              _table(f["sync"], "floor: raw list + parse (C++)", "the floor"), ""]
+    paired = [(r["ms"] / r["floor_ms"], r.get("loadavg_1m")) for r in runs
+              if r.get("floor_ms") and r.get("ms")]
+    if paired:
+        lines += ["Run by run, the Fleet against the floor measured right after it (1-minute load "
+                  "average of the 2 shared cores when the run started): " +
+                  ", ".join(f"{_r(x)}" + ("" if la is None else f" (load {la:.1f})")
+                            for x, la in paired) + ".", ""]
     lines += ["### Memory", "",
               "The C++ heap the Fleet keeps once synced and settled: the live bytes of every "
               "`operator new` block in the process (counted by a replaced global operator "
               "new/delete in `tfk8s_bench`, with `malloc_usable_size`, so allocator rounding "
               "counts) after the sync minus before constructing the Fleet. That is the informers' "
-              "stores, the Fleet's own copies of the objects (without managedFields), its index "
-              "and entries, and the threads' buffers; libcurl's and OpenSSL's `malloc` are not "
+              "stores (names and resourceVersions), the Fleet's one copy of each object (cut as "
+              "decoded to the fields its entries read), its index and entries, and the threads' "
+              "buffers; libcurl's and OpenSSL's `malloc` are not "
               "in it (the resident set growth is shown beside it).", "",
               "| median over runs | |", "|---|---:|",
               f"| raw JSON listed (bytes the server sent) | {_mb(raw)} |",
@@ -371,36 +379,38 @@ def fleet_markdown(results):
 # figures of one run.
 FLEET_LIMITS = [
     "### What limits the Fleet's targets", "",
-    "- **First sync.** Before this bench the Fleet took 2.0–2.3× the floor (three runs on the "
-    "same fixture, 22–32 s against 10–14 s on a loaded machine). Three costs were found and "
-    "removed in `src/workloads/fleet.cpp`: after taking a snapshot (a copy of every object) of "
-    "each first list, the Fleet applied the list's queued events once more, one by one, each "
-    "recomputing its workload's entry; entries were computed as soon as any kind had listed, "
-    "and again as the other kinds came in; and a kind with no objects (CronJobs here: no "
-    "ScheduledJob) held the sync for the informer's whole 500 ms wait. Now each first list is "
-    "taken from the informer's queue at once (no snapshot), entries are computed once every "
-    "kind has listed, and the first wait is 10 ms: 0.8–1.1× the floor in three runs right "
-    "after the change, 1.1–2.9× run by run (median 1.6×) in the recorded run above, on a "
-    "machine other builds were loading: the Fleet's own CPU work weighs more when the cores "
-    "are busy. What "
-    "remains over the floor is the informer's copy of every object into its event queue, the "
-    "Fleet's index and the 2,200 entries (each workload's own status function; each "
-    "TFCluster's stored spec rendered, each DevInstance's parsed), on the 2 shared cores.",
-    "- **Memory.** One nlohmann::json tree of the listed objects alone is about 4× the raw "
-    "JSON (the `parsed once` row: every key a `std::string` in a `std::map` node, every value a "
-    "16-byte variant), so no design that keeps the objects as nlohmann trees can meet 2×. The "
-    "Fleet keeps two: the informers' stores (whole objects, managedFields included, which an "
-    "informer needs to report the differences after a relist) and its own copies without "
-    "managedFields. Getting near 2× needs informers that keep only name → resourceVersion (or "
-    "a transform hook, as client-go's `SetTransform`) and Fleet copies cut to the fields the "
-    "status functions read: a change of `tfk8s::Informer`, outside this bench.",
+    "- **First sync.** Before this bench the Fleet took 2.0–2.3× the floor; three costs were "
+    "removed in `src/workloads/fleet.cpp` (a snapshot copy of each first list applied again "
+    "event by event, entries computed before every kind had listed, a 500 ms first wait on an "
+    "empty kind): 0.8–1.1× in quiet runs, median 1.6× on 2026-12-02 (load not recorded). Since "
+    "then each object is cut as it is decoded (`Informer::set_transform`) and the informers "
+    "keep names and versions only, so the Fleet copies far less; but the recorded run above "
+    "ran with a 1-minute load average of 10–12 on the 2 cores (other engineers' builds), "
+    "where the Fleet's own CPU work (decoding, trimming, 2,200 entries: "
+    "each TFCluster's stored spec rendered, each DevInstance's parsed) weighs most against a "
+    "floor that only parses: 1.9–3.1× run by run. Whether 1.3× holds on a quiet machine is not "
+    "measured yet.",
+    "- **Memory.** One nlohmann::json tree of the listed objects alone is 3–4× the raw JSON "
+    "(the `parsed once` row), so the Fleet keeps one copy of each object, cut to the fields its "
+    "entries read (`internal::TrimForFleet`: the metadata used, scalar spec fields, pod "
+    "templates' container resources, a pod's node and status, a Job's status, a root "
+    "ConfigMap's stored spec), and its informers keep only names and resourceVersions "
+    "(`Informer::set_keep_objects(false)`). Before this change (informers' whole objects plus "
+    "the Fleet's copies without managedFields) the heap was 6.5× the raw JSON; now about 0.5×. "
+    "Kept as nlohmann trees: a small struct per object would be smaller still, but is not "
+    "needed for the target.",
     "- **Queries** copy their answer under the Fleet's mutex: `Entries` copies every entry. "
     "Their tail is the dispatcher holding the mutex while it recomputes changed entries, and "
     "the machine's load.",
-    "- **Callbacks** arrive 0–6 ms after the PATCH's answer, except the first change after "
-    "the sync: 105–250 ms in every run (a 3 s pause before it changed nothing; the cause is "
-    "not found yet). With 20 changes a run, the p99 and the max above are that first change: "
-    "the target is missed for it alone.",
+    "- **Callbacks.** Before this change the first change after the sync took 105–250 ms in "
+    "every run (the other changes 0–6 ms). An informer now opens its watch right after its "
+    "list, before handing the list over, so `WaitForSync` returns with every watch open; with "
+    "that and the trimmed objects the first change took 5–21 ms in each of the 3 runs above. "
+    "Which of the two removed the delay is not isolated (a 3 s pause before the first change "
+    "had not helped before). Of 60 changes, one (mid-run, load 11.8) took 255 ms: the server "
+    "is slow at that load (while the fixture's pods were being created, the official Python "
+    "client's own watch saw 50–320 ms from a PATCH's answer to its event on the same "
+    "cluster).",
     "",
 ]
 

@@ -292,7 +292,7 @@ class Bench:
         log(f"scenario 6: Fleet over {devs} DevInstances and {tfs} TFClusters in {namespaces} "
             "namespaces")
         # --fleet-prefix measures a fixture made before (tfk8s_bench fleet-fixture with that
-        # prefix, the same sizes); it is deleted at the end all the same.
+        # prefix, the same sizes); it is deleted at the end all the same, unless --fleet-keep.
         prefix = self.args.fleet_prefix or f"bench-fleet-{os.getpid() % 10000}"
         py = self.tfk8s_python_available("Fleet")
         out = {"_size": {"namespaces": namespaces, "devinstances": devs, "tfclusters": tfs}}
@@ -311,8 +311,10 @@ class Bench:
                                        "official client: list")}
             runs = []
             for _ in range(self.args.repeat):
+                # Other work on the shared cores weighs on every contender: recorded per run.
+                load = os.getloadavg()[0]
                 r = self.run_json([self.cpp, "fleet", self.kubeconfig, str(changes)])
-                runs.append(r)
+                r["loadavg_1m"] = load
                 samples["tfk8s Fleet (C++)"].append(r["ms"])
                 if py:
                     samples["tfk8s Fleet (Python)"].append(self.run_json(
@@ -320,6 +322,8 @@ class Bench:
                          self.kubeconfig])["ms"])
                 floor = self.run_json([self.cpp, "fleet-floor", self.kubeconfig])
                 samples["floor: raw list + parse (C++)"].append(floor["ms"])
+                r["floor_ms"] = floor["ms"]
+                runs.append(r)
                 out["_raw_items"] = floor["items"]
                 samples["official client: list"].append(self.run_json(
                     [PY, os.path.join(HERE, "peer_official.py"), "fleet-list",
@@ -327,9 +331,12 @@ class Bench:
             out["sync"] = self.medians(samples)
             out["runs"] = runs
         finally:
-            r = self.run_json([self.cpp, "fleet-cleanup", self.kubeconfig, prefix,
-                               str(namespaces)], timeout=1200)
-            log(f"fixture deleted in {r['ms'] / 1000:.0f} s")
+            if self.args.fleet_prefix and self.args.fleet_keep:
+                log(f"fixture {prefix} kept (--fleet-keep)")
+            else:
+                r = self.run_json([self.cpp, "fleet-cleanup", self.kubeconfig, prefix,
+                                   str(namespaces)], timeout=1200)
+                log(f"fixture deleted in {r['ms'] / 1000:.0f} s")
         self.results["scenarios"]["6_fleet"] = out
 
     # ---- driver ---------------------------------------------------------------------
@@ -407,6 +414,9 @@ def main():
                    "this prefix (tfk8s_bench fleet-fixture) instead of making one")
     p.add_argument("--fleet-fixture-json", type=json.loads, default=None,
                    help="with --fleet-prefix: fleet-fixture's output line, for the report")
+    p.add_argument("--fleet-keep", action="store_true",
+                   help="with --fleet-prefix: keep the fixture afterwards (to measure it again, "
+                   "e.g. before and after a change; delete it with tfk8s_bench fleet-cleanup)")
     args = p.parse_args()
     if args.smoke:
         args.repeat = 1

@@ -387,7 +387,10 @@ class Informer {
   Informer& operator=(Informer&&) noexcept;
   ~Informer();
 
-  /// The next event; nullopt on timeout or after Cancel(). BOOKMARK events are consumed
+  /// The next event; nullopt on timeout or after Cancel(). The first call lists: it returns
+  /// once the list is taken and the watch that follows it is open (the server has accepted
+  /// the watch), so a change made after the caller has read the list's events is already on
+  /// its way. BOOKMARK events are consumed
   /// internally. Transport, decode, 429, 5xx and 504 failures (a silent watch, a relist after
   /// 410 that fails …) count as failures and back off; throws a typed error for failures that
   /// retrying cannot fix (Forbidden …).
@@ -406,6 +409,20 @@ class Informer {
   /// Server-side duration of each watch request (a random value in [min, 2*min) like
   /// client-go's reflector). Set before the first Next().
   void set_watch_timeout(std::chrono::seconds min_timeout);
+  /// A function applied to every object as it is decoded (each item of a list, the object of
+  /// each ADDED, MODIFIED and DELETED watch event), before the informer stores it or returns it
+  /// from Next() or Snapshot(), like client-go's SharedIndexInformer.SetTransform: drop what the
+  /// caller never reads (managedFields, pod specs, …) so that neither the store nor the events
+  /// carry it. It must keep metadata.namespace, name and resourceVersion. A transform that
+  /// throws nlohmann's exceptions is treated like an undecodable event (the watch backs off and
+  /// reopens). Set before the first Next().
+  void set_transform(std::function<void(Json&)> transform);
+  /// false: the store keeps only each object's metadata.namespace, name and resourceVersion
+  /// (what the informer needs to report the differences after a relist and to skip replayed
+  /// events), for a caller that keeps its own copy of what Next() returns: Snapshot() and the
+  /// DELETED events of a relist then carry only those fields (and apiVersion/kind). Default
+  /// true (the whole object). Set before the first Next().
+  void set_keep_objects(bool keep);
 
  private:
   struct Impl;

@@ -52,12 +52,17 @@ struct FleetEntry {
   /// ScheduledJob CronJob or oldest run) was created.
   std::chrono::system_clock::time_point created{};
   FleetResources requested;  ///< What its pods request together.
+  /// A DevInstance's last activity, as the idle culler records it on its StatefulSet
+  /// (annotation `tfk8s.io/last-activity`, RFC 3339; see CullIdleDevInstances); nullopt when
+  /// none is recorded (never probed, or not a DevInstance).
+  std::optional<std::chrono::system_clock::time_point> last_activity;
   bool operator==(const FleetEntry&) const = default;
   /// now - created.
   [[nodiscard]] std::chrono::seconds Age(
       std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) const;
   /// The fields as JSON with snake_case keys ("namespace", "created" in seconds since the
-  /// epoch, "age_seconds" — both null when the creation time is unknown — and "requested"):
+  /// epoch, "age_seconds" — both null when the creation time is unknown —, "requested" and
+  /// "last_activity", seconds since the epoch or null):
   /// what the Python bindings return.
   [[nodiscard]] Json ToJson() const;
 };
@@ -86,7 +91,9 @@ struct FleetOptions {
 /// A live, in-memory view of every tfk8s workload. Starts its informers (ConfigMaps of the
 /// TFCluster roots, StatefulSets, Jobs, CronJobs and Pods managed by tfk8s) at construction;
 /// each survives watch expiry (410) and API server restarts (tfk8s::Informer). Every query
-/// answers from memory. Thread-safe; Stop() or destruction ends the threads.
+/// answers from memory. It keeps one copy of each object, cut as it is decoded to the fields
+/// its entries read (Informer::set_transform). Thread-safe; Stop() or destruction ends the
+/// threads.
 class Fleet {
  public:
   /// Starts watching. Resolves the server's CronJob version first (one discovery request,
@@ -96,7 +103,8 @@ class Fleet {
   Fleet& operator=(const Fleet&) = delete;
   ~Fleet();
 
-  /// Waits until every informer has listed once and the entries reflect those lists. False
+  /// Waits until every informer has listed once, its watch is open (a change the server
+  /// accepts from then on reaches OnChange), and the entries reflect those lists. False
   /// on timeout, or at once after Stop() when not synced by then. Throws the error that
   /// stopped an informer (Forbidden, …).
   bool WaitForSync(std::chrono::milliseconds timeout);

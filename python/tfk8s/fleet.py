@@ -23,8 +23,10 @@ class FleetEntry(Record):
     """One workload as the fleet sees it: ``kind`` ("TFCluster", "DevInstance",
     "ScheduledJob"), ``namespace``, ``name``, ``owner`` ("" when none), ``phase`` and
     ``message`` (the workload's own status logic), ``created`` (a UTC datetime),
-    ``age_seconds`` (when read) and ``requested``: {gpus, cpu (cores), cpu_milli,
-    memory_bytes}, what its pods request together."""
+    ``age_seconds`` (when read), ``requested``: {gpus, cpu (cores), cpu_milli,
+    memory_bytes}, what its pods request together, and ``last_activity``: a DevInstance's last
+    activity as the idle culler recorded it (annotation ``tfk8s.io/last-activity`` on its
+    StatefulSet), a UTC datetime, or None (none recorded; other kinds)."""
 
     __slots__ = ()
 
@@ -36,6 +38,7 @@ class FleetEntry(Record):
     message: str = field(text)
     created: Optional[_dt.datetime] = field(optional_time)
     requested: Dict[str, Any] = field(dict)
+    last_activity: Optional[_dt.datetime] = field(optional_time)
 
     @property
     def gpus(self) -> int:
@@ -62,7 +65,8 @@ class FleetEntry(Record):
                 ("GPUs", str(self.gpus)),
                 ("CPU", _units.cores(self.cpu)),
                 ("Memory", _units.binary_bytes(str(self.memory_bytes))),
-            ]),
+            ] + ([("Last activity", self.last_activity.strftime("%Y-%m-%d %H:%M:%S UTC"))]
+                 if self.last_activity is not None else [])),
         )
 
 

@@ -321,6 +321,9 @@ struct Informer::Impl {
   std::string ns;
   ListOptions selectors;
   std::chrono::seconds min_watch_timeout{300};
+  std::function<void(Json&)> transform;  // applied to every decoded object (set_transform)
+  bool keep_objects = true;              // false: the store keeps names and versions only
+  bool backoff_before_watch = false;     // the watch opened right after a list failed
 
   mutable std::mutex mu;                 // guards store, resource_version, watch
   std::map<std::string, Json> store;     // what the caller has been told about
@@ -349,6 +352,22 @@ struct Informer::Impl {
     }
   }
 
+  // What the store keeps of an object: all of it, or (keep_objects false) its identity.
+  Json Stored(const Json& object) const {
+    if (keep_objects) return object;
+    const Json& m = MetadataOf(object);
+    Json meta = Json::object();
+    for (const char* k : {"namespace", "name", "resourceVersion"}) {
+      if (auto it = m.find(k); it != m.end()) meta[k] = *it;
+    }
+    Json out = Json::object();
+    for (const char* k : {"apiVersion", "kind"}) {
+      if (auto it = object.find(k); it != object.end()) out[k] = *it;
+    }
+    out["metadata"] = std::move(meta);
+    return out;
+  }
+
   // Lists everything and queues the differences against the store as events.
   void Relist() {
     ListOptions o = selectors;
@@ -357,6 +376,7 @@ struct Informer::Impl {
     Json list = client.ListAll(type, ns, o);
     std::map<std::string, Json> fresh;
     if (!list.is_object()) WrongType("list", list, "an object");
+    const std::string list_version = VersionOf(list);
     Json& items = list["items"];
     if (items.is_null()) items = Json::array();
     if (!items.is_array()) WrongType("items", items, "an array");
@@ -365,22 +385,28 @@ struct Informer::Impl {
       // List items carry no apiVersion/kind; restore them so events look like watch events.
       item["apiVersion"] = type.ApiVersion();
       item["kind"] = type.kind;
-      fresh.emplace(KeyOf(item), std::move(item));
+      if (transform) transform(item);
+      std::string key = KeyOf(item);
+      fresh.emplace(std::move(key), std::move(item));
     }
+    list = Json();  // the rest of the list (its metadata) is not needed any more
+    std::map<std::string, Json> next;
     std::lock_guard lock(mu);
     for (auto& [key, obj] : fresh) {
       auto it = store.find(key);
+      Json stored = Stored(obj);
       if (it == store.end()) {
-        pending.push_back({WatchEventType::kAdded, obj});
+        pending.push_back({WatchEventType::kAdded, std::move(obj)});
       } else if (VersionOf(it->second) != VersionOf(obj)) {
-        pending.push_back({WatchEventType::kModified, obj});
+        pending.push_back({WatchEventType::kModified, std::move(obj)});
       }
+      next.emplace(key, std::move(stored));
     }
     for (auto& [key, obj] : store) {
-      if (!fresh.count(key)) pending.push_back({WatchEventType::kDeleted, obj});
+      if (!next.count(key)) pending.push_back({WatchEventType::kDeleted, obj});
     }
-    store = std::move(fresh);
-    resource_version = VersionOf(list);
+    store = std::move(next);
+    resource_version = list_version;
     if (listed) ++relists;
     listed = true;
   }
@@ -451,7 +477,7 @@ struct Informer::Impl {
         // After a resume, the server may replay an event we already reflected from a relist.
         if (it != store.end() && VersionOf(it->second) == rv) return false;
         ev.type = it == store.end() ? WatchEventType::kAdded : WatchEventType::kModified;
-        store[key] = ev.object;
+        store[key] = Stored(ev.object);
         return true;
       }
       case WatchEventType::kDeleted:
@@ -474,6 +500,12 @@ Informer::~Informer() {
 void Informer::set_watch_timeout(std::chrono::seconds min_timeout) {
   impl_->min_watch_timeout = std::max(std::chrono::seconds(1), min_timeout);
 }
+
+void Informer::set_transform(std::function<void(Json&)> transform) {
+  impl_->transform = std::move(transform);
+}
+
+void Informer::set_keep_objects(bool keep) { impl_->keep_objects = keep; }
 
 void Informer::Cancel() {
   impl_->cancelled = true;
@@ -518,6 +550,18 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
       if (!d.listed || d.need_relist) {
         d.Relist();
         d.need_relist = false;
+        // The watch is opened before the caller gets the list's events: once it has read them
+        // (a Fleet's WaitForSync, say), a change the server accepts is already on its way,
+        // not held until a later call opens the watch. A failure here does not hold the
+        // list's events back: the next turn backs off first, then opens the watch again with
+        // the usual handling (typed errors, relist on 410).
+        try {
+          d.OpenWatch();
+        } catch (const Gone&) {
+          d.need_relist = true;
+        } catch (const Error&) {
+          d.backoff_before_watch = true;
+        }
         continue;
       }
       bool have_watch;
@@ -526,6 +570,11 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
         have_watch = d.watch.has_value() && !d.watch->ended();
       }
       if (!have_watch) {
+        if (d.backoff_before_watch) {
+          d.backoff_before_watch = false;
+          d.Backoff();
+          continue;
+        }
         d.OpenWatch();
         continue;
       }
@@ -558,6 +607,10 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
         }
         ThrowApiError(code, ev->object.dump(), "watch " + d.type.plural);
       }
+      const bool has_object = ev->type == WatchEventType::kAdded ||
+                              ev->type == WatchEventType::kModified ||
+                              ev->type == WatchEventType::kDeleted;
+      if (d.transform && has_object) d.transform(ev->object);
       if (d.Apply(*ev)) return ev;
     } catch (const Gone&) {
       {

@@ -80,7 +80,11 @@ Json FleetEntry::ToJson() const {
           {"message", message},
           {"created", known ? Json(epoch.count()) : Json()},
           {"age_seconds", known ? Json(Age().count()) : Json()},
-          {"requested", requested.ToJson()}};
+          {"requested", requested.ToJson()},
+          {"last_activity", last_activity ? Json(std::chrono::duration_cast<std::chrono::seconds>(
+                                                     last_activity->time_since_epoch())
+                                                     .count())
+                                          : Json()}};
 }
 
 Json FleetChange::ToJson() const { return {{"type", ToString(type)}, {"entry", entry.ToJson()}}; }
@@ -171,6 +175,9 @@ FleetEntry TFClusterEntry(const FleetKey& key, const FleetObserved& seen) {
 FleetEntry DevInstanceEntry(const FleetKey& key, const FleetObserved& seen) {
   const Json& sts = *seen.of(FleetSource::kStatefulSets).front();
   FleetEntry e = BaseEntry(key, sts);
+  if (auto t = ParseTimestamp(AnnotationOf(sts, kLastActivityAnnotation))) {
+    e.last_activity = ToTimePoint(*t);
+  }
   std::string why;
   auto stored = StoredSpec(AnnotationOf(sts, kDevSpecAnnotation), &why);
   try {
@@ -231,7 +238,142 @@ FleetEntry ScheduledJobEntry(const FleetKey& key, const FleetObserved& seen) {
   return e;
 }
 
+// ---- trimming: what the entries read, and nothing else ----
+
+// The annotations any entry reads.
+bool AnnotationRead(const std::string& key) {
+  return key == kDevSpecAnnotation || key == kLastActivityAnnotation ||
+         key == kInstantiateAnnotation || key == kScheduledTimestampAnnotation;
+}
+
+// Erases every member of `object` for which `keep(key, value)` is false.
+template <typename Keep>
+void KeepIf(Json& object, Keep keep) {
+  if (!object.is_object()) return;
+  for (auto it = object.begin(); it != object.end();) {
+    if (keep(it.key(), *it)) {
+      ++it;
+    } else {
+      it = object.erase(it);
+    }
+  }
+}
+
+// Keeps only the members named in `keys` of each object of the array `list`.
+void KeepEach(Json& list, std::initializer_list<std::string_view> keys) {
+  if (!list.is_array()) return;
+  for (auto& item : list) {
+    KeepIf(item, [&](const std::string& k, const Json&) {
+      return std::find(keys.begin(), keys.end(), k) != keys.end();
+    });
+  }
+}
+
+void TrimMetadata(Json& meta) {
+  KeepIf(meta, [](const std::string& k, Json& v) {
+    if (k == "annotations") {
+      KeepIf(v, [](const std::string& a, const Json&) { return AnnotationRead(a); });
+      return v.is_object() && !v.empty();
+    }
+    if (k == "ownerReferences") {
+      KeepEach(v, {"kind", "name", "uid", "controller"});
+      return true;
+    }
+    return k == "name" || k == "namespace" || k == "uid" || k == "labels" ||
+           k == "creationTimestamp" || k == "resourceVersion" || k == "deletionTimestamp";
+  });
+}
+
+// A pod spec as the scheduler counts it: its scalar fields (nodeName, …), overhead, and each
+// container's name and resources (an init container's restartPolicy too).
+void TrimPodSpec(Json& spec) {
+  KeepIf(spec, [](const std::string& k, Json& v) {
+    if (k == "containers" || k == "initContainers") {
+      KeepEach(v, {"name", "resources", "restartPolicy"});
+      return true;
+    }
+    return k == "overhead" || v.is_primitive();
+  });
+}
+
+// A workload's spec: its scalar fields (replicas, parallelism, schedule, suspend, …) and its
+// pod template (a CronJob's through its jobTemplate).
+void TrimWorkloadSpec(Json& spec) {
+  KeepIf(spec, [](const std::string& k, Json& v) {
+    if (k == "template") {
+      KeepIf(v, [](const std::string& t, Json& pod_spec) {
+        if (t != "spec") return false;
+        TrimPodSpec(pod_spec);
+        return true;
+      });
+      return true;
+    }
+    if (k == "jobTemplate") {
+      KeepIf(v, [](const std::string& t, Json& job_spec) {
+        if (t != "spec") return false;
+        TrimWorkloadSpec(job_spec);
+        return true;
+      });
+      return true;
+    }
+    return v.is_primitive();
+  });
+}
+
+// A pod's status as PodProblem, PodReady and PodRestarts read it.
+void TrimPodStatus(Json& status) {
+  KeepIf(status, [](const std::string& k, Json& v) {
+    if (k == "conditions") {
+      KeepEach(v, {"type", "status", "reason", "message"});
+      return true;
+    }
+    if (k == "containerStatuses" || k == "initContainerStatuses") {
+      KeepEach(v, {"name", "ready", "restartCount", "state", "lastState"});
+      return true;
+    }
+    return k == "phase" || k == "reason" || k == "message";
+  });
+}
+
 }  // namespace
+
+void TrimForFleet(FleetSource source, Json& object) {
+  if (!object.is_object()) return;
+  KeepIf(object, [source](const std::string& k, Json& v) {
+    if (k == "apiVersion" || k == "kind") return true;
+    if (k == "metadata") {
+      TrimMetadata(v);
+      return true;
+    }
+    switch (source) {
+      case FleetSource::kRootConfigMaps:
+        if (k != "data") return false;
+        KeepIf(v, [](const std::string& d, const Json&) { return d == kSpecKey; });
+        return true;
+      case FleetSource::kPods:
+        if (k == "spec") {  // nodeName, …
+          KeepIf(v, [](const std::string&, const Json& f) { return f.is_primitive(); });
+          return true;
+        }
+        if (k == "status") {
+          TrimPodStatus(v);
+          return true;
+        }
+        return false;
+      case FleetSource::kJobs:
+        if (k == "status") return true;  // RunOf, JobCondition; small
+        [[fallthrough]];
+      case FleetSource::kStatefulSets:
+      case FleetSource::kCronJobs:
+        if (k == "spec") {
+          TrimWorkloadSpec(v);
+          return true;
+        }
+        return false;
+    }
+    return false;
+  });
+}
 
 std::optional<FleetKey> FleetKeyOf(FleetSource source, const Json& object) {
   const std::string ns = NamespaceOf(object);
@@ -354,14 +496,10 @@ struct Fleet::Impl {
     objects[source].erase(it);
   }
 
-  // With mu held.
+  // With mu held. `object` is already cut to what the entries read (the informers' transform).
   void Upsert(std::size_t source, Json object) {
     std::string key = ObjectKey(object);
     Remove(source, key);
-    // Never read by any status, and often most of an object's size.
-    if (object.contains("metadata") && object["metadata"].is_object()) {
-      object["metadata"].erase("managedFields");
-    }
     auto workload = internal::FleetKeyOf(static_cast<FleetSource>(source), object);
     if (workload) {
       dirty.insert(*workload);
@@ -506,8 +644,12 @@ Fleet::Fleet(Client client, FleetOptions options)
   auto make = [&](FleetSource source, const ResourceType& type, const std::string& sel) {
     ListOptions o;
     o.label_selector = sel;
-    d.informers[static_cast<std::size_t>(source)] =
-        std::make_unique<Informer>(d.client, type, ns, o);
+    auto informer = std::make_unique<Informer>(d.client, type, ns, o);
+    // One copy of each object, cut as it is decoded: the informer keeps names and versions,
+    // the Fleet the fields its entries read.
+    informer->set_transform([source](Json& object) { internal::TrimForFleet(source, object); });
+    informer->set_keep_objects(false);
+    d.informers[static_cast<std::size_t>(source)] = std::move(informer);
   };
   make(FleetSource::kRootConfigMaps, kConfigMaps,
        std::string(kComponentLabel) + "=root," + selector);

@@ -31,6 +31,13 @@ struct FleetKey {
 /// it (a ScheduledJob's pods: a run's state is its Job's).
 std::optional<FleetKey> FleetKeyOf(FleetSource source, const Json& object);
 
+/// Cuts an object of `source` in place to what FleetKeyOf and ComputeFleetEntry read: the
+/// metadata they use (name, namespace, uid, labels, the annotations read, ownerReferences,
+/// creationTimestamp, resourceVersion, deletionTimestamp), a workload's scalar spec fields and
+/// its pod template's containers' names and resources, a pod's node and status, a Job's status,
+/// a root ConfigMap's stored spec. The Fleet's informers apply it as they decode. Pure.
+void TrimForFleet(FleetSource source, Json& object);
+
 /// The objects of one workload, as the Fleet holds them.
 struct FleetObserved {
   std::array<std::vector<const Json*>, kFleetSourceCount> by_source;

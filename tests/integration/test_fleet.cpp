@@ -141,6 +141,21 @@ TEST_SUITE("fleet") {
     CHECK(dev_entry.requested.memory_bytes == kGi);
     CHECK_MESSAGE((dev_entry.phase == "Pending" || dev_entry.phase == "Running"),
                   "phase " << dev_entry.phase << ": " << dev_entry.message);
+    CHECK_FALSE(dev_entry.last_activity);  // never probed by the culler
+    CHECK(dev_entry.ToJson()["last_activity"].is_null());
+
+    // The idle culler records an instance's last activity on its StatefulSet (annotation
+    // tfk8s.io/last-activity, RFC 3339): the entry shows it, from the watch alone.
+    c.Patch(
+        c.Resolve("apps/v1", "StatefulSet"), team_a.name(), "notebook", PatchType::kMerge,
+        {{"metadata", {{"annotations", {{"tfk8s.io/last-activity", "2026-12-01T10:10:00Z"}}}}}});
+    const auto recorded = std::chrono::system_clock::time_point(
+        std::chrono::seconds(1'796'119'800));  // 2026-12-01T10:10:00Z
+    REQUIRE(WaitForEntry(fleet, FleetKind::kDevInstance, team_a.name(), "notebook",
+                         [&](const auto& e) { return e && e->last_activity == recorded; }));
+    CHECK(
+        fleet.Get(FleetKind::kDevInstance, team_a.name(), "notebook")->ToJson()["last_activity"] ==
+        1'796'119'800);
 
     auto task_entry = *fleet.Get(FleetKind::kScheduledJob, team_a.name(), "nightly");
     CHECK(task_entry.owner == "alice");

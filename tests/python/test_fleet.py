@@ -47,6 +47,7 @@ def test_fleet_entries_changes_and_removal(client: tfk8s.Client, namespace: str)
         assert entry.phase in ("Pending", "Running"), entry.message
         assert entry.created is not None and entry.created.tzinfo is not None
         assert entry.to_dict()["requested"]["cpu_milli"] == 500
+        assert entry.last_activity is None  # the culler has not probed it
 
         task = fleet.get("ScheduledJob", namespace, "nightly")
         assert task is not None and task.phase == "Scheduled"

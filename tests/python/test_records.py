@@ -145,7 +145,8 @@ def activity_raw() -> Dict[str, Any]:
 def fleet_entry_raw() -> Dict[str, Any]:
     return {"kind": "DevInstance", "namespace": "team-a", "name": "lab", "owner": "alice",
             "phase": "Pending", "message": HOSTILE, "created": 1796119200, "age_seconds": 5,
-            "requested": {"gpus": 1, "cpu": 0.5, "cpu_milli": 500, "memory_bytes": 1 << 30}}
+            "requested": {"gpus": 1, "cpu": 0.5, "cpu_milli": 500, "memory_bytes": 1 << 30},
+            "last_activity": 1796119800}
 
 
 # ---- the HTML renderer ---------------------------------------------------------------------
@@ -498,3 +499,13 @@ def test_spec_accessors_and_load_are_shared(capsys: pytest.CaptureFixture[str]) 
     assert type(loaded) is tfk8s.TFCluster and loaded.to_dict() == cluster.to_dict()
     assert tfk8s.TFCluster.list(client) == ["m"]
     assert capsys.readouterr().err == ""  # nothing printed without a terminal
+
+
+def test_fleet_entry_last_activity_is_a_utc_time_or_none() -> None:
+    entry = tfk8s.FleetEntry(fleet_entry_raw())
+    assert entry.last_activity is not None
+    assert entry.last_activity.isoformat() == "2026-12-01T10:10:00+00:00"
+    assert "2026-12-01 10:10:00 UTC" in entry._repr_html_()
+    never = tfk8s.FleetEntry({**fleet_entry_raw(), "last_activity": None})
+    assert never.last_activity is None
+    assert "Last activity" not in never._repr_html_()

@@ -259,3 +259,186 @@ TEST_SUITE("fleet") {
     CHECK(j["cpu"].get<double>() == doctest::Approx(6.0));
   }
 }
+
+namespace {
+
+// What the server adds around what the entries read: managedFields, a last-applied
+// annotation, pod networking and image details, a volume and an env var on every container.
+Json ServerShaped(Json object) {
+  Json& meta = object["metadata"];
+  meta["uid"] = "uid-" + meta.value("name", std::string("x"));
+  meta["resourceVersion"] = "4711";
+  meta["generation"] = 3;
+  meta["managedFields"] = Json::array(
+      {{{"manager", "tfk8s"}, {"operation", "Apply"}, {"fieldsV1", {{"f:spec", Json::object()}}}}});
+  meta["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = object.dump();
+  meta["ownerReferences"] = Json::array({{{"apiVersion", "v1"},
+                                          {"kind", "CronJob"},
+                                          {"name", "owner"},
+                                          {"uid", "u-1"},
+                                          {"controller", true},
+                                          {"blockOwnerDeletion", true}}});
+  auto pad_pod_spec = [](Json& spec) {
+    spec["volumes"] = Json::array({{{"name", "home"}, {"emptyDir", Json::object()}}});
+    spec["tolerations"] = Json::array({{{"key", "gpu"}, {"operator", "Exists"}}});
+    for (const char* list : {"containers", "initContainers"}) {
+      if (!spec.contains(list)) continue;
+      for (auto& c : spec[list]) {
+        c["env"] = Json::array({{{"name", "A"}, {"value", "1"}}});
+        c["volumeMounts"] = Json::array({{{"name", "home"}, {"mountPath", "/home"}}});
+      }
+    }
+  };
+  Json& spec = object["spec"];
+  if (spec.is_object()) {
+    if (object.value("kind", "") == "Pod") pad_pod_spec(spec);
+    if (spec.contains("template")) pad_pod_spec(spec["template"]["spec"]);
+    if (spec.contains("jobTemplate")) pad_pod_spec(spec["jobTemplate"]["spec"]["template"]["spec"]);
+    spec["selector"] = {{"matchLabels", {{"a", "b"}}}};
+  }
+  if (object.value("kind", "") == "Pod") {
+    Json& status = object["status"];
+    status["podIP"] = "10.0.0.1";
+    status["hostIP"] = "192.0.2.1";
+    status["qosClass"] = "Burstable";
+    if (status.contains("conditions")) {
+      for (auto& c : status["conditions"]) c["lastTransitionTime"] = "2026-12-01T10:00:06Z";
+    }
+  }
+  return object;
+}
+
+Json Trimmed(FleetSource source, Json object) {
+  internal::TrimForFleet(source, object);
+  return object;
+}
+
+// The entry of `key` from the server-shaped objects equals the one from their trimmed copies
+// (and the trimmed copies map to the same workloads).
+void CheckTrimKeepsEntry(const FleetKey& key,
+                         const std::vector<std::pair<FleetSource, Json>>& objects) {
+  std::vector<std::pair<FleetSource, Json>> full, cut;
+  for (const auto& [source, object] : objects) {
+    full.emplace_back(source, ServerShaped(object));
+    cut.emplace_back(source, Trimmed(source, full.back().second));
+    CHECK(FleetKeyOf(source, full.back().second) == FleetKeyOf(source, cut.back().second));
+    const Json& meta = cut.back().second["metadata"];
+    CHECK_FALSE(meta.contains("managedFields"));
+    CHECK_FALSE(meta.value("annotations", Json::object())
+                    .contains("kubectl.kubernetes.io/last-applied-configuration"));
+    CHECK(cut.back().second.dump().find("volumeMounts") == std::string::npos);
+    CHECK(cut.back().second.dump().size() < full.back().second.dump().size());
+  }
+  auto observe = [](const std::vector<std::pair<FleetSource, Json>>& list) {
+    FleetObserved seen;
+    for (const auto& [source, object] : list) {
+      seen.by_source[static_cast<std::size_t>(source)].push_back(&object);
+    }
+    return seen;
+  };
+  auto from_full = ComputeFleetEntry(key, observe(full));
+  auto from_cut = ComputeFleetEntry(key, observe(cut));
+  REQUIRE(from_full.has_value() == from_cut.has_value());
+  if (from_full) {
+    CHECK_MESSAGE(*from_full == *from_cut, from_full->ToJson().dump()
+                                               << " != " << from_cut->ToJson().dump());
+  }
+}
+
+Json CrashingPod(const std::string& ns, const std::string& name, const Json& labels) {
+  Json pod = RunningPod(ns, name, labels);
+  pod["status"]["conditions"] =
+      Json::array({{{"type", "Ready"},
+                    {"status", "False"},
+                    {"reason", "ContainersNotReady"},
+                    {"message", "containers with unready status: [main]"}}});
+  pod["status"]["containerStatuses"] = Json::array(
+      {{{"name", "main"},
+        {"ready", false},
+        {"restartCount", 4},
+        {"image", "python:3.11-slim"},
+        {"imageID", "sha256:abc"},
+        {"containerID", "cri://1"},
+        {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 40s"}}}}},
+        {"lastState",
+         {{"terminated", {{"exitCode", 1}, {"reason", "Error"}, {"message", "boom"}}}}}}});
+  return pod;
+}
+
+}  // namespace
+
+TEST_SUITE("fleet") {
+  TEST_CASE("trimmed objects (what the Fleet keeps) give the entries of the full ones") {
+    // TFCluster: pending (root only), running, one replica crash-looping, a terminating pod.
+    TFClusterSpec tf = Cluster();
+    Json root = Stored(RenderTFCluster(tf).front());
+    root["data"]["other"] = "not read";
+    FleetKey tf_key{FleetKind::kTFCluster, "team-b", "mnist"};
+    auto tf_labels = [](const std::string& role, int i) {
+      return Json{{"tfk8s.io/cluster", "mnist"},
+                  {"tfk8s.io/role", role},
+                  {"tfk8s.io/index", std::to_string(i)}};
+    };
+    Json ps = RunningPod("team-b", "mnist-ps-0", tf_labels("ps", 0));
+    Json w0 = RunningPod("team-b", "mnist-worker-0", tf_labels("worker", 0));
+    Json w1 = CrashingPod("team-b", "mnist-worker-1", tf_labels("worker", 1));
+    Json gone = RunningPod("team-b", "mnist-worker-1-old", tf_labels("worker", 1));
+    gone["metadata"]["deletionTimestamp"] = "2026-12-01T10:01:00Z";
+    CheckTrimKeepsEntry(tf_key, {{FleetSource::kRootConfigMaps, root}});
+    CheckTrimKeepsEntry(tf_key, {{FleetSource::kRootConfigMaps, root},
+                                 {FleetSource::kPods, ps},
+                                 {FleetSource::kPods, w0},
+                                 {FleetSource::kPods,
+                                  RunningPod("team-b", "mnist-worker-1", tf_labels("worker", 1))}});
+    CheckTrimKeepsEntry(tf_key, {{FleetSource::kRootConfigMaps, root},
+                                 {FleetSource::kPods, ps},
+                                 {FleetSource::kPods, w0},
+                                 {FleetSource::kPods, w1},
+                                 {FleetSource::kPods, gone}});
+
+    // DevInstance: pending, running, crash-looping, stopped, with a recorded last activity.
+    DevInstanceSpec dev = Instance();
+    Json sts = Stored(Find(RenderDevInstance(dev), "StatefulSet"));
+    sts["metadata"]["annotations"]["tfk8s.io/last-activity"] = "2026-12-01T10:10:00Z";
+    FleetKey dev_key{FleetKind::kDevInstance, "team-a", "notebook"};
+    Json labels = {{"tfk8s.io/instance", "notebook"}};
+    Json stopped = sts;
+    stopped["spec"]["replicas"] = 0;
+    CheckTrimKeepsEntry(dev_key, {{FleetSource::kStatefulSets, sts}});
+    CheckTrimKeepsEntry(dev_key,
+                        {{FleetSource::kStatefulSets, sts},
+                         {FleetSource::kPods, RunningPod("team-a", "notebook-0", labels)}});
+    CheckTrimKeepsEntry(dev_key,
+                        {{FleetSource::kStatefulSets, sts},
+                         {FleetSource::kPods, CrashingPod("team-a", "notebook-0", labels)}});
+    CheckTrimKeepsEntry(dev_key, {{FleetSource::kStatefulSets, stopped}});
+    auto with_activity = ComputeFleetEntry(dev_key, Observe({{FleetSource::kStatefulSets, &sts}}));
+    REQUIRE(with_activity);
+    REQUIRE(with_activity->last_activity);
+    CHECK(*with_activity->last_activity ==
+          std::chrono::system_clock::time_point(std::chrono::seconds(1'796'119'800)));
+    CHECK(with_activity->ToJson()["last_activity"] == 1'796'119'800);
+
+    // ScheduledJob: scheduled, suspended, a run active, a failed run without a schedule.
+    ScheduledJobSpec task = Task();
+    Json cronjob = Stored(RenderCronJob(task));
+    Json suspended = cronjob;
+    suspended["spec"]["suspend"] = true;
+    Json run = Stored(RenderRunJob(task), "2026-12-01T11:00:00Z");
+    run["metadata"]["name"] = "nightly-manual";
+    run["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] = "manual";
+    run["status"] = {{"active", 1}, {"startTime", "2026-12-01T11:00:01Z"}};
+    Json failed = run;
+    failed["status"] = {{"failed", 2},
+                        {"conditions",
+                         {{{"type", "Failed"},
+                           {"status", "True"},
+                           {"reason", "BackoffLimitExceeded"},
+                           {"message", "Job has reached the specified backoff limit"}}}}};
+    FleetKey task_key{FleetKind::kScheduledJob, "team-a", "nightly"};
+    CheckTrimKeepsEntry(task_key, {{FleetSource::kCronJobs, cronjob}});
+    CheckTrimKeepsEntry(task_key, {{FleetSource::kCronJobs, suspended}});
+    CheckTrimKeepsEntry(task_key, {{FleetSource::kCronJobs, cronjob}, {FleetSource::kJobs, run}});
+    CheckTrimKeepsEntry(task_key, {{FleetSource::kJobs, failed}});
+  }
+}
