@@ -65,7 +65,7 @@ class FleetEntry(Record):
                 ("GPUs", str(self.gpus)),
                 ("CPU", _units.cores(self.cpu)),
                 ("Memory", _units.binary_bytes(str(self.memory_bytes))),
-            ] + ([("Last activity", self.last_activity.strftime("%Y-%m-%d %H:%M:%S UTC"))]
+            ] + ([("Last Activity", self.last_activity.strftime("%Y-%m-%d %H:%M:%S UTC"))]
                  if self.last_activity is not None else [])),
         )
 

@@ -505,7 +505,8 @@ def test_fleet_entry_last_activity_is_a_utc_time_or_none() -> None:
     entry = tfk8s.FleetEntry(fleet_entry_raw())
     assert entry.last_activity is not None
     assert entry.last_activity.isoformat() == "2026-12-01T10:10:00+00:00"
+    assert "Last Activity" in entry._repr_html_()
     assert "2026-12-01 10:10:00 UTC" in entry._repr_html_()
     never = tfk8s.FleetEntry({**fleet_entry_raw(), "last_activity": None})
     assert never.last_activity is None
-    assert "Last activity" not in never._repr_html_()
+    assert "Last Activity" not in never._repr_html_()
