@@ -132,6 +132,50 @@ def test_in_cluster_api(client, namespace):
     assert client.logs("incluster", namespace).strip() == "['incluster']"
 
 
+def _bridge(attr):
+    with open("/sys/class/net/%s/%s" % (realnode.BRIDGE, attr)) as f:
+        return f.read().strip()
+
+
+def test_bridge_address_stays_while_pods_come_and_go(client, namespace):
+    """The bridge keeps the address `up` set: pods that cached it keep their DNS server and
+    gateway when later pods' veths join. Unset, a bridge takes its lowest port's address, and the
+    first pods' lookups failed for 15-45 s (their ARP entry's lifetime)."""
+    assert _bridge("address") == realnode.BRIDGE_MAC
+    assert _bridge("addr_assign_type") == "3"  # NET_ADDR_SET: the kernel leaves it alone
+    script = (
+        "import json, socket, time\n"
+        "worst, failed, macs = 0.0, [], set()\n"
+        "end = time.monotonic() + 25\n"
+        "while time.monotonic() < end:\n"
+        "    t = time.monotonic()\n"
+        "    try:\n"
+        "        socket.gethostbyname('kubernetes.default.svc.cluster.local')\n"
+        "    except OSError as e:\n"
+        "        failed.append(str(e))\n"
+        "    worst = max(worst, time.monotonic() - t)\n"
+        "    for line in open('/proc/net/arp').read().splitlines()[1:]:\n"
+        "        f = line.split()\n"
+        "        if f[0] == '%s':\n"
+        "            macs.add(f[3])\n"
+        "    time.sleep(0.3)\n"
+        "print(json.dumps({'worst': worst, 'failed': failed, 'macs': sorted(macs)}), flush=True)\n"
+        % realnode.NODE_IP)
+    client.create(real_pod("first", ["python3", "-c", script]), namespace)
+    wait_phase(client, namespace, "first", ("Running",), 90)
+    time.sleep(2)  # its lookups have begun: the bridge's address is in its ARP table
+    for i in range(4):
+        client.create(real_pod("later-%d" % i, ["sleep", "15"]), namespace)
+    for i in range(4):
+        wait_phase(client, namespace, "later-%d" % i, ("Running", "Succeeded"), 90)
+    assert _bridge("address") == realnode.BRIDGE_MAC
+    wait_phase(client, namespace, "first", ("Succeeded",), 90)
+    got = json.loads(client.logs("first", namespace).strip().splitlines()[-1])
+    assert not got["failed"], got
+    assert got["worst"] < 2.0, got
+    assert got["macs"] == [realnode.BRIDGE_MAC], got
+
+
 def test_pod_traffic_stays_on_the_machine(client, namespace):
     """No route out of the pod network: connecting to an outside address fails at once."""
     script = (

@@ -37,6 +37,11 @@ TOOLS = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 HERE = os.path.join(TOOLS, "tfk8s_local")
 
 BRIDGE = "tfk8s0"
+# The bridge's own address, set once: a bridge whose address was never set takes the lowest of its
+# ports' addresses, so it changed whenever a pod's veth came or went, and pods that had cached the
+# old one (the first to start) lost their DNS server and gateway until their ARP entry expired
+# (15-45 s). Locally administered, from NODE_IP 10.245.0.1.
+BRIDGE_MAC = "02:00:0a:f5:00:01"
 NODE_IP = "10.245.0.1"  # the simulator hands out 10.244.x.y: keep apart
 POD_CIDR = "10.245.0.0/24"
 NODE_NAME = NODE_IP  # the apiserver dials the node by name: name it by its IP
@@ -403,7 +408,8 @@ def setup_network(svc_cidr):
             raise RealNodeError("the pod range %s is already routed on this machine (%s); the real node "
                                 "needs it" % (POD_CIDR, line.strip()))
     if not link_exists(BRIDGE):
-        run(["ip", "link", "add", BRIDGE, "type", "bridge"])
+        run(["ip", "link", "add", BRIDGE, "address", BRIDGE_MAC, "type", "bridge"])
+    run(["ip", "link", "set", BRIDGE, "address", BRIDGE_MAC])
     run(["ip", "addr", "replace", NODE_IP + "/24", "dev", BRIDGE])
     run(["ip", "link", "set", BRIDGE, "up"])
     # Pod traffic stays on this machine.
