@@ -18,15 +18,19 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    TypedDict,
     TypeVar,
     Union,
 )
 
 from tfk8s import _core, _html
+from tfk8s._keywords import shared_keywords
 from tfk8s._pod_streams import ExecResult, PortForward
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 #: A Kubernetes object as a plain dict in the API's own shape (apiVersion, kind, metadata, ...).
 Object = Dict[str, Any]
@@ -39,6 +43,35 @@ _PATCH_TYPES = {
     "strategic-merge": _core.PatchType.STRATEGIC_MERGE,
     "json": _core.PatchType.JSON,
 }
+
+
+class Selection(TypedDict, total=False):
+    """Which objects a list, a watch or an informer reads, besides its kind and namespace:
+    ``all_namespaces=True`` reads every namespace (then pass no ``namespace``); the selectors
+    use kubectl's syntax, e.g. ``label_selector="app=web,tier!=db"``."""
+
+    all_namespaces: bool
+    label_selector: Optional[str]
+    field_selector: Optional[str]
+
+
+_SELECTION_DEFAULTS = {"all_namespaces": False}
+
+
+class LogKeywords(TypedDict, total=False):
+    """Which part of a pod's log to read: ``container`` (required when the pod has several),
+    the last ``tail_lines``, the last ``since_seconds``, at most ``limit_bytes``, each line
+    with its ``timestamps``, the ``previous`` (crashed) instance's."""
+
+    container: Optional[str]
+    tail_lines: Optional[int]
+    since_seconds: Optional[int]
+    limit_bytes: Optional[int]
+    timestamps: bool
+    previous: bool
+
+
+_LOG_DEFAULTS = {"timestamps": False, "previous": False}
 
 
 class WatchEvent(NamedTuple):
@@ -381,27 +414,26 @@ class Client:
             return self._core.get(rtype, _opt(namespace), name, subresource)
         return self._core.get_by_kind(api_version, kind, _opt(namespace), name)
 
-    def _list_namespace(self, namespace: Optional[str], all_namespaces: bool) -> str:
-        if all_namespaces:
+    def _list_namespace(self, namespace: Optional[str], selection: Selection) -> str:
+        if selection["all_namespaces"]:
             if namespace is not None:
                 raise TypeError("pass either namespace or all_namespaces=True, not both")
             return ""
         return self._core.default_namespace if namespace is None else namespace
 
+    @shared_keywords(Selection, _SELECTION_DEFAULTS)
     def list(
         self,
         api_version: str,
         kind: str,
         namespace: Optional[str] = None,
         *,
-        all_namespaces: bool = False,
-        label_selector: Optional[str] = None,
-        field_selector: Optional[str] = None,
         limit: Optional[int] = None,
         continue_token: Optional[str] = None,
         resource_version: Optional[str] = None,
         resource_version_match: Optional[str] = None,
         timeout_seconds: Optional[int] = None,
+        **selection: Unpack[Selection],
     ) -> Object:
         """One page of a list: the List object (``items``, ``metadata.continue``,
         ``metadata.resourceVersion``). Without ``limit`` the server sends everything at once.
@@ -411,29 +443,28 @@ class Client:
         """
         return self._core.list(
             self.resolve(api_version, kind),
-            self._list_namespace(namespace, all_namespaces),
-            _options(_core.ListOptions(), locals()),
+            self._list_namespace(namespace, selection),
+            _options(_core.ListOptions(), locals(), selection),
         )
 
+    @shared_keywords(Selection, _SELECTION_DEFAULTS)
     def list_all(
         self,
         api_version: str,
         kind: str,
         namespace: Optional[str] = None,
         *,
-        all_namespaces: bool = False,
-        label_selector: Optional[str] = None,
-        field_selector: Optional[str] = None,
         page_size: int = 500,
         resource_version: Optional[str] = None,
         resource_version_match: Optional[str] = None,
+        **selection: Unpack[Selection],
     ) -> Object:
         """Every page of a list (``page_size`` objects per request), as one List object whose
         ``metadata.resourceVersion`` is the first page's, the version to start a watch from."""
         return self._core.list_all(
             self.resolve(api_version, kind),
-            self._list_namespace(namespace, all_namespaces),
-            _options(_core.ListOptions(), locals()),
+            self._list_namespace(namespace, selection),
+            _options(_core.ListOptions(), locals(), selection),
             page_size,
         )
 
@@ -600,18 +631,17 @@ class Client:
         )
 
     # ---- streams ------------------------------------------------------------------------------
+    @shared_keywords(Selection, _SELECTION_DEFAULTS)
     def watch(
         self,
         api_version: str,
         kind: str,
         namespace: Optional[str] = None,
         *,
-        all_namespaces: bool = False,
-        label_selector: Optional[str] = None,
-        field_selector: Optional[str] = None,
         resource_version: Optional[str] = None,
         timeout_seconds: Optional[int] = None,
         allow_bookmarks: bool = False,
+        **selection: Unpack[Selection],
     ) -> Watch:
         """A raw watch: a :class:`Watch` iterator of :class:`WatchEvent`.
 
@@ -623,22 +653,21 @@ class Client:
         Ctrl-C or leaving the block closes the stream. For a watch that lists first and never
         gives up, see :meth:`informer`.
         """
-        options = _options(_core.WatchOptions(), locals())
-        ns = self._list_namespace(namespace, all_namespaces)
+        options = _options(_core.WatchOptions(), locals(), selection)
+        ns = self._list_namespace(namespace, selection)
         stream = self._core.watch(self.resolve(api_version, kind), ns, options)
         return Watch(stream, f"watch {kind} in {ns or 'all namespaces'}")
 
+    @shared_keywords(Selection, _SELECTION_DEFAULTS)
     def informer(
         self,
         api_version: str,
         kind: str,
         namespace: Optional[str] = None,
         *,
-        all_namespaces: bool = False,
-        label_selector: Optional[str] = None,
-        field_selector: Optional[str] = None,
         resource_version: Optional[str] = None,
         watch_timeout: Optional[float] = None,
+        **selection: Unpack[Selection],
     ) -> Informer:
         """An :class:`Informer`: ADDED events for what exists, then every change, forever
         (resuming, relisting and retrying as needed) until it is closed.
@@ -646,49 +675,37 @@ class Client:
         ``resource_version`` (e.g. a saved :attr:`Informer.resource_version`) resumes without
         listing first. ``watch_timeout`` (seconds) bounds each underlying watch request.
         """
-        options = _options(_core.ListOptions(), locals())
-        ns = self._list_namespace(namespace, all_namespaces)
+        options = _options(_core.ListOptions(), locals(), selection)
+        ns = self._list_namespace(namespace, selection)
         core = _core.Informer(self._core, self.resolve(api_version, kind), ns, options)
         if watch_timeout is not None:
             core.set_watch_timeout(watch_timeout)
         return Informer(core, f"informer {kind} in {ns or 'all namespaces'}")
 
+    @shared_keywords(LogKeywords, _LOG_DEFAULTS)
     def logs(
-        self,
-        pod: str,
-        namespace: Optional[str] = None,
-        *,
-        container: Optional[str] = None,
-        tail_lines: Optional[int] = None,
-        since_seconds: Optional[int] = None,
-        limit_bytes: Optional[int] = None,
-        timestamps: bool = False,
-        previous: bool = False,
+        self, pod: str, namespace: Optional[str] = None, **part: Unpack[LogKeywords]
     ) -> str:
         """A pod's log as one str (it does not follow; see :meth:`stream_logs`).
 
         ``container`` is required when the pod has several; ``previous=True`` reads the
         previous (crashed) instance.
         """
-        options = _options(_core.LogOptions(), locals())  # follow: False, LogOptions' default
+        options = _options(_core.LogOptions(), part)  # follow: False, LogOptions' default
         return self._core.read_logs(_opt(namespace), pod, options)
 
+    @shared_keywords(LogKeywords, _LOG_DEFAULTS)
     def stream_logs(
         self,
         pod: str,
         namespace: Optional[str] = None,
         *,
-        container: Optional[str] = None,
         follow: bool = True,
-        tail_lines: Optional[int] = None,
-        since_seconds: Optional[int] = None,
-        limit_bytes: Optional[int] = None,
-        timestamps: bool = False,
-        previous: bool = False,
+        **part: Unpack[LogKeywords],
     ) -> LogLines:
         """A pod's log as a :class:`LogLines` iterator of lines, as they are written
         (``follow=True``: until the container ends or the iterator is closed)."""
-        options = _options(_core.LogOptions(), locals())
+        options = _options(_core.LogOptions(), locals(), part)
         ns = _opt(namespace)
         stream = self._core.stream_logs(ns, pod, options)
         return LogLines(stream, f"logs of pod {ns or self.namespace}/{pod}")
@@ -757,14 +774,15 @@ def _authentication(config: _core.ClientConfig) -> str:
 _Options = TypeVar("_Options")
 
 
-def _options(options: _Options, keywords: Mapping[str, Any]) -> _Options:
+def _options(options: _Options, *keywords: Mapping[str, Any]) -> _Options:
     """``options`` (a fresh ``_core.*Options``) with each of its fields that ``keywords`` (a
-    method's ``locals()``: its keywords are named as the fields) gives a value other than None
-    set; None keeps the C++ default, as does "" (the default of every str field but
+    method's ``locals()``, its shared keywords: named as the fields) give a value other than
+    None set; None keeps the C++ default, as does "" (the default of every str field but
     ApplyOptions.field_manager, which Client.apply always passes)."""
-    for name, value in keywords.items():
-        if value is not None and not name.startswith("_") and hasattr(type(options), name):
-            setattr(options, name, value)
+    for source in keywords:
+        for name, value in source.items():
+            if value is not None and not name.startswith("_") and hasattr(type(options), name):
+                setattr(options, name, value)
     return options
 
 

@@ -9,16 +9,32 @@ and the new name is a ``TypeError``, and old values of a keyword (e.g. the tool
 
 The warnings are raised from the wrapper itself with ``stacklevel=2``, so they point at the
 caller's line.
+
+Keywords that several functions share are declared once, as a ``TypedDict``, and taken as
+``**keywords: Unpack[That]`` (PEP 692): :func:`shared_keywords` makes them behave, for callers,
+``help()`` and ``inspect.signature``, as if each were written out in every signature.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 import warnings
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    ForwardRef,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    TypeVar,
+)
 
-__all__ = ["renamed_keywords", "spec_key"]
+__all__ = ["renamed_keywords", "shared_keywords", "spec_key"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,6 +112,66 @@ def renamed_keywords(
                     )
             return fn(*args, **kwargs)
 
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def shared_keywords(
+    declared: type, defaults: Optional[Mapping[str, Any]] = None
+) -> Callable[[F], F]:
+    """Decorator for ``fn(..., **keywords: Unpack[declared])``, where ``declared`` is a
+    ``TypedDict`` (``total=False``) of keywords several functions share.
+
+    Callers see the keywords as if ``fn`` declared each of them keyword-only: ``help()`` and
+    ``inspect.signature`` list them (their annotations, and as default ``defaults[name]``, else
+    None), right after ``fn``'s own positional parameters; any other keyword is a ``TypeError``
+    naming it, as Python raises for a written-out signature. ``fn`` receives every one of them
+    in ``keywords`` (the default when not passed), so it can index them."""
+    names = list(declared.__annotations__)  # a TypedDict's keys, its bases' first
+    given_defaults = dict(defaults or {})
+    unknown = set(given_defaults) - set(names)
+    if unknown:
+        raise TypeError(f"shared_keywords: defaults for undeclared keywords {sorted(unknown)}")
+
+    def annotation(value: Any) -> Any:
+        # `from __future__ import annotations` leaves them as ForwardRefs: show their text.
+        return value.__forward_arg__ if isinstance(value, ForwardRef) else value
+
+    shared = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=given_defaults.get(name),
+            annotation=annotation(declared.__annotations__[name]),
+        )
+        for name in names
+    ]
+
+    def decorate(fn: F) -> F:
+        where = _display_name(fn)
+        own = list(inspect.signature(fn).parameters.values())
+        if not own or own[-1].kind is not inspect.Parameter.VAR_KEYWORD:
+            raise TypeError(f"shared_keywords: {where} takes no **keywords")
+        own = own[:-1]
+        clash = {p.name for p in own} & set(names)
+        if clash:
+            raise TypeError(f"shared_keywords: {where} declares {sorted(clash)} itself")
+        accepted = {p.name for p in own if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+        split = next((i for i, p in enumerate(own) if p.kind is inspect.Parameter.KEYWORD_ONLY),
+                     len(own))
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values = {name: kwargs.pop(name, given_defaults.get(name)) for name in names}
+            for name in kwargs:
+                if name not in accepted:
+                    raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
+            return fn(*args, **kwargs, **values)
+
+        wrapper.__signature__ = inspect.signature(fn).replace(  # type: ignore[attr-defined]
+            parameters=own[:split] + shared + own[split:]
+        )
         return wrapper  # type: ignore[return-value]
 
     return decorate

@@ -21,6 +21,7 @@ from typing import (
     Optional,
     Sequence,
     Type,
+    TypedDict,
     TypeVar,
 )
 
@@ -47,49 +48,49 @@ def showing_progress(enabled: bool, workload: "Workload") -> "ContextManager[_pr
                              _progress.expected_total(workload.to_dict()))
 
 
-def set_resources(
-    spec: Dict[str, Any], cpu: Optional[str], memory: Optional[str], gpus: Optional[int]
-) -> Dict[str, Any]:
-    """Sets the ``resources`` keywords (cpu, memory as strings, gpus as an int); returns the
-    spec's resources dict."""
+class WorkloadKeywords(TypedDict, total=False):
+    """The constructor keywords of every workload, for what every workload has: its name, its
+    namespace (default: the client's, else "default"), its owner, and the pod options
+    (tfk8s/pod.hpp; each sets the spec key it is named after)."""
+
+    name: Optional[str]
+    namespace: Optional[str]
+    owner: Optional[str]
+    image_pull_policy: Optional[str]
+    image_pull_secrets: Optional[Sequence[str]]
+    service_account: Optional[str]
+    security_context: Optional[Mapping[str, Any]]
+
+
+class ContainerKeywords(WorkloadKeywords, total=False):
+    """:class:`WorkloadKeywords` and those of a workload of one container (DevInstance,
+    ScheduledJob): its image, resources (cpu and memory as quantities, gpus) and the pod's
+    annotations and environment (a mapping, set as the spec's list of name/value)."""
+
+    image: Optional[str]
+    cpu: Optional[str]
+    memory: Optional[str]
+    gpus: Optional[int]
+    pod_annotations: Optional[Mapping[str, str]]
+    env: Optional[Mapping[str, str]]
+
+
+def set_container(spec: Dict[str, Any], keywords: ContainerKeywords) -> Dict[str, Any]:
+    """Sets the :class:`ContainerKeywords` beyond :class:`WorkloadKeywords` that are not None;
+    returns the spec's ``resources`` dict."""
+    if keywords["image"] is not None:
+        spec["image"] = keywords["image"]
     res: Dict[str, Any] = spec.setdefault("resources", {})
-    for key, value in (("cpu", cpu), ("memory", memory)):
-        if value is not None:
-            res[key] = str(value)
-    if gpus is not None:
-        res["gpus"] = int(gpus)
+    for key in ("cpu", "memory"):
+        if keywords[key] is not None:
+            res[key] = str(keywords[key])
+    if keywords["gpus"] is not None:
+        res["gpus"] = int(keywords["gpus"])
+    if keywords["pod_annotations"] is not None:
+        spec["podAnnotations"] = dict(keywords["pod_annotations"])
+    if keywords["env"] is not None:
+        spec["env"] = [{"name": k, "value": str(v)} for k, v in keywords["env"].items()]
     return res
-
-
-def set_pod_extras(
-    spec: Dict[str, Any],
-    pod_annotations: Optional[Mapping[str, str]],
-    env: Optional[Mapping[str, str]],
-) -> None:
-    """Sets ``podAnnotations`` and ``env`` (a mapping, as the spec's list of name/value)."""
-    if pod_annotations is not None:
-        spec["podAnnotations"] = dict(pod_annotations)
-    if env is not None:
-        spec["env"] = [{"name": k, "value": str(v)} for k, v in env.items()]
-
-
-def set_pod_options(
-    spec: Dict[str, Any],
-    image_pull_policy: Optional[str],
-    image_pull_secrets: Optional[Sequence[str]],
-    service_account: Optional[str],
-    security_context: Optional[Mapping[str, Any]],
-) -> None:
-    """Sets the pod options every workload shares (``imagePullPolicy``, ``imagePullSecrets``,
-    ``serviceAccount``, ``securityContext`` with the spec's camelCase keys)."""
-    if image_pull_policy is not None:
-        spec["imagePullPolicy"] = image_pull_policy
-    if image_pull_secrets is not None:
-        spec["imagePullSecrets"] = [str(s) for s in image_pull_secrets]
-    if service_account is not None:
-        spec["serviceAccount"] = service_account
-    if security_context is not None:
-        spec["securityContext"] = dict(security_context)
 
 
 class Workload:
@@ -110,12 +111,12 @@ class Workload:
         client: Any,
         core: Any,
         spec: Optional[Mapping[str, Any]],
-        name: Optional[str],
-        namespace: Optional[str],
+        keywords: WorkloadKeywords,
     ) -> Optional[Dict[str, Any]]:
         """Constructor start: keeps the client; with a ready C++ object (``core``) keeps it and
-        returns None, else returns a copy of ``spec`` with ``name`` and ``namespace`` set (the
-        namespace defaults to the client's, else "default")."""
+        returns None, else returns a copy of ``spec`` with the :class:`WorkloadKeywords` that
+        are not None set (the namespace defaults to the spec's, else the client's, else
+        "default")."""
         self._client = client
         if core is not None:
             self._core = core
@@ -125,12 +126,17 @@ class Workload:
             raise TypeError(f"{type(self).__name__}(): spec must be a mapping, not "
                             f"{type(spec).__name__}{hint}")
         s: Dict[str, Any] = copy.deepcopy(dict(spec)) if spec is not None else {}
-        if name is not None:
-            s["name"] = name
-        if namespace is not None:
-            s["namespace"] = namespace
-        elif not s.get("namespace"):
+        for keyword, key in (("name", "name"), ("namespace", "namespace"), ("owner", "owner"),
+                             ("image_pull_policy", "imagePullPolicy"),
+                             ("service_account", "serviceAccount")):
+            if keywords[keyword] is not None:  # type: ignore[literal-required]
+                s[key] = keywords[keyword]  # type: ignore[literal-required]
+        if keywords["namespace"] is None and not s.get("namespace"):
             s["namespace"] = client.namespace or "default"
+        if keywords["image_pull_secrets"] is not None:
+            s["imagePullSecrets"] = [str(secret) for secret in keywords["image_pull_secrets"]]
+        if keywords["security_context"] is not None:
+            s["securityContext"] = dict(keywords["security_context"])
         return s
 
     @classmethod

@@ -9,19 +9,16 @@ Security: the password of a start is returned once, in a :class:`DevCredentials`
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from tfk8s import _core, _html, _links
-from tfk8s._keywords import renamed_keywords
+from tfk8s._keywords import renamed_keywords, shared_keywords
 from tfk8s._logs import WorkloadLogs
 from tfk8s._records import Record, dicts, field, optional_rfc3339, strings, text
-from tfk8s._workload import (
-    Workload,
-    set_pod_extras,
-    set_pod_options,
-    set_resources,
-    showing_progress,
-)
+from tfk8s._workload import ContainerKeywords, Workload, set_container, showing_progress
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 Object = Dict[str, Any]
 
@@ -331,43 +328,28 @@ class DevInstance(Workload):
     _status_type = DevInstanceStatus
 
     @renamed_keywords({}, values={"tools": _RENAMED_TOOLS})
+    @shared_keywords(ContainerKeywords)
     def __init__(
         self,
         client: Any,
         spec: Optional[Mapping[str, Any]] = None,
         *,
-        owner: Optional[str] = None,
-        name: Optional[str] = None,
-        namespace: Optional[str] = None,
-        image: Optional[str] = None,
-        cpu: Optional[str] = None,
-        memory: Optional[str] = None,
-        gpus: Optional[int] = None,
         tools: Optional[Sequence[str]] = None,
         home: Optional[bool] = None,
         home_size: Optional[str] = None,
         expose: Optional[str] = None,
         external_host: Optional[str] = None,
-        pod_annotations: Optional[Mapping[str, str]] = None,
-        env: Optional[Mapping[str, str]] = None,
-        image_pull_policy: Optional[str] = None,
-        image_pull_secrets: Optional[Sequence[str]] = None,
-        service_account: Optional[str] = None,
-        security_context: Optional[Mapping[str, Any]] = None,
         launch_workloads: Optional[bool] = None,
         time_zone: Optional[str] = None,
         idle: Optional[Mapping[str, Any]] = None,
         credential_readers: Optional[Sequence[Union[str, Mapping[str, str]]]] = None,
         _core_instance: Any = None,
+        **keywords: Unpack[ContainerKeywords],
     ) -> None:
-        s = self._start_spec(client, _core_instance, spec, name, namespace)
+        s = self._start_spec(client, _core_instance, spec, keywords)
         if s is None:
             return
-        if owner is not None:
-            s["owner"] = owner
-        if image is not None:
-            s["image"] = image
-        res = set_resources(s, cpu, memory, gpus)
+        res = set_container(s, keywords)
         res.setdefault("cpu", "1")
         res.setdefault("memory", "2Gi")
         if tools is not None:
@@ -404,8 +386,6 @@ class DevInstance(Workload):
                 {"kind": "User", "name": r} if isinstance(r, str) else dict(r)
                 for r in credential_readers
             ]
-        set_pod_extras(s, pod_annotations, env)
-        set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         spec_json = _core.DevInstance.normalize_spec(s)  # validates at once
         self._core = _core.DevInstance(client.core, spec_json)
 

@@ -12,13 +12,16 @@ state is a :class:`ScheduledJobStatus`, alike.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from tfk8s import _core, _html
-from tfk8s._keywords import renamed_keywords
+from tfk8s._keywords import renamed_keywords, shared_keywords
 from tfk8s._logs import WorkloadLogs
 from tfk8s._records import MappingRecord, field, optional_float, optional_time, text
-from tfk8s._workload import Workload, set_pod_extras, set_pod_options, set_resources
+from tfk8s._workload import ContainerKeywords, Workload, set_container
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 Object = Dict[str, Any]
 
@@ -134,13 +137,14 @@ class ScheduledJob(Workload):
     """A task. ``spec`` is a dict in the C++ ``ScheduledJobSpec::ToJson()`` format; keywords
     override it, each the snake_case of the spec key it sets: ``name``, ``namespace``
     (default: the client's), ``owner`` (the user the task belongs to: label ``tfk8s.io/owner``
-    on its CronJob, Jobs and pods; :meth:`refs` with ``owner=`` finds a user's tasks), ``image``, ``exec_command`` (e.g. "python3"), ``entry_path`` (the
-    program, relative to the spec's ``homePath``), ``args``, ``schedule`` (cron; None = on
-    demand), ``time_zone``, ``home_claim``, ``working_dir``, ``cpu``, ``memory``, ``gpus`` (in
-    ``resources``), ``backoff_limit``, ``active_deadline_seconds``, ``pod_annotations``,
-    ``env`` (a mapping), ``concurrency_policy``, ``suspend``, ``pod_security`` (the runs' Pod
-    Security level: ``"restricted"`` by default, ``"baseline"`` or ``"privileged"`` for an image
-    that must run as root).
+    on its CronJob, Jobs and pods; :meth:`refs` with ``owner=`` finds a user's tasks),
+    ``image``, ``exec_command`` (e.g. "python3"), ``entry_path`` (the program, relative to the
+    spec's ``homePath``), ``args``, ``schedule`` (cron; None = on demand), ``time_zone``,
+    ``home_claim``, ``working_dir``, ``cpu``, ``memory``, ``gpus`` (in ``resources``),
+    ``backoff_limit``, ``active_deadline_seconds``, ``pod_annotations``, ``env`` (a mapping),
+    ``concurrency_policy``, ``suspend``, ``pod_security`` (the runs' Pod Security level:
+    ``"restricted"`` by default, ``"baseline"`` or ``"privileged"`` for an image that must run
+    as root).
 
     Deprecated (for one release, with a DeprecationWarning): ``entry`` (now ``entry_path``)
     and ``timeout`` (now ``active_deadline_seconds``).
@@ -156,15 +160,12 @@ class ScheduledJob(Workload):
     _status_type = ScheduledJobStatus
 
     @renamed_keywords(_RENAMED_KEYWORDS)
+    @shared_keywords(ContainerKeywords)
     def __init__(
         self,
         client: Any,
         spec: Optional[Mapping[str, Any]] = None,
         *,
-        name: Optional[str] = None,
-        namespace: Optional[str] = None,
-        owner: Optional[str] = None,
-        image: Optional[str] = None,
         exec_command: Optional[str] = None,
         entry_path: Optional[str] = None,
         args: Optional[Sequence[str]] = None,
@@ -172,27 +173,19 @@ class ScheduledJob(Workload):
         time_zone: Optional[str] = None,
         home_claim: Optional[str] = None,
         working_dir: Optional[str] = None,
-        cpu: Optional[str] = None,
-        memory: Optional[str] = None,
-        gpus: Optional[int] = None,
         backoff_limit: Optional[int] = None,
         active_deadline_seconds: Optional[int] = None,
-        pod_annotations: Optional[Mapping[str, str]] = None,
-        env: Optional[Mapping[str, str]] = None,
         concurrency_policy: Optional[str] = None,
         suspend: Optional[bool] = None,
-        image_pull_policy: Optional[str] = None,
-        image_pull_secrets: Optional[Sequence[str]] = None,
-        service_account: Optional[str] = None,
-        security_context: Optional[Mapping[str, Any]] = None,
         pod_security: Optional[str] = None,
         _core_job: Any = None,
+        **keywords: Unpack[ContainerKeywords],
     ) -> None:
-        s = self._start_spec(client, _core_job, spec, name, namespace)
+        s = self._start_spec(client, _core_job, spec, keywords)
         if s is None:
             return
         for key, value in (
-            ("owner", owner), ("image", image), ("execCommand", exec_command),
+            ("execCommand", exec_command),
             ("entryPath", entry_path), ("schedule", schedule), ("timeZone", time_zone),
             ("homeClaim", home_claim), ("workingDir", working_dir),
             ("backoffLimit", backoff_limit), ("activeDeadlineSeconds", active_deadline_seconds),
@@ -202,9 +195,7 @@ class ScheduledJob(Workload):
                 s[key] = value
         if args is not None:
             s["args"] = [str(a) for a in args]
-        set_resources(s, cpu, memory, gpus)
-        set_pod_extras(s, pod_annotations, env)
-        set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
+        set_container(s, keywords)
         if pod_security is not None:
             s["podSecurity"] = pod_security
         self._core = _core.ScheduledJob(client.core, _core.ScheduledJob.normalize_spec(s))

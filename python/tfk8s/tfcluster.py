@@ -7,14 +7,17 @@ thread waits without the GIL, so Ctrl-C stops them promptly.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from tfk8s import _core, _html, _links, _units
-from tfk8s._keywords import renamed_keywords
+from tfk8s._keywords import renamed_keywords, shared_keywords
 from tfk8s._logs import WorkloadLogs
 from tfk8s._records import FitResult, Record, dicts, field, text
-from tfk8s._workload import Workload, set_pod_options, showing_progress
+from tfk8s._workload import Workload, WorkloadKeywords, showing_progress
 from tfk8s.devinstance import DevAccess, DevCredentials
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 Object = Dict[str, Any]
 
@@ -139,14 +142,12 @@ class TFCluster(Workload):
     _status_type = TFClusterStatus
 
     @renamed_keywords(_RENAMED_KEYWORDS)
+    @shared_keywords(WorkloadKeywords)
     def __init__(
         self,
         client: Any,
         spec: Optional[Mapping[str, Any]] = None,
         *,
-        name: Optional[str] = None,
-        namespace: Optional[str] = None,
-        owner: Optional[str] = None,
         ps: Optional[int] = None,
         worker: Optional[int] = None,
         chief: Optional[int] = None,
@@ -161,21 +162,16 @@ class TFCluster(Workload):
         storage: Optional[str] = None,
         launcher: Optional[bool] = None,
         barrier_timeout_seconds: Optional[int] = None,
-        image_pull_policy: Optional[str] = None,
-        image_pull_secrets: Optional[Sequence[str]] = None,
-        service_account: Optional[str] = None,
-        security_context: Optional[Mapping[str, Any]] = None,
         pod_security: Optional[str] = None,
         cleanup: Optional[str] = None,
         _core_cluster: Any = None,
+        **keywords: Unpack[WorkloadKeywords],
     ) -> None:
-        s = self._start_spec(client, _core_cluster, spec, name, namespace)
+        s = self._start_spec(client, _core_cluster, spec, keywords)
         if s is None:
             return
         if spec is None:
             s.setdefault("worker", {"replicas": 1})
-        if owner is not None:
-            s["owner"] = owner
         for role, count in (("ps", ps), ("worker", worker), ("chief", chief),
                             ("evaluator", evaluator)):
             if count is not None:
@@ -204,7 +200,6 @@ class TFCluster(Workload):
         elif "strategy" not in s:
             has_ps = int((s.get("ps") or {}).get("replicas", 0) or 0) > 0
             s["strategy"] = "parameter-server" if has_ps else "multi-worker-mirrored"
-        set_pod_options(s, image_pull_policy, image_pull_secrets, service_account, security_context)
         if pod_security is not None:
             s["podSecurity"] = pod_security
         if cleanup is not None:

@@ -12,11 +12,27 @@ from __future__ import annotations
 import inspect
 import re
 import warnings
-from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple, Type
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    TypedDict,
+)
 
 import pytest
 
 import tfk8s
+from tfk8s._keywords import shared_keywords
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 Path = Tuple[str, ...]
 # keyword -> (value passed, where it lands in to_dict(), the value found there); an optional
@@ -317,9 +333,76 @@ def test_signatures_show_only_the_new_keywords() -> None:
     assert not {"entry", "timeout"} & set(public_keywords(tfk8s.ScheduledJob))
 
 
-def test_unknown_keyword_is_still_a_type_error(client: tfk8s.Client) -> None:
-    with pytest.raises(TypeError):
-        tfk8s.TFCluster(client, name="x", wokers=2)
+@pytest.mark.parametrize("cls", [tfk8s.TFCluster, tfk8s.DevInstance, tfk8s.ScheduledJob])
+def test_unknown_keyword_is_still_a_type_error(client: tfk8s.Client, cls: Type[Any]) -> None:
+    # Constructors take their shared keywords as **keywords: any other keyword is refused,
+    # named, as Python refuses it for a written-out signature.
+    with pytest.raises(TypeError) as info:
+        cls(client, name="x", wokers=2)
+    assert str(info.value) == f"tfk8s.{cls.__name__}() got an unexpected keyword argument 'wokers'"
+
+
+# ---- keywords declared once (tfk8s._keywords.shared_keywords) -----------------------------
+class Shared(TypedDict, total=False):
+    colour: Optional[str]
+    count: int
+
+
+@shared_keywords(Shared, {"count": 3})
+def takes_shared(first: str, second: int = 0, *, own: bool = False,
+                 **shared: Unpack[Shared]) -> Tuple[Any, ...]:
+    return first, second, own, dict(shared)
+
+
+def test_shared_keywords_are_in_the_signature_after_the_positional_ones() -> None:
+    params = inspect.signature(takes_shared).parameters
+    assert list(params) == ["first", "second", "colour", "count", "own"]
+    assert params["colour"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["colour"].default is None and params["count"].default == 3
+    assert params["colour"].annotation == "Optional[str]"
+
+
+def test_shared_keywords_arrive_each_with_its_value_or_default() -> None:
+    assert takes_shared("a") == ("a", 0, False, {"colour": None, "count": 3})
+    assert takes_shared("a", 2, own=True, colour="red", count=5) == (
+        "a", 2, True, {"colour": "red", "count": 5})
+    with pytest.raises(TypeError, match=r"^tfk8s.takes_shared\(\) got an unexpected keyword "
+                                        r"argument 'color'$"):
+        takes_shared("a", color="red")
+    with pytest.raises(TypeError):  # still Python's own check of the positional ones
+        takes_shared()  # type: ignore[call-arg]
+
+
+def test_shared_keywords_refuses_a_function_it_cannot_extend() -> None:
+    with pytest.raises(TypeError, match="takes no \\*\\*keywords"):
+        shared_keywords(Shared)(lambda first: first)
+    with pytest.raises(TypeError, match=r"declares \['colour'\] itself"):
+        shared_keywords(Shared)(lambda *, colour=None, **shared: shared)
+    with pytest.raises(TypeError, match=r"defaults for undeclared keywords \['size'\]"):
+        shared_keywords(Shared, {"size": 1})
+
+
+@pytest.mark.parametrize("method, keywords", [
+    ("list", {"all_namespaces": False, "label_selector": None, "field_selector": None,
+              "limit": None}),
+    ("list_all", {"all_namespaces": False, "label_selector": None, "page_size": 500}),
+    ("watch", {"all_namespaces": False, "field_selector": None, "allow_bookmarks": False}),
+    ("informer", {"all_namespaces": False, "label_selector": None, "watch_timeout": None}),
+    ("logs", {"container": None, "tail_lines": None, "timestamps": False, "previous": False}),
+    ("stream_logs", {"container": None, "follow": True, "limit_bytes": None,
+                     "previous": False}),
+])
+def test_client_methods_show_their_shared_keywords(method: str, keywords: Dict[str, Any]) -> None:
+    params = inspect.signature(getattr(tfk8s.Client, method)).parameters
+    for name, default in keywords.items():
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (method, name)
+        assert params[name].default == default, (method, name)
+
+
+def test_client_refuses_an_unknown_keyword_before_any_request(client: tfk8s.Client) -> None:
+    # The client's server (127.0.0.1:1) is never contacted: the keyword is refused first.
+    with pytest.raises(TypeError, match="unexpected keyword argument 'label_selectors'"):
+        client.list("v1", "Pod", label_selectors="app=web")
 
 
 def test_private_keywords_pass_through(client: tfk8s.Client) -> None:
