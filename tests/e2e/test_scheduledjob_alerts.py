@@ -245,7 +245,17 @@ def test_scheduledjob_deadline_sends_a_timeout_alert(client, namespace, real_nod
         wait_for(f"{run.name} running on the real node",
                  lambda: any((p.get("status") or {}).get("phase") == "Running"
                              for p in _run_pods(client, ns, run.name)), 60)
-        done = job.wait_for_run(run, timeout=T_RUN)
+        # The v1.20 job controller can lose its one delayed sync for the deadline (see
+        # docs/scheduledjob.md, and the same case in tests/integration/test_scheduledjob.cpp):
+        # 30 s past it, the test touches the Job so that the controller syncs it, and says so.
+        try:
+            done = job.wait_for_run(run, timeout=max(1.0, 45 - (time.monotonic() - t0)))
+        except tfk8s.Timeout:
+            print(f"\ne2e: the job controller missed the deadline of {run.name}; touching the Job")
+            client.patch("batch/v1", "Job", run.name,
+                         {"metadata": {"annotations": {"tfk8s.test/sync": "deadline"}}},
+                         namespace=ns)
+            done = job.wait_for_run(run, timeout=T_RUN)
         elapsed = time.monotonic() - t0
         assert done.result == "TimedOut", done
         assert done.reason == "DeadlineExceeded", done
