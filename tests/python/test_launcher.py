@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -273,15 +274,17 @@ def test_timeout_message_fits_a_termination_message(runner: Runner) -> None:
     ports = free_ports(1)
     workers = [f"c-worker-{i}.c-worker.invalid:2222" for i in range(300)]
     cluster = {"chief": [f"127.0.0.1:{ports[0]}"], "worker": workers}
-    # 3 s: the first peers' lookups have answered even when the resolver dropped a query of the
-    # burst and the resolver retried (musl: after 2.5 s).
     code, _, err = runner.run(["--", "true"], TF_CONFIG=tf_config(cluster, "chief", 0),
                               TFK8S_BARRIER_TIMEOUT="3")
     assert code == 3, err
     log = runner.termination_log
     assert log is not None and log.startswith("tfk8s: start-up barrier timed out after 3 s")
     assert len(log.encode()) < 4096
-    assert "worker-0 (c-worker-0.c-worker.invalid:2222: does not resolve)" in log
+    # Whether worker-0's lookup has answered within the 3 s depends on how fast the machine's
+    # resolver answers a burst of 600 queries (it had not, once, under load); the answer itself
+    # is test_unresolvable_peer_is_reported's.
+    assert re.search(r"unreachable peers: worker-0 \(c-worker-0\.c-worker\.invalid:2222: "
+                     r"(does not resolve|no answer yet)\), worker-1 \(", log), log[:300]
     assert log.endswith("more")
 
 
