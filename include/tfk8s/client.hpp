@@ -218,6 +218,11 @@ class Client {
   /// page's, as a list-then-watch needs. `page_size` 0 means one request.
   Json ListAll(const ResourceType& type, std::string_view ns, ListOptions options = {},
                std::int64_t page_size = 500);
+  /// ListAll() that hands each item to `each_item` as soon as its page is decoded, before the
+  /// next page is read: a caller that keeps a few fields of each object (an informer's
+  /// transform) never holds the whole decoded list. Items carry no apiVersion or kind.
+  Json ListAll(const ResourceType& type, std::string_view ns, ListOptions options,
+               std::int64_t page_size, const std::function<void(Json& item)>& each_item);
   /// List() without decoding: the page exactly as the server sent it (JSON text), for callers
   /// with their own decoder (the Python binding builds Python objects straight from it).
   /// Errors are raised as by List().

@@ -463,6 +463,11 @@ void Client::ListPages(const ResourceType& type, std::string_view ns, ListOption
 
 Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions options,
                      std::int64_t page_size) {
+  return ListAll(type, ns, std::move(options), page_size, nullptr);
+}
+
+Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions options,
+                     std::int64_t page_size, const std::function<void(Json& item)>& each_item) {
   Json result;
   const std::string context = Describe("list", type, ns);
   ListPages(type, ns, std::move(options), page_size, [&](std::string text) {
@@ -479,6 +484,9 @@ Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions 
         throw DecodeError(fmt::format("{}: the server's field \"items\" is {}, not an array",
                                       context, items->type_name()),
                           "items");
+      }
+      if (each_item && items != page.end() && items->is_array()) {
+        for (auto& item : *items) each_item(item);
       }
       if (result.is_null()) {
         result = std::move(page);

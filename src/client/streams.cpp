@@ -373,7 +373,15 @@ struct Informer::Impl {
     ListOptions o = selectors;
     o.resource_version.clear();  // a (re)list reads the latest state
     o.resource_version_match.clear();
-    Json list = client.ListAll(type, ns, o);
+    // Each item is completed and transformed as its page is decoded, so a transform that
+    // trims objects keeps the decoded list small.
+    Json list = client.ListAll(type, ns, o, 500, [this](Json& item) {
+      if (!item.is_object()) WrongType("items[]", item, "an object");
+      // List items carry no apiVersion/kind; restore them so events look like watch events.
+      item["apiVersion"] = type.ApiVersion();
+      item["kind"] = type.kind;
+      if (transform) transform(item);
+    });
     std::map<std::string, Json> fresh;
     if (!list.is_object()) WrongType("list", list, "an object");
     const std::string list_version = VersionOf(list);
@@ -381,11 +389,6 @@ struct Informer::Impl {
     if (items.is_null()) items = Json::array();
     if (!items.is_array()) WrongType("items", items, "an array");
     for (auto& item : items) {
-      if (!item.is_object()) WrongType("items[]", item, "an object");
-      // List items carry no apiVersion/kind; restore them so events look like watch events.
-      item["apiVersion"] = type.ApiVersion();
-      item["kind"] = type.kind;
-      if (transform) transform(item);
       std::string key = KeyOf(item);
       fresh.emplace(std::move(key), std::move(item));
     }

@@ -106,6 +106,35 @@ TEST_SUITE("client_layer") {
     CHECK_FALSE(all["metadata"].contains("continue"));
   }
 
+  TEST_CASE("ListAll with each_item: every item of a page, before the next page is asked for") {
+    std::atomic<int> calls{0};
+    std::vector<std::string> log;  // requests and items, in the order they happen
+    auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
+      int n = calls++;
+      log.push_back("GET page " + std::to_string(n + 1));
+      if (n == 0) {
+        CHECK(r.url.find("continue=") == std::string::npos);
+        return Respond(200, R"({"metadata":{"resourceVersion":"100","continue":"tok1"},)"
+                            R"("items":[{"metadata":{"name":"a"},"big":"x"},)"
+                            R"({"metadata":{"name":"b"},"big":"y"}]})");
+      }
+      return Respond(200, R"({"metadata":{"resourceVersion":"101"},)"
+                          R"("items":[{"metadata":{"name":"c"},"big":"z"}]})");
+    });
+    Client client(TestConfig(), fake);
+    Json all = client.ListAll(kPods, "ns", {}, 2, [&](Json& item) {
+      log.push_back("item " + item["metadata"]["name"].get<std::string>());
+      item.erase("big");  // what the caller keeps is what the list holds
+    });
+    CHECK(log == std::vector<std::string>{"GET page 1", "item a", "item b", "GET page 2",
+                                          "item c"});
+    REQUIRE(all["items"].size() == 3);
+    for (const auto& item : all["items"]) CHECK_FALSE(item.contains("big"));
+    CHECK(all["items"][2]["metadata"]["name"] == "c");
+    CHECK(all["metadata"]["resourceVersion"] == "100");
+    CHECK_FALSE(all["metadata"].contains("continue"));
+  }
+
   TEST_CASE("ListText and ListPages hand over the server's text, only page 1 has the version") {
     std::atomic<int> calls{0};
     const std::string page1 =
