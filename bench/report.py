@@ -300,8 +300,9 @@ def fleet_markdown(results):
     paired = [(r["ms"] / r["floor_ms"], r.get("loadavg_1m")) for r in runs
               if r.get("floor_ms") and r.get("ms")]
     if paired:
-        lines += ["Run by run, the Fleet against the floor measured right after it (1-minute load "
-                  "average of the 2 shared cores when the run started): " +
+        lines += ["Run by run, the Fleet against the floor of the same round (each round runs "
+                  "every contender once, in an order rotated round by round; 1-minute load "
+                  "average of the 2 shared cores when the Fleet's run started): " +
                   ", ".join(f"{_r(x)}" + ("" if la is None else f" (load {la:.1f})")
                             for x, la in paired) + ".", ""]
     lines += ["### Memory", "",
@@ -382,14 +383,24 @@ FLEET_LIMITS = [
     "- **First sync.** Before this bench the Fleet took 2.0–2.3× the floor; three costs were "
     "removed in `src/workloads/fleet.cpp` (a snapshot copy of each first list applied again "
     "event by event, entries computed before every kind had listed, a 500 ms first wait on an "
-    "empty kind): 0.8–1.1× in quiet runs, median 1.6× on 2026-12-02 (load not recorded). Since "
-    "then each object is cut as it is decoded (`Informer::set_transform`) and the informers "
-    "keep names and versions only, so the Fleet copies far less; but the recorded run above "
-    "ran with a 1-minute load average of 10–12 on the 2 cores (other engineers' builds), "
-    "where the Fleet's own CPU work (decoding, trimming, 2,200 entries: "
-    "each TFCluster's stored spec rendered, each DevInstance's parsed) weighs most against a "
-    "floor that only parses: 1.9–3.1× run by run. Whether 1.3× holds on a quiet machine is not "
-    "measured yet.",
+    "empty kind), then each object was cut as it is decoded (`Informer::set_transform`) and "
+    "the informers kept names and versions only: 1.9–3.1× run by run at a load of 10–12 "
+    "(2026-12-03 07:12), 1.8–2.2× at 3.0–3.6 (18:35). A profile (`perf record`, 2026-12-04, "
+    "load about 2) then split the sync's CPU against the floor's: the JSON parse the same, "
+    "but twice the kernel's page-fault time and four times the heap growth (`sysmalloc`): an "
+    "informer's list gathered every page, fully decoded, before its transform cut the items, "
+    "so the Fleet held the pods' whole decoded list at once. `Client::ListAll` now hands each "
+    "item to the transform as its page is decoded: the resident set grows 1.7× the raw JSON "
+    "instead of 4.0×, and in alternating pairs outside the harness the sync went from a median "
+    "1.27× the floor (7 pairs) to 1.14× (10 pairs). The runs above were also biased: the C++ "
+    "Fleet always ran first in a round, right after the official client's 17 s of listing "
+    "(in those runs the Python Fleet, the same C++ Fleet underneath and run second, was 1.65× "
+    "where the C++ one was 1.93×); the contenders now rotate. What remains of the Fleet's own "
+    "work, each about 0.2 s of CPU in the profile: trimming (mostly destroying the parts cut, "
+    "on the informers' threads beside the parse), and the 2,200 entries, computed on one "
+    "thread after the last list (each TFCluster's stored spec rendered, each DevInstance's "
+    "parsed, the pods copied for the status). The rounds still spread (the floor alone by "
+    "±20 %), so 1.3× is met with little room.",
     "- **Memory.** One nlohmann::json tree of the listed objects alone is 3–4× the raw JSON "
     "(the `parsed once` row), so the Fleet keeps one copy of each object, cut to the fields its "
     "entries read (`internal::TrimForFleet`: the metadata used, scalar spec fields, pod "
@@ -405,7 +416,7 @@ FLEET_LIMITS = [
     "- **Callbacks.** Before this change the first change after the sync took 105–250 ms in "
     "every run (the other changes 0–6 ms). An informer now opens its watch right after its "
     "list, before handing the list over, so `WaitForSync` returns with every watch open; with "
-    "that and the trimmed objects the first change took 5–21 ms in each of the 3 runs above. "
+    "that and the trimmed objects the first change took 5–21 ms in each of 3 runs (2026-12-03). "
     "Which of the two removed the delay is not isolated (a 3 s pause before the first change "
     "had not helped before). Of 60 changes, one (mid-run, load 11.8) took 255 ms: the server "
     "is slow at that load (while the fixture's pods were being created, the official Python "

@@ -310,24 +310,40 @@ class Bench:
                                        "floor: raw list + parse (C++)",
                                        "official client: list")}
             runs = []
-            for _ in range(self.args.repeat):
+            # Each round runs every contender once, in an order rotated round by round: a
+            # contender that always came first (right after the official client's 17 s of
+            # listing, say) would carry that position's cost in every sample.
+            def cpp_fleet():
                 # Other work on the shared cores weighs on every contender: recorded per run.
                 load = os.getloadavg()[0]
                 r = self.run_json([self.cpp, "fleet", self.kubeconfig, str(changes)])
                 r["loadavg_1m"] = load
                 samples["tfk8s Fleet (C++)"].append(r["ms"])
-                if py:
-                    samples["tfk8s Fleet (Python)"].append(self.run_json(
-                        [PY, os.path.join(HERE, "peer_tfk8s.py"), "fleet-sync",
-                         self.kubeconfig])["ms"])
-                floor = self.run_json([self.cpp, "fleet-floor", self.kubeconfig])
-                samples["floor: raw list + parse (C++)"].append(floor["ms"])
-                r["floor_ms"] = floor["ms"]
-                runs.append(r)
-                out["_raw_items"] = floor["items"]
+                return r
+
+            def py_fleet():
+                samples["tfk8s Fleet (Python)"].append(self.run_json(
+                    [PY, os.path.join(HERE, "peer_tfk8s.py"), "fleet-sync",
+                     self.kubeconfig])["ms"])
+
+            def floor():
+                f = self.run_json([self.cpp, "fleet-floor", self.kubeconfig])
+                samples["floor: raw list + parse (C++)"].append(f["ms"])
+                out["_raw_items"] = f["items"]
+                return f
+
+            def official():
                 samples["official client: list"].append(self.run_json(
                     [PY, os.path.join(HERE, "peer_official.py"), "fleet-list",
                      self.kubeconfig])["ms"])
+
+            contenders = [cpp_fleet, floor] + ([py_fleet] if py else []) + [official]
+            for round_ in range(self.args.repeat):
+                k = round_ % len(contenders)
+                got = {fn: fn() for fn in contenders[k:] + contenders[:k]}
+                r = got[cpp_fleet]
+                r["floor_ms"] = got[floor]["ms"]
+                runs.append(r)
             out["sync"] = self.medians(samples)
             out["runs"] = runs
         finally:
