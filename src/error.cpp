@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "util/json_parse.hpp"
+
 namespace tfk8s {
 
 std::string_view ToString(ErrorKind kind) {
@@ -204,6 +206,18 @@ std::vector<std::string> ParseQuotaExceededResources(std::string_view message) {
   return names;
 }
 
+std::pair<ErrorKind, std::string> DescribeError(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return {e.kind(), e.what()};
+  } catch (const std::exception& e) {
+    return {ErrorKind::kUnknown, e.what()};
+  } catch (...) {
+    return {ErrorKind::kUnknown, "unknown error"};
+  }
+}
+
 std::exception_ptr MakeApiError(int http_code, std::string_view body, std::string_view context,
                                 std::optional<int> retry_after_seconds) {
   std::string reason;
@@ -211,7 +225,8 @@ std::exception_ptr MakeApiError(int http_code, std::string_view body, std::strin
   std::vector<StatusCause> causes;
   bool is_status = false;
   try {
-    auto j = nlohmann::json::parse(body);
+    // Too deep is handled like text that is not JSON: the raw body (truncated) is the message.
+    auto j = internal::ParseJson(body, context);
     if (j.is_object() && j.value("kind", "") == "Status") {
       is_status = true;
       reason = j.value("reason", "");
@@ -236,7 +251,10 @@ std::exception_ptr MakeApiError(int http_code, std::string_view body, std::strin
       }
     }
   } catch (const nlohmann::json::exception&) {
-    // Not JSON: proxies, load balancers and some server paths answer with plain text or HTML.
+    // A field of an unexpected type (value() on a number and the like).
+  } catch (const DecodeError&) {
+    // Nested too deeply (ParseJson); not JSON at all gives a discarded value above instead.
+    // Proxies, load balancers and some server paths answer with plain text or HTML.
   }
   if (!is_status) {
     constexpr std::size_t kMaxBody = 512;

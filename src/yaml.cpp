@@ -1,5 +1,6 @@
 #include "tfk8s/yaml.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "tfk8s/error.hpp"
+#include "util/json_parse.hpp"
 
 namespace tfk8s {
 namespace {
@@ -109,7 +111,10 @@ void Emit(YAML::Emitter& out, const nlohmann::json& j) {
 // ("billion laughs") and an alias may refer to the node that contains it; both are refused, as
 // Kubernetes' YAML decoder refuses excessive aliasing, instead of exhausting time, memory or the
 // stack (found by tests/fuzz/fuzz_yaml).
-constexpr int kMaxDepth = 1000;
+// Nesting: yaml-cpp 0.7's recursive parser stops first, at 500 levels of its own recursion
+// (about 498 containers: YAML::DeepRecursion, reported below); the builder's own bound is the
+// one every JSON decoder has, for a yaml-cpp whose guard is looser.
+constexpr int kMaxDepth = internal::kMaxJsonDepth;
 // Output bytes allowed per input byte (plus a floor): without aliases the output is never
 // larger than the input, so only alias expansion can reach it.
 constexpr std::size_t kExpansionFactor = 16;
@@ -361,6 +366,12 @@ std::vector<nlohmann::json> FromYamlDocuments(std::string_view text) {
       if (doc.is_null()) continue;
       out.push_back(std::move(doc));
     }
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message is "bad file".
+    throw ValidationError("yaml", "",
+                          fmt::format("nested deeper than the YAML parser reads ({} levels, at "
+                                      "line {})",
+                                      e.depth(), e.mark.line + 1));
   } catch (const YAML::Exception& e) {
     throw ValidationError("yaml", "", std::string("not valid YAML: ") + e.what());
   }

@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ALL_HARNESSES=(yaml kubeconfig quantity cron watch tfcluster devinstance scheduledjob quota
-  selector)
+  selector exec_credential dev_activity exec_channel base64 credentials_secret launcher)
 seconds=20
 build=1
 seed=""

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -376,13 +377,40 @@ class LogStream {
   std::unique_ptr<Impl> impl_;
 };
 
+/// One failed list or watch of an Informer, as Informer::last_error() and the error handler
+/// (Informer::set_error_handler) report it.
+struct InformerFailure {
+  /// The typed error (rethrow it to inspect: TlsError, DecodeError, ServerError, Forbidden …).
+  std::exception_ptr error;
+  ErrorKind kind = ErrorKind::kUnknown;  ///< The error's kind (kUnknown: not a tfk8s::Error).
+  std::string message;                   ///< The error's what().
+  /// Whether retrying may fix it: connection refused, reset or timed out, DNS, 429, 5xx, 504.
+  /// The informer retries those for ever, with backoff; failures that are not transient (a
+  /// certificate, an oversized list, an undecodable answer) end Next() once
+  /// Informer::failure_limit() of them come in a row.
+  bool transient = true;
+  /// Failures since the last success (a list read, or a watch event received), this one
+  /// included.
+  int consecutive = 0;
+  /// Whether Next() threw this error: the informer has given up.
+  bool fatal = false;
+  std::chrono::system_clock::time_point time;  ///< When it happened.
+  /// {"kind" (ErrorKind's name, "Unknown" for other exceptions), "message", "transient",
+  /// "consecutive", "fatal", "time" (seconds since the epoch, with milliseconds)}.
+  [[nodiscard]] Json ToJson() const;
+};
+
 /// List-then-watch with resume: lists (paginated), then watches from the list's
 /// resourceVersion with bookmarks; after a clean close it resumes from the last seen version
 /// without redelivering events; on 410 Gone it relists and emits only the differences against
 /// what it already delivered (ADDED / MODIFIED / DELETED); on failures it backs off
-/// exponentially with jitter. Cancel() from any thread.
+/// exponentially with jitter, like client-go's reflector, and gives up on failures that retrying
+/// cannot fix (see Next()). Cancel() from any thread.
 class Informer {
  public:
+  /// Default of set_failure_limit(): at the default backoff, five failures in a row take 6-18 s.
+  static constexpr int kDefaultFailureLimit = 5;
+
   /// Watches `type` in `ns` ("" = all namespaces for namespaced types) with the selectors of
   /// `selectors`. When selectors.resource_version is set, no initial list is made: the watch
   /// resumes from that version (e.g. one saved before a restart), and if the server has
@@ -395,10 +423,19 @@ class Informer {
   /// The next event; nullopt on timeout or after Cancel(). The first call lists: it returns
   /// once the list is taken and the watch that follows it is open (the server has accepted
   /// the watch), so a change made after the caller has read the list's events is already on
-  /// its way. BOOKMARK events are consumed
-  /// internally. Transport, decode, 429, 5xx and 504 failures (a silent watch, a relist after
-  /// 410 that fails …) count as failures and back off; throws a typed error for failures that
-  /// retrying cannot fix (Forbidden …).
+  /// its way. BOOKMARK events are consumed internally.
+  ///
+  /// Failures of a list or a watch (a silent or short watch, a relist after 410 that fails …)
+  /// are recorded (last_error(), the error handler) and then:
+  /// - transient ones (connection refused, reset or timed out, DNS, 429, 5xx, 504) back off and
+  ///   retry for ever;
+  /// - TlsError, ResponseTooLarge and DecodeError (an undecodable list or event, a transform
+  ///   that throws nlohmann's exceptions) back off and retry too, but once failure_limit() of
+  ///   them come in a row (no success and no transient failure between them), Next() throws the
+  ///   last one, its what() ending " (after N attempts)";
+  /// - any other error (Forbidden, Unauthorized, NotFound, ConfigError …) is thrown at once.
+  /// The informer stays usable after a throw: a later Next() tries again (the count of failures
+  /// in a row starts over), keeping what it has delivered.
   std::optional<WatchEvent> Next(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   /// Runs until `on_event` returns false or Cancel() is called.
   void Run(const std::function<bool(const WatchEvent&)>& on_event);
@@ -410,6 +447,14 @@ class Informer {
   [[nodiscard]] std::string resource_version() const;
   /// How many times the informer had to relist (first list excluded).
   [[nodiscard]] int relist_count() const;
+  /// The most recent failure (kept after a later success: see consecutive_failures()); nullopt
+  /// when nothing has failed yet. Thread-safe.
+  [[nodiscard]] std::optional<InformerFailure> last_error() const;
+  /// Failures since the last success (a list read, a watch event received); 0 when healthy.
+  /// Thread-safe.
+  [[nodiscard]] int consecutive_failures() const;
+  /// How many failures that are not transient, in a row, make Next() throw (see Next()).
+  [[nodiscard]] int failure_limit() const;
 
   /// Server-side duration of each watch request (a random value in [min, 2*min) like
   /// client-go's reflector). Set before the first Next().
@@ -428,6 +473,18 @@ class Informer {
   /// DELETED events of a relist then carry only those fields (and apiVersion/kind). Default
   /// true (the whole object). Set before the first Next().
   void set_keep_objects(bool keep);
+  /// How many failures that are not transient, in a row, make Next() throw (at least 1;
+  /// default kDefaultFailureLimit). Set before the first Next().
+  void set_failure_limit(int limit);
+  /// The backoff after a failure: `initial` (default 800 ms) doubling up to `max` (default
+  /// 30 s), with jitter in [0.5, 1.5), as client-go's reflector does. Shorter waits are for
+  /// tests; both are at least 1 ms, and max at least initial. Set before the first Next().
+  void set_backoff(std::chrono::milliseconds initial, std::chrono::milliseconds max);
+  /// Called for every failure, on the thread running Next(), before the informer backs off
+  /// or throws (like client-go's SetWatchErrorHandler): to log, count or surface failures as
+  /// they happen. It must not block for long; what it throws is ignored. Set before the first
+  /// Next().
+  void set_error_handler(std::function<void(const InformerFailure&)> handler);
 
  private:
   struct Impl;

@@ -52,8 +52,9 @@ struct ClientConfig {
   std::string username;            ///< Basic auth user (rare).
   std::string password;            ///< Basic auth password (rare).
   std::optional<ExecConfig> exec;  ///< Exec credential plugin.
-  /// Send a bearer token (token, token_file or an exec plugin's) to an `http://` server, in
-  /// clear text. Off: Validate() refuses the combination, so a token never leaves unencrypted
+  /// Send a bearer token (token, token_file or an exec plugin's) or basic-auth credentials
+  /// (username/password, or `user:password@` in `server`) to an `http://` server, in clear
+  /// text. Off: Validate() refuses the combination, so a credential never leaves unencrypted
   /// by accident (a test server on loopback is the usual reason to turn it on).
   bool allow_token_over_http = false;
 

@@ -176,7 +176,10 @@ struct DevInstanceSpec {
   /// that account with its token mounted, so `tfk8s.Client()` inside it (in-cluster config)
   /// can launch TFClusters, ScheduledJobs and DevInstances without an administrator's
   /// kubeconfig. Excludes `serviceAccount`; the token is mounted (the default pod options do
-  /// not mount one).
+  /// not mount one). Allowed only in a namespace personal to `owner` (labelled
+  /// tfk8s.io/owner=<owner>, as a Quota's members' namespaces are): create, apply and start
+  /// refuse it elsewhere with a ValidationError on "launchWorkloads", before anything is sent,
+  /// because an account that may create pods can mount every Secret and volume of its namespace.
   bool launch_workloads = false;
   Placement placement;           ///< Node labels the pod requires.
   DevSecurity security;          ///< SSH login modes.
@@ -217,9 +220,10 @@ struct DevCredentials {
 
 /// The rules of the Role a DevInstance with `launch_workloads` gets: read, create, change and
 /// delete what tfk8s workloads are made of in the namespace (ConfigMaps, Services, PVCs, Jobs,
-/// CronJobs, StatefulSets, Deployments, ReplicaSets); create and delete Secrets, but not read,
-/// list or patch them (no user's instance reads another's password); read pods, their logs,
-/// events, quotas and limit ranges; nothing cluster-scoped, no RBAC objects, no exec.
+/// CronJobs, StatefulSets, Deployments, ReplicaSets); get, create, update and delete Secrets
+/// by name (the namespace is personal to the owner, so they are all the owner's), no list or
+/// watch; read pods, their logs, events, quotas and limit ranges; nothing cluster-scoped, no
+/// RBAC objects, no exec or port-forward.
 Json DevInstanceWorkloadRules();
 
 /// Extra inputs of rendering that come from the server or the lifecycle.
@@ -282,7 +286,9 @@ struct DevInstanceStatus {
   std::string pod;                       ///< `<name>-0` when it exists.
   std::string node;                      ///< Where it runs.
   int restarts = 0;                      ///< Container restarts.
-  std::vector<std::string> ready_tools;  ///< Tools whose port is served (the container is Ready).
+  /// Tools whose port accepts connections: the pod is Ready, and its readiness probe checks
+  /// every enabled tool's port (custom ports are the user's own and never listed).
+  std::vector<std::string> ready_tools;
   std::string reason;                    ///< Why it is not running (Unschedulable: …, …).
   std::string message;                   ///< One-line summary.
   /// A short text table.
@@ -403,7 +409,11 @@ class DevInstance {
  public:
   /// Validates the spec (throws ValidationError); sends nothing.
   DevInstance(Client client, DevInstanceSpec spec);
-  /// Loads an existing instance from its StatefulSet (the stored spec).
+  /// Loads an existing instance from its StatefulSet (the stored spec). The instance's name,
+  /// namespace and owner are the StatefulSet's own (metadata, tfk8s.io/owner label): a stored
+  /// spec that says otherwise is refused with a ValidationError naming the field and both
+  /// values, and nothing is sent. Every later write of the loaded StatefulSet carries its UID,
+  /// so one deleted and re-created meanwhile is refused (Conflict), never overwritten.
   static DevInstance Load(Client client, const std::string& ns, const std::string& name);
   /// Instances in `ns` ("" = every namespace: a user's instances across teams), optionally only
   /// those of `owner` (a team's instances: ns set, owner empty). Sorted by namespace and name.
@@ -473,8 +483,13 @@ class DevInstance {
   DevStartResult Started(std::string password);
   void SyncExposure(const DevInstanceSpec& spec, bool running);
   Json ApplyObjects(bool running, const std::optional<DevCredentials>& credentials);
+  // The StatefulSet as just read, refused (Conflict) when it is not the one loaded or made.
+  Json GetRoot();
   Client client_;
   DevInstanceSpec spec_;
+  // The UID of the StatefulSet this object loaded or created ("" before): the precondition of
+  // every later write of it.
+  std::string root_uid_;
 };
 
 /// Thrown by DevInstance::Wait (and a refused pre-flight); carries the status.

@@ -4,10 +4,12 @@
 /// See docs/adr/0001-error-model.md for why exceptions rather than StatusOr.
 
 #include <cstddef>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tfk8s {
@@ -222,6 +224,11 @@ class QuotaExceeded : public Forbidden {
 /// "exceeded quota: q, requested: requests.cpu=2, used: requests.cpu=0, limited: requests.cpu=1"
 /// gives {"requests.cpu"}. Empty when the message is not a quota message.
 std::vector<std::string> ParseQuotaExceededResources(std::string_view message);
+
+/// What a stored exception says: a tfk8s::Error's kind() and what(); for any other
+/// std::exception kUnknown and its what(); for anything else kUnknown and "unknown error".
+/// For reports made after the fact (an informer's last_error(), a Fleet's OnError).
+std::pair<ErrorKind, std::string> DescribeError(const std::exception_ptr& error);
 
 /// Builds the typed error for an HTTP response (status code and body; the body may be a
 /// Kubernetes `Status` object or anything else). `context` (e.g. "GET pods/foo") prefixes what().

@@ -80,6 +80,19 @@ struct FleetChange {
   [[nodiscard]] Json ToJson() const;
 };
 
+/// A failure of one of the Fleet's informers (Fleet::OnError, Fleet::last_error()).
+struct FleetError {
+  /// The kind of object the failing informer watches: "ConfigMap" (TFCluster roots),
+  /// "StatefulSet", "Job", "Pod" or "CronJob".
+  std::string source;
+  /// The failure. `failure.fatal`: the informer has given up (Informer::Next()), the entries it
+  /// feeds are no longer updated and Fleet::error() returns `failure.error`; otherwise it is
+  /// backing off and retrying.
+  InformerFailure failure;
+  /// InformerFailure::ToJson() with "source" added.
+  [[nodiscard]] Json ToJson() const;
+};
+
 /// What a Fleet watches.
 struct FleetOptions {
   std::string namespace_name;  ///< One namespace; "" = every namespace (needs cluster-wide list).
@@ -127,9 +140,19 @@ class Fleet {
   /// block for long and must not call Stop() or destroy the Fleet.
   void OnChange(std::function<void(const FleetChange&)> callback);
 
+  /// Calls `callback` for every failure of an informer (each list or watch that failed, see
+  /// Informer::Next()), on the Fleet's own thread, one at a time, in order, like OnChange: so a
+  /// Fleet that cannot reach or read the server says so instead of going quiet. A failure with
+  /// `failure.fatal` set stopped its informer (error() then returns it). Failures before it is
+  /// registered are not replayed (read last_error()). The same rules as OnChange apply.
+  void OnError(std::function<void(const FleetError&)> callback);
+  /// The most recent failure of any informer, nullopt when none has failed. Thread-safe.
+  [[nodiscard]] std::optional<FleetError> last_error() const;
+
   /// Stops every informer and joins the threads; entries stay readable. Idempotent.
   void Stop();
-  /// The error that stopped an informer, if any (the Fleet keeps its last entries).
+  /// The error that stopped an informer, if any (the Fleet keeps its last entries; the other
+  /// informers go on).
   [[nodiscard]] std::exception_ptr error() const;
 
  private:

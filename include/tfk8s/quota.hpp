@@ -98,6 +98,10 @@ struct FitResult {
 /// Checks `objects` against every ResourceQuota of namespace `ns` (hard - used vs demand).
 /// A namespace without quota always fits. Reads from the server; sends no writes.
 ///
+/// A team's quota (annotated kTeamNamespacesAnnotation) is also checked against the team's
+/// total: its hard limits against the sum of the same-named quota's usage over every namespace
+/// the annotation names. A namespace whose quota cannot be read adds a note, not a shortfall.
+///
 /// Applies the namespace's LimitRange defaults first (LimitRanger runs before the quota), honours
 /// quota scopes (Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass), and
 /// reports as a problem a pod that the server would refuse with "failed quota: must specify
@@ -152,6 +156,16 @@ inline constexpr std::string_view kQueueLabel = "tfk8s.io/queue";
 inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
 /// The value of kManagedByLabel on every object tfk8s manages.
 inline constexpr std::string_view kManagedByValue = "tfk8s";
+/// Label on a team's Namespaces and their ResourceQuotas (the team's queue name), when the queue
+/// has members.
+inline constexpr std::string_view kTeamLabel = "tfk8s.io/team";
+/// Annotation on a team's ResourceQuotas: the comma-separated namespaces whose usage adds up to
+/// the team's total (the queue's namespace first, then each member's). The quota pre-flight reads
+/// it; a namespaced account can read a ResourceQuota but not list Namespaces.
+inline constexpr std::string_view kTeamNamespacesAnnotation = "tfk8s.io/team-namespaces";
+/// Name of the Role (and RoleBinding) in each of a team's namespaces that lets the service
+/// accounts of all the team's namespaces read its ResourceQuotas (the team-wide pre-flight).
+inline constexpr std::string_view kTeamQuotaReaderName = "tfk8s-team-quota-reader";
 
 /// Optional per-container defaults and bounds for a queue (a LimitRange of type Container), so
 /// pods that state no resources are still admitted in a namespace whose quota limits cpu/memory.
@@ -177,9 +191,17 @@ struct QuotaSpec {
   /// extended resources can only be limited through "requests.".
   std::map<std::string, std::string> hard;
   std::optional<LimitRangeSpec> limit_range;  ///< Container defaults, when set.
+  /// Owners who each get a namespace personal to them, `<name>-<member>`, labelled
+  /// tfk8s.io/owner=<member> and tfk8s.io/team=<name> (and Pod Security `baseline` unless
+  /// `labels` say otherwise), with the same ResourceQuota and LimitRange. Only there may a
+  /// DevInstance of that owner use `launch_workloads` (docs/devinstance.md); the team's total
+  /// over all these namespaces is checked by the quota pre-flight, each namespace's own quota by
+  /// the server (docs/quota.md "Personal namespaces").
+  std::vector<std::string> members;
 
   /// The spec as JSON: {name, labels, annotations, hard, limit_range: {default_requests,
-  /// default_limits, max, min}} (the keys the Python layer and `tfk8s quota apply` read).
+  /// default_limits, max, min}, members} (the keys the Python layer and `tfk8s quota apply`
+  /// read).
   [[nodiscard]] Json ToJson() const;
   /// Inverse of ToJson() (numbers are accepted where quantities belong); throws
   /// ValidationError naming the field on bad input. Does not Validate().
@@ -196,8 +218,10 @@ void ValidateQuotaSpec(const QuotaSpec& spec);
 QuotaSpec OverCommitted(QuotaSpec spec, double ratio);
 
 /// The objects of a queue, in apply order: Namespace (labelled tfk8s.io/queue=true and
-/// app.kubernetes.io/managed-by=tfk8s), ResourceQuota, and the LimitRange when requested.
-/// Validates first. Pure.
+/// app.kubernetes.io/managed-by=tfk8s), ResourceQuota, and the LimitRange when requested; with
+/// `members`, the same for each member's personal namespace, and in every namespace of the team
+/// a Role and RoleBinding (kTeamQuotaReaderName) letting the team's service accounts read the
+/// ResourceQuotas. Validates first. Pure.
 std::vector<Json> RenderQuota(const QuotaSpec& spec);
 
 /// Options of ApplyQuota.
@@ -231,11 +255,18 @@ struct QuotaUsage {
 
 /// Server-side applies the queue (Namespace first, then ResourceQuota and LimitRange; a
 /// LimitRange left from an earlier spec is deleted when the spec has none), then waits until the
-/// quota has usage (see WaitForQuotaReady). Returns the quota's usage.
+/// quota has usage (see WaitForQuotaReady). With `members`, each member's namespace likewise (a
+/// member removed from the spec keeps their namespace: it holds their home). Returns the usage of
+/// the quota in the queue's own namespace. A namespace that exists without the managed-by label
+/// keeps it that way (tfk8s did not create it).
 QuotaUsage ApplyQuota(Client& client, const QuotaSpec& spec, const ApplyQuotaOptions& options = {});
 
 /// Deletes the queue's ResourceQuota and LimitRange, or the whole namespace (and everything in
-/// it) when `delete_namespace`. Missing objects are not an error.
+/// it) when `delete_namespace`: only a namespace tfk8s created (labelled kManagedByLabel =
+/// kManagedByValue; else ValidationError, nothing deleted), with its UID as a precondition (a
+/// namespace re-created meanwhile: Conflict). Missing objects are not an error. Members'
+/// namespaces are left alone (they hold the members' homes): delete each with its own name,
+/// `<name>-<member>`.
 void DeleteQuota(Client& client, const std::string& name, bool delete_namespace = false);
 
 /// Hard, used and remaining of one ResourceQuota object. Pure.

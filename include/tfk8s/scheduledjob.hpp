@@ -10,6 +10,7 @@
 /// controller does. See docs/scheduledjob.md.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -291,7 +292,11 @@ class ScheduledJob {
  public:
   /// Validates the spec (throws ValidationError); sends nothing.
   ScheduledJob(Client client, ScheduledJobSpec spec);
-  /// Loads a task from its CronJob, or (no schedule) from its newest run.
+  /// Loads a task from its CronJob, or (no schedule) from its newest run. The task's name,
+  /// namespace and owner are the object's own (its tfk8s.io/scheduledjob and tfk8s.io/owner
+  /// labels, its namespace): a stored spec that says otherwise is refused with a
+  /// ValidationError naming the field and both values, and nothing is sent. Later writes of a
+  /// loaded CronJob carry its UID, so one deleted and re-created meanwhile is refused.
   static ScheduledJob Load(Client client, const std::string& ns, const std::string& name);
   /// Names of the tasks in namespace `ns` (CronJobs and on-demand runs managed by tfk8s; `ns`
   /// is required: ListRefs lists every namespace).
@@ -365,6 +370,9 @@ class ScheduledJob {
   Client client_;
   ScheduledJobSpec spec_;
   std::optional<ResourceType> cronjob_type_;
+  // The UID of the CronJob this object loaded or applied ("" before, and for on-demand tasks):
+  // the precondition of every later write of it.
+  std::string root_uid_;
 };
 
 /// What an alert is about.
@@ -406,6 +414,7 @@ struct ScheduledJobAlert {
 };
 
 /// A webhook receiving alerts as `POST <url>` with a JSON body (ScheduledJobAlert::ToJson()).
+/// Only the status of the answer counts: at most kWebhookMaxResponseBytes of its body are read.
 struct AlertWebhook {
   std::string url;                                ///< http:// or https://.
   std::map<std::string, std::string> headers;     ///< e.g. {"Authorization", "Bearer …"}.
@@ -414,7 +423,22 @@ struct AlertWebhook {
   std::chrono::milliseconds retry_backoff{1000};  ///< Wait before the 2nd try; doubles after.
   bool insecure_skip_verify = false;              ///< https without certificate checks.
   std::string ca_pem;                             ///< Trust this CA (PEM) instead of the system's.
+  /// Send `headers` and the URL's user info (`user:password@`, which becomes basic auth) to an
+  /// `http://` url, in clear text. Off: ValidateWebhook() refuses the combination, as
+  /// ClientConfig refuses a token over http://, because such headers usually carry the
+  /// receiver's token (a receiver on loopback is the usual reason to turn it on).
+  bool allow_insecure_headers = false;
 };
+
+/// How much of a webhook's answer is read (64 KiB); the rest is never received.
+inline constexpr std::size_t kWebhookMaxResponseBytes = 64 * 1024;
+
+/// Throws ValidationError (field "webhook.url", "webhook.headers" or "webhook.timeout"; the
+/// value shown never holds a header value, the URL's user info, path or query) for a webhook
+/// that must not be used: a scheme other than http/https, a timeout that is not positive, or
+/// credentials over http:// without allow_insecure_headers. The watcher and SendWebhookAlert
+/// call it before sending anything.
+void ValidateWebhook(const AlertWebhook& webhook);
 
 /// The outcome of delivering one alert.
 struct WebhookDelivery {
@@ -425,7 +449,8 @@ struct WebhookDelivery {
 };
 
 /// POSTs one alert with retries (connection failures, timeouts, 429 and 5xx are retried; other
-/// 4xx answers are not). Never throws for delivery failures.
+/// 4xx answers are not). Never throws for delivery failures; a webhook ValidateWebhook()
+/// refuses is a ValidationError, before anything is sent.
 WebhookDelivery SendWebhookAlert(const AlertWebhook& webhook, const ScheduledJobAlert& alert);
 
 /// Options of the watcher.
@@ -443,8 +468,9 @@ struct ScheduledJobWatcherOptions {
   /// Failures older than this when first seen are not alerted (a new watcher on a namespace
   /// full of old failures stays quiet).
   std::chrono::seconds max_alert_age{24 * 3600};
-  /// Reports problems that do not stop the watcher (webhook down, a patch refused, callback
-  /// exceptions). Called on the watcher's threads.
+  /// Reports problems as they happen (webhook down, a patch refused, callback exceptions, each
+  /// list or watch that failed and is retried), and, last, the error that stops the watcher
+  /// ("scheduled job watcher stopped: …", see Run()). Called on the watcher's threads.
   std::function<void(const std::string&)> on_error;
   /// Identifies this watcher in the alert annotations ("" = hostname/pid).
   std::string identity;
@@ -483,9 +509,11 @@ class ScheduledJobWatcher {
   /// Stops and joins the background thread, if any.
   ~ScheduledJobWatcher();
 
-  /// Watches until Stop() is called (from another thread or a callback). Throws only for errors
-  /// that retrying cannot fix (e.g. Forbidden); apiserver restarts and network errors are
-  /// retried with backoff.
+  /// Watches until Stop() is called (from another thread or a callback). Apiserver restarts and
+  /// network errors are retried with backoff (each failure goes to on_error). Throws, after
+  /// telling on_error, the error an informer gives up on (Informer::Next()): at once for errors
+  /// that retrying cannot fix (e.g. Forbidden), after Informer::kDefaultFailureLimit in a row for
+  /// a certificate, an oversized list or an answer it cannot decode.
   void Run();
   /// Runs Run() on a background thread.
   void Start();
@@ -496,7 +524,7 @@ class ScheduledJobWatcher {
   [[nodiscard]] int alerts_sent() const;
   /// Alerts whose webhook delivery failed after every retry.
   [[nodiscard]] int alerts_failed() const;
-  /// The error that ended the background thread, if any.
+  /// The error that ended the background thread (what Run() threw), if any.
   [[nodiscard]] std::exception_ptr error() const;
 
  private:

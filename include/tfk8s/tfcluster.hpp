@@ -318,7 +318,11 @@ class TFCluster {
  public:
   /// Validates the spec (throws ValidationError); sends nothing.
   TFCluster(Client client, TFClusterSpec spec);
-  /// Loads an existing cluster from its root object (the stored spec).
+  /// Loads an existing cluster from its root object (the stored spec). The cluster's name,
+  /// namespace and owner are the root ConfigMap's own (metadata, tfk8s.io/owner label): a
+  /// stored spec that says otherwise is refused with a ValidationError naming the field and
+  /// both values, and nothing is sent. Later writes of the root carry its UID, so one deleted
+  /// and re-created meanwhile is refused (Conflict), never overwritten.
   static TFCluster Load(Client client, const std::string& ns, const std::string& name);
   /// Names of the clusters in namespace `ns` (required: names alone would be ambiguous across
   /// namespaces; ListRefs lists every namespace).
@@ -387,6 +391,9 @@ class TFCluster {
   /// The session's password when this object's Apply created its Secret (for Session() with
   /// credentials that may not read Secrets).
   std::optional<std::string> session_password_;
+  /// The UID of the root this object loaded or applied ("" before): the precondition of every
+  /// later write of it.
+  std::string root_uid_;
 };
 
 /// Thrown by TFCluster::Wait when the cluster failed or cannot start; carries the status.

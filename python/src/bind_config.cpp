@@ -150,7 +150,8 @@ void BindConfig(py::module_& m) {
       .def_readwrite("token_file", &ClientConfig::token_file,
                      "Bearer token file, re-read periodically and after a 401.")
       .def_readwrite("allow_token_over_http", &ClientConfig::allow_token_over_http,
-                     "Send a bearer token to an http:// server in clear text (off: refused).")
+                     "Send a bearer token or basic-auth credentials to an http:// server in clear "
+                     "text (off: refused).")
       .def_readwrite("client_cert_pem", &ClientConfig::client_cert_pem)
       .def_readwrite("client_key_pem", &ClientConfig::client_key_pem, "Client key (secret).")
       .def_readwrite("username", &ClientConfig::username)

@@ -4,7 +4,10 @@
 // Changes are queued by a C++ callback on the Fleet's thread (no GIL, no Python code there)
 // and read by next_change(), which waits without the GIL in slices (WaitInSlices), so Ctrl-C
 // stops it. The queue is bounded: past kMaxQueued the oldest changes are dropped and counted.
+// The error that stops an informer is queued too, in order with the changes: next_change()
+// raises it once, so a Python loop over the changes never waits on a dead informer unawares.
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -19,6 +22,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/fleet.hpp"
+#include "workload_calls.hpp"
 
 namespace tfk8s::python {
 
@@ -37,10 +41,19 @@ class PyFleet {
     fleet_.OnChange([queue = queue_](const FleetChange& change) {
       std::lock_guard lock(queue->mu);
       if (queue->changes.size() >= kMaxQueued) {
-        queue->changes.pop_front();
+        // The oldest change goes, never a queued error (there is at most one per informer).
+        auto oldest = std::find_if(queue->changes.begin(), queue->changes.end(),
+                                   [](const Item& item) { return !item.error; });
+        queue->changes.erase(oldest);
         ++queue->dropped;
       }
-      queue->changes.push_back(change.ToJson());
+      queue->changes.push_back({change.ToJson(), nullptr});
+      queue->cv.notify_all();
+    });
+    fleet_.OnError([queue = queue_](const FleetError& error) {
+      if (!error.failure.fatal) return;  // retried: last_error tells, changes go on
+      std::lock_guard lock(queue->mu);
+      queue->changes.push_back({Json(), error.failure.error});
       queue->cv.notify_all();
     });
   }
@@ -52,12 +65,12 @@ class PyFleet {
   py::object NextChange(std::optional<double> timeout) {
     auto change = WaitInSlices(
         timeout,
-        [&](std::chrono::milliseconds slice) -> std::optional<Json> {
+        [&](std::chrono::milliseconds slice) -> std::optional<Item> {
           std::unique_lock lock(queue_->mu);
           queue_->cv.wait_for(lock, slice,
                               [&] { return !queue_->changes.empty() || queue_->closed; });
           if (queue_->changes.empty()) return std::nullopt;
-          Json out = std::move(queue_->changes.front());
+          Item out = std::move(queue_->changes.front());
           queue_->changes.pop_front();
           return out;
         },
@@ -66,7 +79,8 @@ class PyFleet {
           return queue_->closed && queue_->changes.empty();
         });
     if (!change) return py::none();
-    return JsonToPython(*change);
+    if (change->error) RaiseInstance(ExceptionToPython(change->error));
+    return JsonToPython(change->change);
   }
 
   void Close() {
@@ -87,10 +101,15 @@ class PyFleet {
   }
 
  private:
+  // A change, or (error set) the error that stopped an informer.
+  struct Item {
+    Json change;
+    std::exception_ptr error;
+  };
   struct Queue {
     mutable std::mutex mu;
     std::condition_variable cv;
-    std::deque<Json> changes;
+    std::deque<Item> changes;
     std::int64_t dropped = 0;
     bool closed = false;
   };
@@ -150,8 +169,28 @@ void BindFleet(py::module_& m) {
           },
           py::arg("namespace"))
       .def("next_change", &PyFleet::NextChange, py::arg("timeout") = py::none(),
-           "The next change {type, entry}, or None at the timeout or after close().")
+           "The next change {type, entry}, or None at the timeout or after close(). Raises, once, "
+           "the error that stopped an informer, in order with the changes.")
       .def_property_readonly("dropped_changes", &PyFleet::dropped)
+      .def_property_readonly(
+          "last_error",
+          [](PyFleet& self) -> py::object {
+            auto error = self.fleet().last_error();
+            if (!error) return py::none();
+            py::dict out = FailureToPython(error->failure);
+            out["source"] = error->source;
+            return out;
+          },
+          "The most recent informer failure as a dict (source, kind, message, transient, "
+          "consecutive, fatal, time, error), or None.")
+      .def_property_readonly(
+          "error",
+          [](PyFleet& self) -> py::object {
+            auto error = self.fleet().error();
+            if (!error) return py::none();
+            return ExceptionToPython(error);
+          },
+          "The exception that stopped an informer, or None.")
       .def("close", &PyFleet::Close, NoGil(), "Stops the informers; entries stay readable.");
 }
 

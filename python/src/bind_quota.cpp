@@ -59,7 +59,8 @@ void BindQuota(py::module_& m) {
       "Server-side applies a queue; returns {usages, table}.");
   m.def("delete_quota", &DeleteQuota, py::arg("client"), py::arg("name"),
         py::arg("delete_namespace") = false, NoGil(),
-        "Deletes a queue's ResourceQuota and LimitRange (or the whole namespace).");
+        "Deletes a queue's ResourceQuota and LimitRange (or the whole namespace, only one "
+        "tfk8s created: else ValidationError, nothing deleted).");
   m.def(
       "quota_usage",
       [](Client& client, const std::string& ns) { return UsagesToJson(GetQuotaUsage(client, ns)); },

@@ -115,12 +115,15 @@ ScheduledJobWatcherOptions WatcherOptions(const py::dict& keywords) {
   in.Read("scheduled_job", &options.scheduled_job);
   std::optional<std::string> webhook_url;
   std::map<std::string, std::string> webhook_headers;
+  bool webhook_allow_insecure_headers = false;
   in.Read("webhook_url", &webhook_url);
   in.Read("webhook_headers", &webhook_headers);
+  in.Read("webhook_allow_insecure_headers", &webhook_allow_insecure_headers);
   if (webhook_url) {
     AlertWebhook webhook;
     webhook.url = *webhook_url;
     webhook.headers = std::move(webhook_headers);
+    webhook.allow_insecure_headers = webhook_allow_insecure_headers;
     options.webhook = std::move(webhook);
   }
   in.Read("alert_on_failure", &options.alert_on_failure);

@@ -143,6 +143,12 @@ void BindStreamBase(py::module_& m) {
 
 }  // namespace
 
+py::dict FailureToPython(const InformerFailure& failure) {
+  auto out = py::dict(JsonToPython(failure.ToJson()));
+  out["error"] = failure.error ? ExceptionToPython(failure.error) : py::none();
+  return out;
+}
+
 void BindStreams(py::module_& m) {
   py::class_<WatchOptions>(m, "WatchOptions", "Options of raw watches.")
       .def(py::init<>())
@@ -215,6 +221,49 @@ void BindStreams(py::module_& m) {
             return self.stream().relist_count();
           },
           "How many times the informer had to list again (first list excluded).")
+      .def_property_readonly(
+          "last_error",
+          [](PyInformer& self) -> py::object {
+            std::optional<InformerFailure> failure;
+            {
+              py::gil_scoped_release release;
+              failure = self.stream().last_error();
+            }
+            if (!failure) return py::none();
+            return FailureToPython(*failure);
+          },
+          "The most recent failure as a dict (kind, message, transient, consecutive, fatal, "
+          "time, error: the exception), or None.")
+      .def_property_readonly(
+          "consecutive_failures",
+          [](PyInformer& self) { return self.stream().consecutive_failures(); },
+          "Failures since the last success (0 when healthy).")
+      .def_property_readonly(
+          "failure_limit", [](PyInformer& self) { return self.stream().failure_limit(); },
+          "How many failures that are not transient, in a row, make next() raise.")
+      .def(
+          "set_failure_limit",
+          [](PyInformer& self, int limit) {
+            py::gil_scoped_release release;
+            std::lock_guard lock(self.read_mutex());
+            self.stream().set_failure_limit(limit);
+          },
+          py::arg("limit"),
+          "How many failures that are not transient (TLS, size limit, undecodable answers), in "
+          "a row, make next() raise (at least 1; default 5). Set before iterating.")
+      .def(
+          "set_backoff",
+          [](PyInformer& self, double initial, double max) {
+            auto ms = [](double seconds) {
+              return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+            };
+            py::gil_scoped_release release;
+            std::lock_guard lock(self.read_mutex());
+            self.stream().set_backoff(ms(initial), ms(max));
+          },
+          py::arg("initial"), py::arg("max"),
+          "The wait after a failure in seconds: `initial` (0.8) doubling up to `max` (30), with "
+          "jitter. Set before iterating.")
       .def(
           "set_watch_timeout",
           [](PyInformer& self, double seconds) {

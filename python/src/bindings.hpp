@@ -94,6 +94,10 @@ py::object ErrorToPython(const Error& e);
 /// Converts a stored exception (a tfk8s::Error or anything else) to a Python exception instance.
 py::object ExceptionToPython(const std::exception_ptr& error);
 
+/// An informer's failure as a dict: InformerFailure::ToJson() plus "error", the exception
+/// instance (bind_streams.cpp; the Fleet's errors use it too).
+py::dict FailureToPython(const InformerFailure& failure);
+
 // ---- workload logs ----------------------------------------------------------------------------
 /// A WorkloadLogStream as a Python _core.WorkloadLogs iterator of (source, line) tuples
 /// (bind_streams.cpp, which binds the type before the workloads use it).

@@ -10,6 +10,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/quantity.hpp"
+#include "util/json_parse.hpp"
 
 namespace tfk8s::python {
 
@@ -17,8 +18,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Deeper than any Kubernetes object; stops runaway recursion (a dict that contains itself).
-constexpr int kMaxDepth = 256;
+// Both conversions recurse once per level: the same bound as every JSON decoder of the library
+// (a value the C++ side accepted converts), and it stops a dict that contains itself. `depth`
+// counts the containers around a value: a container at depth kMaxDepth would be level 513.
+constexpr int kMaxDepth = internal::kMaxJsonDepth;
+const std::string kTooDeep = "nested deeper than " + std::to_string(kMaxDepth) + " levels";
 
 // A conversion failure, with the path to the offending value collected while unwinding.
 struct ConversionError {
@@ -72,8 +76,8 @@ class KeyCache {
 };
 
 PyObject* ToPython(const Json& j, int depth, KeyCache& keys) {
-  if (depth > kMaxDepth) {
-    PyErr_SetString(PyExc_ValueError, "JSON value nested too deeply to convert");
+  if (j.is_structured() && depth >= kMaxDepth) {
+    PyErr_SetString(PyExc_ValueError, ("JSON value " + kTooDeep + " to convert").c_str());
     return nullptr;
   }
   switch (j.type()) {
@@ -159,6 +163,7 @@ Json IntegerToJson(PyObject* o) {
 }
 
 Json ObjectToJson(PyObject* items_source, int depth, bool is_dict) {
+  if (depth >= kMaxDepth) Fail(PyExc_ValueError, kTooDeep + " (does it contain itself?)");
   Json out = Json::object();
   auto& object = out.get_ref<Json::object_t&>();
   auto add = [&](PyObject* key, PyObject* value) {
@@ -190,6 +195,7 @@ Json ObjectToJson(PyObject* items_source, int depth, bool is_dict) {
 }
 
 Json SequenceToJson(PyObject* o, int depth) {
+  if (depth >= kMaxDepth) Fail(PyExc_ValueError, kTooDeep + " (does it contain itself?)");
   Json out = Json::array();
   auto& array = out.get_ref<Json::array_t&>();
   // A list or tuple: PySequence_Fast borrows it as is.
@@ -210,7 +216,8 @@ Json SequenceToJson(PyObject* o, int depth) {
 }
 
 Json ToJson(PyObject* o, int depth) {
-  if (depth > kMaxDepth) Fail(PyExc_ValueError, "nested too deeply (does it contain itself?)");
+  // Containers are checked where they are built; this stops a chain of to_dict() results.
+  if (depth > kMaxDepth) Fail(PyExc_ValueError, kTooDeep + " (does it contain itself?)");
   if (o == Py_None) return Json(nullptr);
   if (PyBool_Check(o)) return Json(o == Py_True);
   if (PyUnicode_Check(o)) return Json(Utf8(o));
@@ -271,6 +278,9 @@ py::object JsonTextToPython(std::string text, const std::string& context) {
   // CPython's own decoder (the C scanner behind json.loads, with its key memo) builds the
   // objects straight from the text: no C++ tree in between. Lists are the bulk of what
   // notebooks read, and this halves their decode time.
+  // json.loads recurses per level and would raise RecursionError (not a tfk8s error) at about
+  // 1,000; the library's bound first, as a DecodeError naming `context`.
+  internal::CheckJsonDepth(text, context);
   const std::size_t size = text.size();
   PyObject* str =
       PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(size), "surrogateescape");

@@ -21,6 +21,7 @@ from tfk8s._client import (
     ApplyResult,
     Client,
     Informer,
+    InformerFailure,
     LogLines,
     Object,
     Watch,
@@ -104,7 +105,7 @@ from tfk8s.scheduledjob import (
     ScheduledJobStatus,
     ScheduledJobWatcher,
 )
-from tfk8s.fleet import Fleet, FleetChange, FleetEntry
+from tfk8s.fleet import Fleet, FleetChange, FleetEntry, FleetError
 from tfk8s import devinstance, fleet, quota, scheduledjob, tfcluster
 
 __all__ = [
@@ -112,6 +113,7 @@ __all__ = [
     "Client",
     "Watch",
     "Informer",
+    "InformerFailure",
     "LogLines",
     "WatchEvent",
     "ApplyResult",

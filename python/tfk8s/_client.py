@@ -18,6 +18,7 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    Tuple,
     TypedDict,
     TypeVar,
     Union,
@@ -26,6 +27,7 @@ from typing import (
 from tfk8s import _core, _html
 from tfk8s._keywords import shared_keywords
 from tfk8s._pod_streams import ExecResult, PortForward
+from tfk8s._records import Record, field, optional_time, text
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -213,14 +215,52 @@ class Watch(_EventStream):
     __slots__ = ()
 
 
+class InformerFailure(Record):
+    """One failed list or watch of an informer: ``kind`` (the error's class name, e.g.
+    "TlsError", "ServerError"), ``message``, ``transient`` (retrying may fix it: refused, reset,
+    timeouts, 429, 5xx; retried for ever), ``consecutive`` (failures since the last success,
+    this one included), ``fatal`` (the informer gave up and raised it), ``time`` (a UTC
+    datetime) and ``error``, the exception itself."""
+
+    __slots__ = ()
+
+    kind: str = field(text)
+    message: str = field(text)
+    transient: bool = field(bool)
+    consecutive: int = field(int)
+    fatal: bool = field(bool)
+    time: Optional[Any] = field(optional_time)
+    error: BaseException = field(lambda e: e)
+
+    def __str__(self) -> str:
+        state = "fatal" if self.fatal else "retrying"
+        return f"{self.kind} ({self.consecutive} in a row, {state}): {self.message}"
+
+    def _failure_fields(self) -> List[Tuple[str, Any]]:
+        return [("Message", self.message), ("In A Row", self.consecutive),
+                ("Transient", "yes" if self.transient else "no"), ("Time", self.time)]
+
+    def _html_body(self) -> str:
+        state = "fatal" if self.fatal else "retrying"
+        return _html.view(
+            "InformerFailure",
+            _html.header(self.kind, "Informer failure", state,
+                         level="failed" if self.fatal else "progress"),
+            _html.fields(self._failure_fields()),
+        )
+
+
 class Informer(_EventStream):
     """List-then-watch that never misses a change (see :meth:`Client.informer`).
 
     Iterating yields a :class:`WatchEvent` for every object that exists (ADDED), then for every
     change. Server timeouts are resumed from the last resourceVersion without repeats; after
-    410 Gone it lists again and yields only the differences; transient failures are retried with
-    backoff. Errors that retrying cannot fix (e.g. :class:`tfk8s.Forbidden`) are raised. Runs
-    until :meth:`close`.
+    410 Gone it lists again and yields only the differences. Transient failures (connection
+    refused or reset, timeouts, 429, 5xx) are retried with backoff for ever; a
+    :class:`tfk8s.TlsError`, or a :class:`tfk8s.TransportError` for an answer over the size
+    limit or one it cannot decode, is retried too, but raised once :attr:`failure_limit` of them come in a row; other errors
+    (e.g. :class:`tfk8s.Forbidden`) are raised at once. :attr:`last_error` tells what failed
+    last. Runs until :meth:`close`.
     """
 
     __slots__ = ()
@@ -238,6 +278,22 @@ class Informer(_EventStream):
     def relist_count(self) -> int:
         """How many times the informer had to list again (the first list excluded)."""
         return self._core.relist_count
+
+    @property
+    def last_error(self) -> Optional[InformerFailure]:
+        """The most recent failure (kept after a later success), or None."""
+        raw = self._core.last_error
+        return None if raw is None else InformerFailure(raw)
+
+    @property
+    def consecutive_failures(self) -> int:
+        """Failures since the last success (a list read, a watch event); 0 when healthy."""
+        return self._core.consecutive_failures
+
+    @property
+    def failure_limit(self) -> int:
+        """How many failures that are not transient, in a row, make iteration raise."""
+        return self._core.failure_limit
 
     def run(self, callback: Callable[[WatchEvent], Optional[bool]]) -> None:
         """Calls ``callback(event)`` for every event until it returns False or :meth:`close`."""
@@ -667,6 +723,8 @@ class Client:
         *,
         resource_version: Optional[str] = None,
         watch_timeout: Optional[float] = None,
+        failure_limit: Optional[int] = None,
+        backoff: Optional[Tuple[float, float]] = None,
         **selection: Unpack[Selection],
     ) -> Informer:
         """An :class:`Informer`: ADDED events for what exists, then every change, forever
@@ -674,12 +732,19 @@ class Client:
 
         ``resource_version`` (e.g. a saved :attr:`Informer.resource_version`) resumes without
         listing first. ``watch_timeout`` (seconds) bounds each underlying watch request.
+        ``failure_limit`` (default 5): how many TLS, size-limit or decode failures in a row make
+        it raise. ``backoff``: (initial, max) wait after a failure in seconds (default
+        (0.8, 30), doubling, with jitter).
         """
         options = _options(_core.ListOptions(), locals(), selection)
         ns = self._list_namespace(namespace, selection)
         core = _core.Informer(self._core, self.resolve(api_version, kind), ns, options)
         if watch_timeout is not None:
             core.set_watch_timeout(watch_timeout)
+        if failure_limit is not None:
+            core.set_failure_limit(failure_limit)
+        if backoff is not None:
+            core.set_backoff(*backoff)
         return Informer(core, f"informer {kind} in {ns or 'all namespaces'}")
 
     @shared_keywords(LogKeywords, _LOG_DEFAULTS)
@@ -790,6 +855,7 @@ __all__ = [
     "ApplyResult",
     "Client",
     "Informer",
+    "InformerFailure",
     "LogLines",
     "Object",
     "Watch",

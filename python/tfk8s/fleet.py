@@ -12,9 +12,10 @@ import datetime as _dt
 from typing import Any, Dict, Iterator, List, Optional
 
 from tfk8s import _core, _html, _units
+from tfk8s._client import InformerFailure
 from tfk8s._records import Record, field, optional_time, text
 
-__all__ = ["Fleet", "FleetEntry", "FleetChange"]
+__all__ = ["Fleet", "FleetEntry", "FleetChange", "FleetError"]
 
 KINDS = ("TFCluster", "DevInstance", "ScheduledJob")
 
@@ -93,6 +94,28 @@ class FleetChange(Record):
         )
 
 
+class FleetError(InformerFailure):
+    """A failure of one of the fleet's informers: an :class:`tfk8s.InformerFailure` with
+    ``source``, the kind it watches ("ConfigMap", "StatefulSet", "Job", "Pod", "CronJob").
+    ``fatal``: that informer stopped, the entries it feeds are no longer updated."""
+
+    __slots__ = ()
+
+    source: str = field(text)
+
+    def __str__(self) -> str:
+        return f"{self.source}: {super().__str__()}"
+
+    def _html_body(self) -> str:
+        state = "fatal" if self.fatal else "retrying"
+        return _html.view(
+            "FleetError",
+            _html.header(f"{self.source}: {self.kind}", "Fleet error", state,
+                         level="failed" if self.fatal else "progress"),
+            _html.fields(self._failure_fields()),
+        )
+
+
 class Fleet:
     """A live view of every tfk8s workload in ``namespace`` ("" = every namespace: needs
     permission to list cluster-wide), narrowed by ``label_selector`` when given.
@@ -145,12 +168,26 @@ class Fleet:
 
     def changes(self, timeout: Optional[float] = None) -> Iterator[FleetChange]:
         """The changes, in order, as they come. Ends when no change came for ``timeout``
-        seconds (None: never, until ``close()``). Ctrl-C raises KeyboardInterrupt."""
+        seconds (None: never, until ``close()``). Ctrl-C raises KeyboardInterrupt. Raises, once
+        and in order with the changes, the error that stopped an informer (e.g.
+        :class:`tfk8s.TlsError` after repeated certificate failures, :class:`tfk8s.Forbidden`):
+        the fleet goes on with the other informers, and a later ``changes()`` resumes."""
         while True:
             raw = self._core.next_change(timeout)
             if raw is None:
                 return
             yield FleetChange(raw)
+
+    @property
+    def last_error(self) -> Optional[FleetError]:
+        """The most recent failure of any informer (retried or fatal), or None."""
+        raw = self._core.last_error
+        return None if raw is None else FleetError(raw)
+
+    @property
+    def error(self) -> Optional[BaseException]:
+        """The exception that stopped an informer, or None."""
+        return self._core.error
 
     @property
     def dropped_changes(self) -> int:

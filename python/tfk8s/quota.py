@@ -197,6 +197,7 @@ def _quota_spec(
     labels: Optional[Mapping[str, str]],
     annotations: Optional[Mapping[str, str]],
     limit_range: Optional[Mapping[str, Mapping[str, Any]]],
+    members: Optional[Sequence[str]] = None,
 ) -> Object:
     spec: Object = {
         "name": name,
@@ -206,6 +207,8 @@ def _quota_spec(
     }
     if limit_range is not None:
         spec["limit_range"] = {k: _strings(v) for k, v in limit_range.items()}
+    if members:
+        spec["members"] = list(members)
     return spec
 
 
@@ -216,9 +219,13 @@ def render_quota(
     labels: Optional[Mapping[str, str]] = None,
     annotations: Optional[Mapping[str, str]] = None,
     limit_range: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    members: Optional[Sequence[str]] = None,
 ) -> List[Object]:
-    """The queue's objects (Namespace, ResourceQuota, LimitRange) as dicts; sends nothing."""
-    return _core.render_quota(_quota_spec(name, hard, labels, annotations, limit_range))
+    """The queue's objects (Namespace, ResourceQuota, LimitRange; with ``members``, the same
+    for each member's personal namespace and the team's quota readers) as dicts; sends
+    nothing."""
+    return _core.render_quota(
+        _quota_spec(name, hard, labels, annotations, limit_range, members))
 
 
 def apply_quota(
@@ -229,6 +236,7 @@ def apply_quota(
     labels: Optional[Mapping[str, str]] = None,
     annotations: Optional[Mapping[str, str]] = None,
     limit_range: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    members: Optional[Sequence[str]] = None,
     wait_ready: bool = True,
     ready_timeout: float = 30.0,
     force: bool = False,
@@ -236,8 +244,10 @@ def apply_quota(
     """Creates or updates the queue ``name``: a Namespace, a ResourceQuota with ``hard``
     (e.g. ``{"requests.cpu": "32", "requests.nvidia.com/gpu": 4}``) and, with ``limit_range``
     (keys default_requests, default_limits, max, min), a LimitRange. Waits until the quota
-    controller has computed usage; returns the usage."""
-    spec = _quota_spec(name, hard, labels, annotations, limit_range)
+    controller has computed usage; returns the usage. ``members`` (owners' names) each get a
+    namespace ``<name>-<member>`` personal to them, with the same quota, where a DevInstance
+    of theirs may use ``launch_workloads`` (docs/quota.md "Personal namespaces")."""
+    spec = _quota_spec(name, hard, labels, annotations, limit_range, members)
     return QuotaUsage(
         _core.apply_quota(client.core, spec, wait_ready=wait_ready, ready_timeout=ready_timeout,
                           force=force)
@@ -245,7 +255,9 @@ def apply_quota(
 
 
 def delete_quota(client: Any, name: str, delete_namespace: bool = False) -> None:
-    """Deletes the queue's ResourceQuota and LimitRange (or the whole namespace)."""
+    """Deletes the queue's ResourceQuota and LimitRange, or with ``delete_namespace`` the whole
+    namespace: only one tfk8s created (label ``app.kubernetes.io/managed-by=tfk8s``), else
+    ValidationError and nothing is deleted; the delete is conditional on the namespace's UID."""
     _core.delete_quota(client.core, name, delete_namespace)
 
 

@@ -317,12 +317,21 @@ class ScheduledJobWatcher:
     namespace, scheduledJob, job, reason, message, attempts, …) once per failure, timeout or
     missed schedule, and/or POSTs it to ``webhook_url``. The callback runs on the watcher's
     thread; an exception it raises is printed to stderr and the watcher goes on.
-    ``on_error(message)`` gets problems that do not stop the watcher (default: stderr).
+    ``on_error(message)`` gets problems as they happen (default: stderr): a webhook or a
+    patch that failed, each list or watch that failed and is retried, and last the error that
+    stopped the watcher ("scheduled job watcher stopped: …"; :meth:`raise_error` raises it):
+    at once for errors retrying cannot fix (e.g. Forbidden), after 5 in a row for TLS,
+    size-limit or decode failures.
 
     ``clean_up_tf_clusters=True`` also carries out the ``cleanup`` policy of finished
     TFClusters; ``bound_history=True`` deletes manual and on-demand runs past their task's
     history limits. Each raises a ``"cleanup"`` alert (``deleted`` lists what went); both are
-    off by default (they need permission to delete)."""
+    off by default (they need permission to delete).
+
+    An ``http://`` ``webhook_url`` with ``webhook_headers`` or ``user:password@`` is refused
+    (ValidationError: the headers usually carry the receiver's token and would travel in clear
+    text) unless ``webhook_allow_insecure_headers=True``. Only the status of the receiver's
+    answer counts; at most 64 KiB of its body is read."""
 
     def __init__(
         self,
@@ -333,6 +342,7 @@ class ScheduledJobWatcher:
         *,
         scheduled_job: str = "",
         webhook_headers: Optional[Mapping[str, str]] = None,
+        webhook_allow_insecure_headers: bool = False,
         on_error: Optional[Callable[[str], Any]] = None,
         alert_on_failure: bool = True,
         alert_on_timeout: bool = True,
@@ -349,6 +359,7 @@ class ScheduledJobWatcher:
             "scheduled_job": scheduled_job,
             "webhook_url": webhook_url,
             "webhook_headers": dict(webhook_headers or {}),
+            "webhook_allow_insecure_headers": webhook_allow_insecure_headers,
             "alert_on_failure": alert_on_failure,
             "alert_on_timeout": alert_on_timeout,
             "alert_on_missed_schedule": alert_on_missed_schedule,

@@ -297,9 +297,9 @@ class TFCluster(Workload):
         """The session's password (read from its Secret; repr shows it REDACTED, read
         ``.password``) and where to reach Jupyter and SSH, as links that open from here (see
         :meth:`access`). Needs a session in the spec and :meth:`apply` first. With
-        credentials that may not read Secrets (a DevInstance's ``launch_workloads`` account)
-        only the object whose :meth:`apply` created the session knows the password; any other
-        raises Forbidden saying so."""
+        credentials that may not read Secrets only the object whose :meth:`apply` created the
+        session knows the password; any other raises Forbidden saying so (a DevInstance's
+        ``launch_workloads`` account may read those of its own, personal namespace)."""
         with self._failures():
             raw = dict(self._core.session())
         raw["access"] = _links.localize(raw["access"], self._client, self._link_forwards(), via)

@@ -13,6 +13,7 @@
 #include "auth/subprocess.hpp"
 #include "tfk8s/error.hpp"
 #include "util/base64.hpp"
+#include "util/json_parse.hpp"
 
 extern char** environ;  // NOLINT: POSIX, not declared by any header in C++ mode.
 
@@ -137,11 +138,20 @@ std::optional<SystemClock::time_point> ParseRfc3339(std::string_view text) {
   if (pos != text.size()) {
     return std::nullopt;
   }
-  const auto since_epoch = std::chrono::sys_days(date).time_since_epoch() +
-                           std::chrono::hours(hour) + std::chrono::minutes(minute) +
-                           std::chrono::seconds(second) - std::chrono::minutes(offset_minutes) +
-                           fraction;
-  return SystemClock::time_point(std::chrono::duration_cast<SystemClock::duration>(since_epoch));
+  // In whole seconds first: RFC 3339's years 0000-9999 fit, system_clock's nanoseconds hold
+  // only about 1678-2261, and converting a time outside that would overflow (UB).
+  const std::chrono::seconds whole = std::chrono::sys_days(date).time_since_epoch() +
+                                     std::chrono::hours(hour) + std::chrono::minutes(minute) +
+                                     std::chrono::seconds(second) -
+                                     std::chrono::minutes(offset_minutes);
+  constexpr auto kLimit =
+      std::chrono::duration_cast<std::chrono::seconds>(SystemClock::duration::max()) -
+      std::chrono::seconds(1);
+  if (whole > kLimit || whole < -kLimit) {
+    return std::nullopt;
+  }
+  return SystemClock::time_point(std::chrono::duration_cast<SystemClock::duration>(whole) +
+                                 std::chrono::duration_cast<SystemClock::duration>(fraction));
 }
 
 std::string BuildExecInfo(const ExecConfig& exec, const ClientConfig& cluster, bool interactive) {
@@ -172,11 +182,10 @@ std::string BuildExecInfo(const ExecConfig& exec, const ClientConfig& cluster, b
 }
 
 ExecCredential ParseExecCredential(std::string_view output, const ExecConfig& exec) {
-  Json reply;
-  try {
-    reply = Json::parse(output);
-  } catch (const Json::exception&) {
-    // nlohmann's message quotes the input around the error; the input holds credentials.
+  // Too deep: DecodeError naming the plugin (the message never quotes the output).
+  const Json reply = ParseJson(output, SourceOf(exec));
+  if (reply.is_discarded()) {
+    // Not quoted either: the output holds credentials.
     Fail(exec, "", "returned output that is not valid JSON (not shown: it may hold credentials)");
   }
   if (!reply.is_object()) {

@@ -40,7 +40,8 @@ std::string BuildExecInfo(const ExecConfig& exec, const ClientConfig& cluster, b
 
 /// Validates a plugin's stdout: JSON ExecCredential of exec.api_version with a status holding a
 /// token and/or a certificate+key pair, and an optional RFC 3339 expirationTimestamp.
-/// Throws ConfigError; the message never quotes the output (it holds credentials).
+/// Throws ConfigError, or DecodeError for output nested deeper than kMaxJsonDepth
+/// (util/json_parse.hpp); the message never quotes the output (it holds credentials).
 ExecCredential ParseExecCredential(std::string_view output, const ExecConfig& exec);
 
 /// Runs `config.exec` (which must be set) once and returns its credential. Throws ConfigError:
@@ -48,7 +49,8 @@ ExecCredential ParseExecCredential(std::string_view output, const ExecConfig& ex
 /// (exit code only: the plugin's stderr already went to ours), or an invalid reply.
 ExecCredential RunExecPlugin(const ClientConfig& config, const ExecPluginOptions& options = {});
 
-/// Parses an RFC 3339 time ("2024-05-01T10:00:00Z", "…T10:00:00.5+02:00"); nullopt if invalid.
+/// Parses an RFC 3339 time ("2024-05-01T10:00:00Z", "…T10:00:00.5+02:00"); nullopt if invalid
+/// or outside what system_clock holds (about the years 1678-2261).
 std::optional<std::chrono::system_clock::time_point> ParseRfc3339(std::string_view text);
 
 /// MakeCredentialProvider with explicit exec plugin options (for tests).

@@ -11,6 +11,7 @@
 #include "client/connection.hpp"
 #include "tfk8s/validation.hpp"
 #include "util/concurrent.hpp"
+#include "util/json_parse.hpp"
 
 namespace tfk8s {
 
@@ -151,7 +152,7 @@ std::string NameOf(const Json& object, std::string_view what) {
 
 Json ParseText(std::string_view text, std::string_view context) {
   if (text.empty()) return Json::object();
-  Json j = Json::parse(text, nullptr, false);
+  Json j = internal::ParseJson(text, context);
   if (j.is_discarded()) {
     throw DecodeError(
         fmt::format("{}: the server's answer is not JSON ({} bytes)", context, text.size()), "");

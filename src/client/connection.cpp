@@ -1,6 +1,7 @@
 #include "client/connection.hpp"
 
 #include "util/base64.hpp"
+#include "util/json_parse.hpp"
 
 #include <fmt/format.h>
 
@@ -380,7 +381,7 @@ std::vector<WatchEvent> WatchDecoder::Feed(std::string_view bytes) {
     if (max_line_ > 0 && line.size() > max_line_) throw too_large();
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     if (line.empty()) continue;
-    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    Json j = ParseJson(line, "watch stream: event");
     if (j.is_discarded() || !j.is_object()) {
       throw DecodeError(fmt::format("watch stream: undecodable event ({} bytes)", line.size()), "");
     }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "client/connection.hpp"
+#include "util/json_parse.hpp"
 
 namespace tfk8s {
 namespace internal {
@@ -14,11 +15,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::size_t kStdinChunk = 32u << 10;
 
-const ResourceType& PodsType() {
-  static const ResourceType kPods{"", "v1", "Pod", "pods", true};
-  return kPods;
-}
-
 std::string Quoted(const std::vector<std::string>& command) {
   std::string out;
   for (const auto& word : command) out += (out.empty() ? "" : " ") + word;
@@ -28,17 +24,19 @@ std::string Quoted(const std::vector<std::string>& command) {
 }  // namespace
 
 int ExitCodeFromStatus(std::string_view status_json, std::string_view context) {
-  Json status = Json::parse(status_json, nullptr, /*allow_exceptions=*/false);
+  Json status = ParseJson(status_json, fmt::format("{}: the error stream", context));
   if (!status.is_object()) {
     // channel.k8s.io (before v4) sent plain text here; v4+ always sends a Status.
     throw DecodeError(fmt::format("{}: the error stream is not a Status: {:.200}", context,
                                   std::string(status_json)),
                       "");
   }
-  auto text = [&](const char* key) {
-    auto it = status.find(key);
-    return it != status.end() && it->is_string() ? it->get<std::string>() : std::string();
+  // A string member, "" when absent or of another type (Json::value would throw on that).
+  auto text_of = [](const Json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
+  auto text = [&](const char* key) { return text_of(status, key); };
   if (text("status") == "Success") return 0;
   if (text("reason") == "NonZeroExitCode") {
     const Json* causes = nullptr;
@@ -47,8 +45,8 @@ int ExitCodeFromStatus(std::string_view status_json, std::string_view context) {
     }
     if (causes != nullptr) {
       for (const auto& cause : *causes) {
-        if (!cause.is_object() || cause.value("reason", "") != "ExitCode") continue;
-        const std::string code = cause.value("message", "");
+        if (!cause.is_object() || text_of(cause, "reason") != "ExitCode") continue;
+        const std::string code = text_of(cause, "message");
         try {
           std::size_t used = 0;
           int value = std::stoi(code, &used);
@@ -155,6 +153,11 @@ ExecResult RunExec(WebSocket& ws, const ExecOptions& options, std::string_view c
   }
   result.exit_code = *exit_code;
   return result;
+}
+
+const ResourceType& PodsType() {
+  static const ResourceType kPods{"", "v1", "Pod", "pods", true};
+  return kPods;
 }
 
 }  // namespace internal

@@ -41,4 +41,7 @@ ExecResult RunExec(WebSocket& ws, const ExecOptions& options, std::string_view c
 /// endian, after the channel byte); throws TransportError naming `context` when it is not one.
 int PortPrefix(std::string_view message, unsigned char channel, std::string_view context);
 
+/// Core v1 pods: exec and port-forward build their subresource paths with its ObjectPath.
+const ResourceType& PodsType();
+
 }  // namespace tfk8s::internal

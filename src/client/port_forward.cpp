@@ -46,6 +46,7 @@ std::string Errno(const char* what) { return fmt::format("{}: {}", what, std::st
 struct PortForward::Impl {
   std::shared_ptr<internal::Connection> conn;
   std::string ns, pod;
+  std::string path;  // of the portforward subresource, built (and checked) by ObjectPath
   int remote_port = 0;
   int local_port = 0;
   std::string context;
@@ -153,8 +154,7 @@ struct PortForward::Impl {
   // kubelet then dials the port and bytes flow.
   std::unique_ptr<internal::WebSocket> OpenStream() const {
     internal::RequestSpec spec;
-    spec.path = fmt::format("/api/v1/namespaces/{}/pods/{}/portforward?ports={}",
-                            internal::UrlEncode(ns), internal::UrlEncode(pod), remote_port);
+    spec.path = path;
     spec.context = context;
     auto ws = conn->OpenWebSocket(spec, {internal::kV4Protocol});
     std::string message;
@@ -261,10 +261,13 @@ PortForward Client::ForwardPort(std::string_view ns, std::string_view pod, int r
     throw ValidationError("local_port", std::to_string(options.local_port),
                           "must be in 0-65535 (0: any free port)");
   }
+  // The one path builder checks the namespace and pod name (a ValidationError, nothing sent);
+  // every connection then opens exactly this path.
+  std::string path = internal::PodsType().ObjectPath(n, pod, "portforward") +
+                     fmt::format("?ports={}", remote_port);
   // Like kubectl: only a running pod can be forwarded to (its name may be reused later by a
   // new pod of a StatefulSet; each connection then reaches whichever pod has the name).
-  static const ResourceType kPods{"", "v1", "Pod", "pods", true};
-  Json object = Get(kPods, n, pod);
+  Json object = Get(internal::PodsType(), n, pod);
   std::string phase = object.value(Json::json_pointer("/status/phase"), std::string());
   if (phase != "Running") {
     throw Conflict(ErrorKind::kConflict,
@@ -276,6 +279,7 @@ PortForward Client::ForwardPort(std::string_view ns, std::string_view pod, int r
   impl->conn = conn_;
   impl->ns = n;
   impl->pod = std::string(pod);
+  impl->path = std::move(path);
   impl->remote_port = remote_port;
   impl->context = fmt::format("port-forward to pod {}/{} port {}", n, pod, remote_port);
   impl->listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "client/connection.hpp"
 #include "tfk8s/client.hpp"
@@ -313,7 +314,51 @@ int StatusCodeOf(const Json& status) {
   return it->get<int>();
 }
 
+// What the informer does after a failure. client-go's reflector retries every failure for ever
+// and only logs it; tfk8s retries for ever only what time can heal, so that a certificate, a
+// list over the size limit or an answer it cannot decode reaches the caller instead of
+// stalling it silently.
+enum class FailureClass {
+  kTransient,  // the server or the network is down, slow or busy: retry for ever
+  kBounded,    // retrying rarely helps: retry, but give up after failure_limit in a row
+  kFatal,      // retrying cannot help (Forbidden, NotFound, a bad configuration …): give up now
+};
+
+FailureClass Classify(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const TlsError&) {
+    // A wrong certificate never heals, but a handshake cut by a restarting server does: bounded,
+    // not fatal at once.
+    return FailureClass::kBounded;
+  } catch (const ResponseTooLarge&) {
+    return FailureClass::kBounded;  // the list will be as large next time, unless it shrinks
+  } catch (const DecodeError&) {
+    return FailureClass::kBounded;  // the same object comes back with the next list or watch
+  } catch (const TransportError&) {
+    return FailureClass::kTransient;  // refused, reset, DNS, timed out
+  } catch (const TooManyRequests&) {
+    return FailureClass::kTransient;
+  } catch (const ServerError&) {
+    return FailureClass::kTransient;
+  } catch (const Timeout&) {  // 504 / reason Timeout: the server was too slow this time
+    return FailureClass::kTransient;
+  } catch (...) {
+    return FailureClass::kFatal;
+  }
+}
+
 }  // namespace
+
+Json InformerFailure::ToJson() const {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch());
+  return {{"kind", std::string(ToString(kind))},
+          {"message", message},
+          {"transient", transient},
+          {"consecutive", consecutive},
+          {"fatal", fatal},
+          {"time", static_cast<double>(ms.count()) / 1000.0}};
+}
 
 struct Informer::Impl {
   Client client;
@@ -336,6 +381,13 @@ struct Informer::Impl {
   // backoff) until it succeeds, never a watch from the expired version.
   bool need_relist = false;
   int relists = 0;
+  // What the caller is told of failures (last_error(), the error handler) and when Next() gives
+  // up: failures since the last success, and failures that are not transient in a row.
+  std::optional<InformerFailure> last_error;  // guarded by mu
+  std::atomic<int> failures_since_success{0};
+  int bounded_in_a_row = 0;
+  int failure_limit = kDefaultFailureLimit;
+  std::function<void(const InformerFailure&)> error_handler;
   // Failures in a row (watches that could not open, failed, or closed at once), and when the
   // last one was: the backoff grows with them and starts over after a healthy period.
   int consecutive_failures = 0;
@@ -440,6 +492,8 @@ struct Informer::Impl {
   static constexpr std::chrono::milliseconds kInitialBackoff{800};
   static constexpr std::chrono::milliseconds kMaxBackoff{30'000};
   static constexpr std::chrono::minutes kBackoffReset{2};
+  std::chrono::milliseconds initial_backoff = kInitialBackoff;  // set_backoff
+  std::chrono::milliseconds max_backoff = kMaxBackoff;
   // A watch the server ends sooner than this without sending anything is a failure (a
   // struggling server, a proxy cutting streams): reopening it at once would be a hot loop.
   static constexpr std::chrono::seconds kShortWatch{1};
@@ -451,12 +505,73 @@ struct Informer::Impl {
     last_failure = now;
     ++consecutive_failures;
     auto base = std::min<std::chrono::milliseconds>(
-        kInitialBackoff * (1 << std::min(consecutive_failures - 1, 6)), kMaxBackoff);
+        initial_backoff * (1 << std::min(consecutive_failures - 1, 6)), max_backoff);
     // Jitter in [0.5, 1.5) spreads the reconnects of many informers.
     return std::min<std::chrono::milliseconds>(
         std::chrono::milliseconds(static_cast<std::int64_t>(
             base.count() * (0.5 + client.connection()->Random01()))),
-        kMaxBackoff);
+        max_backoff);
+  }
+
+  void DropWatch() {
+    std::lock_guard lock(mu);
+    watch.reset();
+  }
+
+  // A list read, or a watch event received and applied: failures are no longer "in a row".
+  void Succeeded() {
+    bounded_in_a_row = 0;
+    failures_since_success.store(0, std::memory_order_relaxed);
+  }
+
+  // Records a failure and tells the error handler; with `may_throw`, rethrows it when the
+  // informer gives up on it (see Informer::Next()). Called on the thread running Next().
+  void Failed(std::exception_ptr error, bool may_throw) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const Json::exception& e) {
+      // Defence in depth: decoding is checked field by field, but a server answer (or a
+      // transform) must never end the informer's caller with a JSON library exception.
+      error = std::make_exception_ptr(DecodeError(
+          fmt::format("{} {}: {}", kDecodeContext, type.plural, e.what()), std::string()));
+    } catch (...) {
+    }
+    const FailureClass what_to_do = Classify(error);
+    InformerFailure failure;
+    failure.transient = what_to_do == FailureClass::kTransient;
+    failure.consecutive = failures_since_success.fetch_add(1, std::memory_order_relaxed) + 1;
+    // A transient failure between two others means the server's state changed (a restart
+    // cutting a handshake, say): the run of failures that retrying cannot fix starts over.
+    bounded_in_a_row = failure.transient ? 0 : bounded_in_a_row + 1;
+    failure.fatal = may_throw && (what_to_do == FailureClass::kFatal ||
+                                  (what_to_do == FailureClass::kBounded &&
+                                   bounded_in_a_row >= failure_limit));
+    if (failure.fatal && what_to_do == FailureClass::kBounded) {
+      try {
+        std::rethrow_exception(error);
+      } catch (Error& e) {
+        // Not yet shared with any other thread: the caller learns how often it was tried.
+        e.set_attempts(bounded_in_a_row);
+      }
+    }
+    std::tie(failure.kind, failure.message) = DescribeError(error);
+    failure.error = error;
+    failure.time = std::chrono::system_clock::now();
+    {
+      std::lock_guard lock(mu);
+      last_error = failure;
+    }
+    if (error_handler) {
+      try {
+        error_handler(failure);
+      } catch (...) {
+        // The handler's failure is its own; the informer goes on.
+      }
+    }
+    if (failure.fatal) {
+      bounded_in_a_row = 0;  // a later Next() starts over
+      std::rethrow_exception(error);
+    }
   }
 
   void Backoff() {
@@ -510,6 +625,17 @@ void Informer::set_transform(std::function<void(Json&)> transform) {
 
 void Informer::set_keep_objects(bool keep) { impl_->keep_objects = keep; }
 
+void Informer::set_failure_limit(int limit) { impl_->failure_limit = std::max(1, limit); }
+
+void Informer::set_backoff(std::chrono::milliseconds initial, std::chrono::milliseconds max) {
+  impl_->initial_backoff = std::max(std::chrono::milliseconds(1), initial);
+  impl_->max_backoff = std::max(impl_->initial_backoff, max);
+}
+
+void Informer::set_error_handler(std::function<void(const InformerFailure&)> handler) {
+  impl_->error_handler = std::move(handler);
+}
+
 void Informer::Cancel() {
   impl_->cancelled = true;
   std::lock_guard lock(impl_->mu);
@@ -533,6 +659,17 @@ int Informer::relist_count() const {
   return impl_->relists;
 }
 
+std::optional<InformerFailure> Informer::last_error() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->last_error;
+}
+
+int Informer::consecutive_failures() const {
+  return impl_->failures_since_success.load(std::memory_order_relaxed);
+}
+
+int Informer::failure_limit() const { return impl_->failure_limit; }
+
 std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
   auto& d = *impl_;
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -553,6 +690,7 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
       if (!d.listed || d.need_relist) {
         d.Relist();
         d.need_relist = false;
+        d.Succeeded();
         // The watch is opened before the caller gets the list's events: once it has read them
         // (a Fleet's WaitForSync, say), a change the server accepts is already on its way,
         // not held until a later call opens the watch. A failure here does not hold the
@@ -563,6 +701,8 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
         } catch (const Gone&) {
           d.need_relist = true;
         } catch (const Error&) {
+          if (d.cancelled) break;
+          d.Failed(std::current_exception(), /*may_throw=*/false);
           d.backoff_before_watch = true;
         }
         continue;
@@ -585,13 +725,19 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
       if (!ev) {
         if (d.watch->ended()) {
           // A clean close (server timeout): resume from the last version, nothing redelivered.
-          bool short_lived = !d.watch_delivered &&
-                             std::chrono::steady_clock::now() - d.watch_opened < Impl::kShortWatch;
-          {
-            std::lock_guard lock(d.mu);
-            d.watch.reset();
+          auto lived = std::chrono::steady_clock::now() - d.watch_opened;
+          bool short_lived = !d.watch_delivered && lived < Impl::kShortWatch;
+          d.DropWatch();
+          if (short_lived && !d.cancelled) {
+            d.Failed(std::make_exception_ptr(TransportError(
+                         fmt::format("watch {}: the server ended it after {} ms without an event",
+                                     d.type.plural,
+                                     std::chrono::duration_cast<std::chrono::milliseconds>(lived)
+                                         .count()),
+                         /*sent_request=*/true)),
+                     /*may_throw=*/false);
+            d.Backoff();
           }
-          if (short_lived) d.Backoff();
         }
         continue;
       }
@@ -601,10 +747,7 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
         if (code == 410) {
           // Our resourceVersion was compacted away: list again (next turn, inside this try,
           // so a failing relist backs off like any failure) and report the differences.
-          {
-            std::lock_guard lock(d.mu);
-            d.watch.reset();
-          }
+          d.DropWatch();
           d.need_relist = true;
           continue;
         }
@@ -614,45 +757,18 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
                               ev->type == WatchEventType::kModified ||
                               ev->type == WatchEventType::kDeleted;
       if (d.transform && has_object) d.transform(ev->object);
-      if (d.Apply(*ev)) return ev;
+      const bool deliver = d.Apply(*ev);
+      // Only now, once the event is transformed and stored: an event that fails there comes
+      // back when the watch is reopened, and must count as failing each time.
+      d.Succeeded();
+      if (deliver) return ev;
     } catch (const Gone&) {
-      {
-        std::lock_guard lock(d.mu);
-        d.watch.reset();
-      }
+      d.DropWatch();
       d.need_relist = true;
-    } catch (const TransportError&) {
+    } catch (...) {
       if (d.cancelled) break;
-      {
-        std::lock_guard lock(d.mu);
-        d.watch.reset();
-      }
-      d.Backoff();
-    } catch (const ServerError&) {
-      {
-        std::lock_guard lock(d.mu);
-        d.watch.reset();
-      }
-      d.Backoff();
-    } catch (const TooManyRequests&) {
-      {
-        std::lock_guard lock(d.mu);
-        d.watch.reset();
-      }
-      d.Backoff();
-    } catch (const Timeout&) {  // 504 / reason Timeout: the server was too slow this time
-      {
-        std::lock_guard lock(d.mu);
-        d.watch.reset();
-      }
-      d.Backoff();
-    } catch (const Json::exception&) {
-      // Defence in depth: decoding is checked above, but a server answer must never end the
-      // informer's caller with a JSON library exception.
-      {
-        std::lock_guard lock(d.mu);
-        d.watch.reset();
-      }
+      d.DropWatch();
+      d.Failed(std::current_exception(), /*may_throw=*/true);
       d.Backoff();
     }
   }

@@ -64,6 +64,16 @@ void ClientConfig::Validate() const {
                                   "use https://, or set allow_token_over_http to send it anyway",
                                   RedactUrl(server)));
   }
+  // Basic auth is no less a credential than a token: the same rule and the same opt-in. User
+  // info in the URL (RedactUrl changes it) is basic auth too.
+  const bool has_basic_auth = !username.empty() || !password.empty() || RedactUrl(server) != server;
+  if (server.rfind("http://", 0) == 0 && has_basic_auth && !allow_token_over_http) {
+    throw ConfigError(where, "server",
+                      fmt::format("\"{}\" is http://: the basic-auth password would travel in "
+                                  "clear text; use https://, or set allow_token_over_http to "
+                                  "send it anyway",
+                                  RedactUrl(server)));
+  }
   if (insecure_skip_tls_verify && (!ca_pem.empty() || !ca_file.empty())) {
     throw ConfigError(where, "insecure_skip_tls_verify",
                       "cannot be combined with a certificate authority (ca_pem/ca_file)");

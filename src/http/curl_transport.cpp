@@ -261,6 +261,12 @@ class CurlTransport final : public HttpTransport,
     if (t->cancel_requested) return 0;  // aborts the transfer
     const std::size_t limit = t->request.max_body_bytes;
     if (!t->stream && limit > 0 && t->response.body.size() + size * n > limit) {
+      if (t->request.truncate_body) {
+        // Keep what fits and stop: Finish() answers with the status (CURLE_WRITE_ERROR is ours).
+        t->response.body.append(data, limit - t->response.body.size());
+        t->response.body_truncated = true;
+        return 0;
+      }
       // Stop reading rather than buffer an unbounded (or decompression-bomb) answer.
       t->own_error = std::make_exception_ptr(
           ResponseTooLarge(t->request.method + " " + SplitUrl(t->request.url).rest +
@@ -417,7 +423,7 @@ class CurlTransport final : public HttpTransport,
     }
     if (t->own_error) {
       t->promise.set_exception(t->own_error);
-    } else if (code == CURLE_OK) {
+    } else if (code == CURLE_OK || (code == CURLE_WRITE_ERROR && t->response.body_truncated)) {
       long status = 0;
       curl_easy_getinfo(t->easy.get(), CURLINFO_RESPONSE_CODE, &status);
       t->response.status = static_cast<int>(status);

@@ -46,6 +46,10 @@ struct HttpRequest {
   /// Largest body Send() buffers (after decompression); 0: no limit. Streams are bounded by
   /// their readers (per line) instead.
   std::size_t max_body_bytes = 0;
+  /// With max_body_bytes: keep that much of the body and end the transfer there, answering
+  /// with the status and headers (HttpResponse::body_truncated) instead of ResponseTooLarge.
+  /// For callers that judge an answer by its status alone (webhooks).
+  bool truncate_body = false;
   std::string proxy;                              ///< Empty: no proxy (environment ignored).
   bool accept_compressed = true;  ///< Ask for gzip/deflate/... (Accept-Encoding) and inflate.
   std::shared_ptr<const TlsSettings> tls;
@@ -57,6 +61,7 @@ struct HttpResponse {
   int http_version = 0;  ///< 11 for HTTP/1.1, 20 for HTTP/2 (0 when unknown).
   std::map<std::string, std::string> headers;
   std::string body;
+  bool body_truncated = false;  ///< Cut at max_body_bytes (HttpRequest::truncate_body).
 };
 
 /// A streamed response (watch, follow logs). Thread-safe; the transport fills it.

@@ -33,6 +33,9 @@
  * program's own (128 + N when it was killed by signal N), 2 for a bad configuration or no
  * program for the role, 3 for a start-up barrier that timed out, 126 / 127 for a program that
  * cannot be started. Messages are those of the former Python launcher, word for word.
+ *
+ * tests/fuzz/fuzz_launcher.c includes this file (with main renamed and malloc/free counted) to
+ * fuzz the configuration readers: keep them reachable as static functions.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -10,6 +10,7 @@
 
 #include "tfk8s/error.hpp"
 #include "workloads/common.hpp"
+#include "workloads/identity.hpp"
 #include "workloads/kinds.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 #include "workloads/tfcluster_internal.hpp"
@@ -55,14 +56,6 @@ std::string UidOf(const Json& object) { return Meta(object).value("uid", ""); }
 
 bool BeingDeleted(const Json& object) { return Meta(object).contains("deletionTimestamp"); }
 
-bool OwnedBy(const Json& object, const std::string& owner_uid) {
-  if (owner_uid.empty()) return false;
-  for (const auto& o : Meta(object).value("ownerReferences", Json::array())) {
-    if (o.is_object() && o.value("uid", "") == owner_uid) return true;
-  }
-  return false;
-}
-
 // "Complete" or "Failed" when the Job has that condition, else "".
 std::string JobEnd(const Json& job) {
   auto s = job.find("status");
@@ -91,19 +84,6 @@ ClaimState CleanupClaim(const Json& object, SysSeconds now, std::optional<SysSec
   return ClaimState::kExpired;
 }
 
-TFClusterSpec StoredSpec(const Json& root) {
-  auto data = root.find("data");
-  if (data == root.end() || !data->is_object() || !data->contains(kSpecKey) ||
-      !(*data)[kSpecKey].is_string()) {
-    throw ValidationError("data." + std::string(kSpecKey), "", "the root holds no spec");
-  }
-  Json spec = Json::parse((*data)[kSpecKey].get<std::string>(), nullptr, false);
-  if (spec.is_discarded()) {
-    throw ValidationError("data." + std::string(kSpecKey), "…", "is not JSON");
-  }
-  return TFClusterSpec::FromJson(spec);
-}
-
 // Deletion order: what holds resources first, then what only routes or stores.
 int Rank(const ResourceType* type) {
   if (type == &kJobs || type == &kStatefulSets) return 0;
@@ -123,7 +103,7 @@ TFCleanupDecision DecideTFCleanup(const Json& root, const std::vector<Json>& job
                                   SysSeconds now) {
   TFCleanupDecision d;
   if (BeingDeleted(root)) return d;
-  TFClusterSpec spec = StoredSpec(root);
+  TFClusterSpec spec = TFSpecFromRoot(root);
   d.policy = spec.cleanup;
   if (d.policy == TFCleanupPolicy::kNone) return d;
   // TensorFlow's convention, as in Status(): the chief, or worker 0 without one, decides.
@@ -229,18 +209,22 @@ HistoryLimits HistoryLimitsOf(const Json& spec) {
 
 HistoryLimits TaskHistoryLimits(const Json* cronjob, const std::vector<Json>& runs) {
   if (cronjob) return HistoryLimitsOf(cronjob->value("spec", Json::object()));
-  const Json* newest = nullptr;
-  std::string newest_created;
-  for (const auto& run : runs) {
-    if (AnnotationOf(run, kSpecAnnotation).empty()) continue;
-    std::string created = Meta(run).value("creationTimestamp", "");
-    if (!newest || created > newest_created) {
-      newest = &run;
-      newest_created = created;
+  // The newest run's stored spec that really is this task's (identity checked: a run's owner
+  // may rewrite it; a forged or unreadable one is passed over).
+  std::vector<const Json*> newest_first;
+  for (const auto& run : runs) newest_first.push_back(&run);
+  std::stable_sort(newest_first.begin(), newest_first.end(), [](const Json* a, const Json* b) {
+    return Meta(*a).value("creationTimestamp", "") > Meta(*b).value("creationTimestamp", "");
+  });
+  for (const Json* run : newest_first) {
+    try {
+      if (auto spec = ScheduledJobSpecFromObject(*run, false)) {
+        return HistoryLimitsOf(spec->ToJson());
+      }
+    } catch (const Error&) {
     }
   }
-  if (!newest) return {};
-  return HistoryLimitsOf(Json::parse(AnnotationOf(*newest, kSpecAnnotation), nullptr, false));
+  return {};
 }
 
 HistoryPlan PlanHistoryPrune(const std::vector<Json>& runs, HistoryLimits limits,

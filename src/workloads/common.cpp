@@ -9,6 +9,7 @@
 
 #include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
+#include "util/json_parse.hpp"
 #include "workloads/server_shape.hpp"
 
 namespace tfk8s::internal {
@@ -123,7 +124,7 @@ std::vector<Json> ListItemsWithout(Client& client, const ResourceType& type, con
   };
   std::vector<Json> items;
   client.ListPages(type, ns, options, 500, [&](std::string text) {
-    Json page = Json::parse(text, keep, /*allow_exceptions=*/false);
+    Json page = ParseJson(text, fmt::format("list {}", type.plural), keep);
     if (page.is_discarded() || !page.is_object()) {
       throw DecodeError(fmt::format("list {}: the server's answer is not a list object ({} bytes)",
                                     type.plural, text.size()),
@@ -343,20 +344,40 @@ bool WriteSecretWhole(Client& client, const Json& secret, bool replace, bool dry
   WriteOptions write;
   write.dry_run = dry_run;
   write.field_manager = "tfk8s";
-  // Another writer may recreate it between our delete and create: a few rounds, then the
-  // AlreadyExists stands.
-  for (int round = 0;; ++round) {
+  try {
+    client.Create(kSecrets, ns, secret, write);
+    return true;
+  } catch (const AlreadyExists&) {
+    // A dry run has checked what it can: the real call would read and replace.
+    if (!replace || dry_run) return false;
+  }
+  // Replaced in place, never deleted first: a write that fails leaves the old Secret (and the
+  // pods that mount it) as they were. The resourceVersion read makes the PUT conditional; a
+  // writer in between (Conflict), or a delete (NotFound: then created again), costs a round.
+  constexpr int kRounds = 3;
+  for (int round = 1;; ++round) {
     try {
-      client.Create(kSecrets, ns, secret, write);
+      const std::optional<Json> current = GetOptional(client, kSecrets, ns, name);
+      if (!current) {
+        client.Create(kSecrets, ns, secret, write);
+        return true;
+      }
+      const std::string version = StringAt(At(*current, "metadata"), "resourceVersion");
+      if (version.empty()) {  // a PUT without it would be unconditional
+        throw DecodeError(fmt::format("Secret {}/{}: the server's answer has no "
+                                      "metadata.resourceVersion",
+                                      ns, name),
+                          "metadata.resourceVersion");
+      }
+      Json next = secret;
+      next["metadata"]["resourceVersion"] = version;
+      client.Replace(kSecrets, ns, next, write);
       return true;
-    } catch (const AlreadyExists&) {
-      // A dry run has checked what it can: the real call would delete and create.
-      if (!replace || dry_run) return false;
-      if (round == 2) throw;
-    }
-    try {
-      client.Delete(kSecrets, ns, name);
-    } catch (const NotFound&) {
+    } catch (const ApiError& e) {
+      const bool raced = e.kind() == ErrorKind::kConflict ||
+                         e.kind() == ErrorKind::kAlreadyExists ||
+                         e.kind() == ErrorKind::kNotFound;
+      if (!raced || round == kRounds) throw;
     }
   }
 }

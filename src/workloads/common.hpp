@@ -109,13 +109,16 @@ class WatchTracker {
   std::thread thread_;
 };
 
-/// Writes a credentials Secret whole: created, or with `replace` deleted and created again.
-/// tfk8s never patches and never lists Secrets, and reads one only where a password must be
-/// kept, so the in-cluster launching Role (DevInstanceWorkloadRules) needs only create and
-/// delete on Secrets: get, list or patch would let one user's instance read (patch answers
-/// with the object) or take over another user's credentials. Returns true when this call
-/// created it; false when it existed and `replace` was false (then it is left as it is).
-/// `dry_run` sends the create with dryRun=All and nothing else.
+/// Writes a credentials Secret whole: created; or, when it exists and `replace`, read and
+/// replaced (PUT) in place with the read metadata.resourceVersion as a precondition, up to 3
+/// rounds when another writer or a delete gets in between (then the Conflict or NotFound
+/// stands). Never deleted and created again: a replace that fails leaves the old Secret
+/// whole, with its UID. tfk8s never patches and never lists Secrets (patch answers with the
+/// object, a list with everyone's); replacing needs get and update on Secrets (the in-cluster
+/// launching Role, DevInstanceWorkloadRules, grants them, in its owner's personal namespace
+/// only). Returns true when this call wrote it (created or replaced); false when it existed and
+/// `replace` was false (then it is left as it is). `dry_run` sends the create with dryRun=All
+/// and nothing else. Errors never hold the Secret's data.
 bool WriteSecretWhole(Client& client, const Json& secret, bool replace, bool dry_run = false);
 
 /// GET one object, its shape checked as `type.kind` (CheckServerObject: DecodeError).

@@ -123,7 +123,8 @@ DevInstanceStatus ComputeDevStatus(const DevInstanceSpec& spec, const DevObserve
     if (fatal) fatal->push_back(st.reason);
   } else if (phase == "Running" && PodReady(*pod)) {
     st.phase = DevPhase::kRunning;
-    for (const auto& p : DevPorts(spec)) st.ready_tools.push_back(p.name);
+    // Ready means the readiness probe found every served tool's port listening.
+    for (const auto& p : internal::ServedToolPorts(spec.tools)) st.ready_tools.push_back(p.name);
     st.message = fmt::format("running on {}", st.node);
     return st;
   } else {
@@ -164,6 +165,8 @@ int DesiredReplicas(const Json& sts) {
 // Mount grants, checked before anything is written: reads the claims only. Returns whether the
 // owner's home claim exists already.
 bool CheckGrants(Client& client, const DevInstanceSpec& spec) {
+  // Tenancy (devinstance_tenancy.cpp): whose namespace this is, before anything else is read.
+  internal::CheckDevTenancy(client, spec);
   const std::string& ns = spec.namespace_name;
   for (std::size_t i = 0; i < spec.mounts.size(); ++i) {
     const VolumeMount& m = spec.mounts[i];
@@ -229,10 +232,14 @@ void ThrowIfNotFit(const DevInstanceSpec& spec, const FitResult& fit, const char
   throw DevInstanceFailed(what, st);
 }
 
-Json ApplyStatefulSet(Client& client, const DevInstanceSpec& spec, bool running) {
+// `uid`: the StatefulSet's that was loaded or made ("" for the first apply): the server refuses
+// the apply if the object now under that name is another one.
+Json ApplyStatefulSet(Client& client, const DevInstanceSpec& spec, bool running,
+                      const std::string& uid) {
   DevRenderOptions o;
   o.running = running;
-  return client.Apply(RenderDevInstance(spec, o).front(), Forced());
+  return client.Apply(internal::WithUidPrecondition(RenderDevInstance(spec, o).front(), uid),
+                      Forced());
 }
 
 DevAccess BaseAccess(const DevInstanceSpec& spec) {
@@ -290,22 +297,42 @@ void DevInstance::set_spec(DevInstanceSpec spec) {
   spec_ = std::move(spec);
 }
 
+namespace internal {
+
+DevInstanceSpec DevSpecFromObject(const Json& sts, RootIdentity* identity) {
+  RootIdentity id = IdentityOf(sts, "StatefulSet", "DevInstance", kInstanceLabel, true);
+  const std::string field = std::string("metadata.annotations[") + kDevSpecAnnotation + "]";
+  std::string text = AnnotationOf(sts, kDevSpecAnnotation);
+  if (text.empty()) {
+    throw NotFound(ErrorKind::kNotFound,
+                   fmt::format("{} exists but is not a tfk8s dev instance: it has no {}",
+                               id.object, field),
+                   404, "NotFound");
+  }
+  DevInstanceSpec spec = DevInstanceSpec::FromJson(ParseStoredSpec(text, field, id.name));
+  RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
+  if (identity) *identity = std::move(id);
+  return spec;
+}
+
+}  // namespace internal
+
 DevInstance DevInstance::Load(Client client, const std::string& ns, const std::string& name) {
   internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
   Json sts = internal::GetChecked(client, kStatefulSets, ns, name);
-  std::string text = AnnotationOf(sts, internal::kDevSpecAnnotation);
-  if (LabelOf(sts, internal::kInstanceLabel) != name || text.empty()) {
-    throw NotFound(
-        ErrorKind::kNotFound,
-        fmt::format("statefulset {}/{} exists but is not a tfk8s dev instance", ns, name), 404,
-        "NotFound");
-  }
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    throw ValidationError(std::string("metadata.annotations[") + internal::kDevSpecAnnotation + "]",
-                          name, "the stored spec is not JSON");
-  }
-  return DevInstance(std::move(client), DevInstanceSpec::FromJson(j));
+  internal::RootIdentity id;
+  DevInstance loaded(std::move(client), internal::DevSpecFromObject(sts, &id));
+  loaded.root_uid_ = std::move(id.uid);
+  return loaded;
+}
+
+Json DevInstance::GetRoot() {
+  Json sts = internal::GetChecked(client_, kStatefulSets, spec_.namespace_name, spec_.name);
+  internal::RequireSameObject(sts, root_uid_, "DevInstance", spec_.namespace_name, spec_.name);
+  // From here on, writes of it carry this UID (an instance made from a spec adopts the
+  // StatefulSet it finds on first use).
+  if (root_uid_.empty()) root_uid_ = sts["metadata"].value("uid", "");
+  return sts;
 }
 
 std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::string& ns,
@@ -351,7 +378,8 @@ FitResult DevInstance::Preflight() {
 }
 
 Json DevInstance::ApplyObjects(bool running, const std::optional<DevCredentials>& credentials) {
-  Json sts = ApplyStatefulSet(client_, spec_, running);
+  Json sts = ApplyStatefulSet(client_, spec_, running, root_uid_);
+  root_uid_ = sts["metadata"].value("uid", "");
   DevRenderOptions o;
   o.running = running;
   o.root_uid = sts["metadata"].value("uid", "");
@@ -435,12 +463,13 @@ DevStartResult DevInstance::Create(const DevCreateOptions& options) {
     }
   }
   DevCredentials credentials = DevCredentials::Generate();
+  root_uid_.clear();  // a new StatefulSet (an earlier one of this object was deleted)
   try {
     // Stopped first: the Secret and Services exist before the pod can start.
     ApplyObjects(false, credentials);
     if (options.start) {
       SyncExposure(spec_, true);
-      ApplyStatefulSet(client_, spec_, true);
+      ApplyStatefulSet(client_, spec_, true, root_uid_);
     }
   } catch (...) {
     // Leave nothing half-made behind; the home PVC stays (it is the user's).
@@ -462,15 +491,16 @@ DevStartResult DevInstance::Create(const DevCreateOptions& options) {
 void DevInstance::Apply() {
   const std::string& ns = spec_.namespace_name;
   CheckGrants(client_, spec_);
-  Json sts = internal::GetChecked(client_, kStatefulSets, ns, spec_.name);
+  Json sts = GetRoot();
   bool running = DesiredReplicas(sts) > 0;
   std::optional<DevInstanceSpec> previous;
-  Json stored = Json::parse(AnnotationOf(sts, internal::kDevSpecAnnotation), nullptr, false);
-  if (stored.is_object()) {
-    try {
-      previous = DevInstanceSpec::FromJson(stored);
-    } catch (const ValidationError&) {
-    }
+  try {
+    previous = internal::DevSpecFromObject(sts);
+  } catch (const internal::StoredIdentityError&) {
+    throw;  // never act on a spec that names another instance (its exposure, below)
+  } catch (const ValidationError&) {
+    // Unreadable (damaged, or from an older tfk8s): nothing of it to clean up.
+  } catch (const NotFound&) {
   }
   // Keep the password; rewrite the Secret so changed authorized keys reach it. Credentials
   // that may not read Secrets (the launching Role: one user's instance must not read
@@ -513,7 +543,7 @@ void DevInstance::Apply() {
 DevStartResult DevInstance::Launch() {
   const std::string& ns = spec_.namespace_name;
   CheckGrants(client_, spec_);
-  Json sts = internal::GetChecked(client_, kStatefulSets, ns, spec_.name);
+  Json sts = GetRoot();
   bool was_running = DesiredReplicas(sts) > 0;
   ThrowIfNotFit(spec_, PreflightObjects(client_, spec_, &sts, true),
                 was_running ? "restart" : "start");
@@ -521,7 +551,7 @@ DevStartResult DevInstance::Launch() {
   // The Secret is written before the pod (re)starts, so the pod reads the new password.
   ApplyObjects(was_running, credentials);
   SyncExposure(spec_, true);
-  ApplyStatefulSet(client_, spec_, true);
+  ApplyStatefulSet(client_, spec_, true, root_uid_);
   if (was_running) {
     // The running pod holds the old password: replace it (the StatefulSet recreates it).
     try {
@@ -544,9 +574,9 @@ DevStartResult DevInstance::Start() { return Launch(); }
 DevStartResult DevInstance::Restart() { return Launch(); }
 
 void DevInstance::Stop(const DevStopOptions& options) {
-  // NotFound when absent.
-  internal::GetChecked(client_, kStatefulSets, spec_.namespace_name, spec_.name);
-  ApplyStatefulSet(client_, spec_, false);
+  // NotFound when absent, Conflict when replaced since it was loaded.
+  GetRoot();
+  ApplyStatefulSet(client_, spec_, false, root_uid_);
   if (!options.keep_ports) SyncExposure(spec_, false);
 }
 
@@ -561,9 +591,13 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
       }
     }
   }
+  // The loaded StatefulSet only: one re-created under its name meanwhile is refused (Conflict),
+  // before its ports are touched.
+  auto sts = GetOptional(client_, kStatefulSets, ns, spec_.name);
+  if (sts) internal::RequireSameObject(*sts, root_uid_, "DevInstance", ns, spec_.name);
   // Ports first: if releasing fails, the instance is intact and the call can be repeated.
   SyncExposure(spec_, false);
-  if (auto sts = GetOptional(client_, kStatefulSets, ns, spec_.name)) {
+  if (sts) {
     DeleteOptions del;
     del.propagation_policy = options.wait ? "Foreground" : "Background";
     del.precondition_uid = (*sts)["metadata"].value("uid", "");
@@ -572,6 +606,7 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
     } catch (const NotFound&) {
     }
   }
+  root_uid_.clear();  // a later Create makes a new StatefulSet
   if (options.delete_home_volume && spec_.home.enabled) {
     if (auto pvc = GetOptional(client_, kPvcs, ns, home)) {
       if (LabelOf(*pvc, kOwnerLabel) == spec_.owner) {

@@ -13,6 +13,7 @@
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/validation.hpp"
+#include "util/json_parse.hpp"
 #include "workloads/common.hpp"
 #include "workloads/devinstance_internal.hpp"
 
@@ -179,7 +180,12 @@ std::map<std::string, DevShareMode> VolumeGrants(const Json& pvc) {
   std::map<std::string, DevShareMode> out;
   std::string text = internal::AnnotationOf(pvc, kSharedWithAnnotation);
   if (text.empty()) return out;
-  Json grants = Json::parse(text, nullptr, false);
+  Json grants;
+  try {
+    grants = internal::ParseJson(text, kSharedWithAnnotation);
+  } catch (const DecodeError&) {
+    return out;  // nested too deeply: grants nothing, like any malformed value
+  }
   if (!grants.is_object()) return out;  // malformed: grants nothing (fail closed)
   for (auto it = grants.begin(); it != grants.end(); ++it) {
     if (!it.value().is_string()) continue;

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 #include "tfk8s/devinstance.hpp"
 #include "util/concurrent.hpp"
+#include "util/json_parse.hpp"
 #include "workloads/common.hpp"
 #include "workloads/cron.hpp"
 #include "workloads/devinstance_internal.hpp"
@@ -42,7 +44,12 @@ printf '{"jupyter":%s,"ssh_sessions":%d,"code_server_heartbeat":%s,"now":%s}\n' 
 
 namespace {
 
-Clock::time_point FromEpoch(std::int64_t seconds) {
+// A time the system clock holds (about the years 1678-2261); nullopt beyond, where converting
+// the seconds to the clock's nanoseconds would overflow.
+std::optional<Clock::time_point> FromEpoch(std::int64_t seconds) {
+  constexpr std::int64_t kLimit =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::duration::max()).count() - 1;
+  if (seconds > kLimit || seconds < -kLimit) return std::nullopt;
   return Clock::time_point(std::chrono::seconds(seconds));
 }
 
@@ -51,27 +58,36 @@ std::string Rfc3339(Clock::time_point t) {
 }
 
 std::optional<Clock::time_point> ParseTime(const std::string& text) {
-  if (auto t = ParseTimestamp(text)) return Clock::time_point(*t);
+  if (auto t = ParseTimestamp(text)) return FromEpoch(t->time_since_epoch().count());
   return std::nullopt;
 }
 
 }  // namespace
 
 std::optional<DevActivity> ParseDevActivity(std::string_view output, std::string* why) {
-  Json j = Json::parse(output, nullptr, false);
   auto fail = [&](const std::string& reason) -> std::optional<DevActivity> {
     if (why) *why = reason;
     return std::nullopt;
   };
+  // The pod writes this output and a privileged loop reads it: too deep is one more bad answer.
+  Json j;
+  try {
+    j = internal::ParseJson(output, "the probe's answer");
+  } catch (const DecodeError& e) {
+    return fail(e.what());
+  }
   if (!j.is_object()) return fail("the probe's answer is not a JSON object");
   if (!j.contains("now") || !j["now"].is_number_integer()) return fail("no clock in the answer");
   DevActivity a;
-  a.probed_at = FromEpoch(j["now"].get<std::int64_t>());
+  auto now = FromEpoch(j["now"].get<std::int64_t>());
+  if (!now) return fail("the clock in the answer is out of range");
+  a.probed_at = *now;
   if (j.contains("ssh_sessions") && j["ssh_sessions"].is_number_integer()) {
     a.ssh_sessions = std::max(0, j["ssh_sessions"].get<int>());
   }
   if (j.contains("code_server_heartbeat") && j["code_server_heartbeat"].is_number_integer()) {
     a.code_server_heartbeat = FromEpoch(j["code_server_heartbeat"].get<std::int64_t>());
+    if (!a.code_server_heartbeat) return fail("code-server's heartbeat is out of range");
   }
   if (j.contains("jupyter") && j["jupyter"].is_object()) {
     const Json& jup = j["jupyter"];
@@ -257,8 +273,18 @@ std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOp
         d.namespace_name = s.namespace_name;
         d.name = s.name;
         d.owner = s.owner;
+        std::optional<DevInstance> loaded;
         try {
-          DevInstance instance = DevInstance::Load(client, s.namespace_name, s.name);
+          // Its identity checked against its StatefulSet: a stored spec naming another
+          // instance is never acted on (its owner may edit it; the culler may stop anyone's).
+          loaded.emplace(DevInstance::Load(client, s.namespace_name, s.name));
+        } catch (const std::exception& e) {
+          d.outcome = "unknown";
+          d.reason = std::string("not acted on: ") + e.what();
+          return;
+        }
+        DevInstance& instance = *loaded;
+        try {
           auto policy = internal::IdlePolicyFor(instance.spec().idle, options);
           if (!policy) {  // not probed: nothing is read or written
             d.outcome = "skipped";

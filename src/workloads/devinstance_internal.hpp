@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tfk8s/devinstance.hpp"
+#include "workloads/identity.hpp"
 #include "workloads/kinds.hpp"
 
 namespace tfk8s::internal {
@@ -114,5 +115,27 @@ struct DevObserved {
 /// `*fatal` (when not null).
 DevInstanceStatus ComputeDevStatus(const DevInstanceSpec& spec, const DevObserved& observed,
                                    std::vector<std::string>* fatal);
+
+/// The spec stored on an instance's StatefulSet, its identity checked against the object's
+/// (identity.hpp): NotFound when `sts` is not a tfk8s instance or has no stored spec,
+/// ValidationError when the stored spec is not JSON, is invalid, or names another instance,
+/// namespace or owner. `*identity` (optional) gets the object's identity.
+DevInstanceSpec DevSpecFromObject(const Json& sts, RootIdentity* identity = nullptr);
+
+// ---- tenancy (devinstance_tenancy.cpp) --------------------------------------------------------
+
+/// The namespace checks of a DevInstance, pure: `namespace_object` is the Namespace as read, or
+/// null when it could not be read (`unreadable_why` says why: absent, or these credentials may
+/// not read it). A namespace labelled tfk8s.io/owner=<x> is personal to x: an instance of
+/// another owner is refused there (ValidationError on "owner"), and `launch_workloads` is
+/// allowed only in a namespace personal to the instance's owner (ValidationError on
+/// "launchWorkloads" naming the namespace, the reason and the way out; an unreadable namespace
+/// is refused too: the check fails closed). Other instances pass an unreadable namespace: the
+/// owner check is a guard against mistakes, not a boundary (whoever may create StatefulSets in
+/// a namespace may create any pod there).
+void CheckDevTenancy(const DevInstanceSpec& spec, const Json* namespace_object,
+                     const std::string& unreadable_why);
+/// CheckDevTenancy with the namespace read through `client` (one GET; nothing is written).
+void CheckDevTenancy(Client& client, const DevInstanceSpec& spec);
 
 }  // namespace tfk8s::internal

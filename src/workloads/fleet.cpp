@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/scheduledjob.hpp"
@@ -89,6 +91,12 @@ Json FleetEntry::ToJson() const {
 
 Json FleetChange::ToJson() const { return {{"type", ToString(type)}, {"entry", entry.ToJson()}}; }
 
+Json FleetError::ToJson() const {
+  Json out = failure.ToJson();
+  out["source"] = source;
+  return out;
+}
+
 // ---- the pure part ----------------------------------------------------------------------------
 
 namespace internal {
@@ -126,20 +134,6 @@ std::vector<const Json*> ByCreation(std::vector<const Json*> objects) {
   return objects;
 }
 
-// A stored spec (JSON text) decoded, or nullopt with `*why` set.
-std::optional<Json> StoredSpec(const std::string& text, std::string* why) {
-  if (text.empty()) {
-    *why = "no stored spec";
-    return std::nullopt;
-  }
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    *why = "the stored spec is not JSON";
-    return std::nullopt;
-  }
-  return j;
-}
-
 FleetEntry BaseEntry(const FleetKey& key, const Json& root) {
   FleetEntry e;
   e.kind = key.kind;
@@ -153,11 +147,8 @@ FleetEntry BaseEntry(const FleetKey& key, const Json& root) {
 FleetEntry TFClusterEntry(const FleetKey& key, const FleetObserved& seen) {
   const Json& root = *seen.of(FleetSource::kRootConfigMaps).front();
   FleetEntry e = BaseEntry(key, root);
-  std::string why;
-  auto stored = StoredSpec(StringAt(At(root, "data"), kSpecKey), &why);
   try {
-    if (!stored) throw ValidationError("data.spec.json", key.name, why);
-    TFClusterSpec spec = TFClusterSpec::FromJson(*stored);
+    TFClusterSpec spec = TFSpecFromRoot(root);
     TFObserved observed;
     observed.pods = Copies(seen.of(FleetSource::kPods));
     observed.jobs = Copies(seen.of(FleetSource::kJobs));
@@ -178,12 +169,9 @@ FleetEntry DevInstanceEntry(const FleetKey& key, const FleetObserved& seen) {
   if (auto t = ParseTimestamp(AnnotationOf(sts, kLastActivityAnnotation))) {
     e.last_activity = ToTimePoint(*t);
   }
-  std::string why;
-  auto stored = StoredSpec(AnnotationOf(sts, kDevSpecAnnotation), &why);
   try {
     e.requested = RequestedResources({sts});
-    if (!stored) throw ValidationError("metadata.annotations", key.name, why);
-    DevInstanceSpec spec = DevInstanceSpec::FromJson(*stored);
+    DevInstanceSpec spec = DevSpecFromObject(sts);
     DevObserved observed;
     observed.statefulset = sts;
     observed.pods = Copies(seen.of(FleetSource::kPods));
@@ -474,6 +462,14 @@ struct Fleet::Impl {
   bool stop = false;
   std::exception_ptr error;
   std::vector<std::shared_ptr<std::function<void(const FleetChange&)>>> callbacks;
+  // Informer failures: the kind each source watches (FleetError::source), the failures not yet
+  // given to the error callbacks (bounded: a backing-off informer fails at most every 30 s,
+  // but nobody may be reading) and the latest one.
+  static constexpr std::size_t kMaxPendingFailures = 1000;
+  std::array<std::string, kFleetSourceCount> source_kinds;
+  std::deque<FleetError> failures;
+  std::optional<FleetError> last_failure;
+  std::vector<std::shared_ptr<std::function<void(const FleetError&)>>> error_callbacks;
 
   static std::string ObjectKey(const Json& object) {
     return internal::NamespaceOf(object) + "/" + internal::NameOf(object);
@@ -506,6 +502,32 @@ struct Fleet::Impl {
       index[*workload][source].insert(key);
     }
     objects[source][key] = Held{std::move(workload), std::move(object)};
+  }
+
+  // Called by an informer's error handler (its reading thread) and when an informer stops.
+  void Report(FleetError failure) {
+    std::lock_guard lock(mu);
+    last_failure = failure;
+    if (failures.size() >= kMaxPendingFailures) failures.pop_front();
+    failures.push_back(std::move(failure));
+    cv.notify_all();
+  }
+
+  // What stopped informer `source`: its own record of the failure when it threw it, else (the
+  // Fleet's own reading failed) the error as it is.
+  FleetError Stopped(std::size_t source, const std::exception_ptr& stopped) {
+    FleetError out{source_kinds[source], {}};
+    if (auto f = informers[source]->last_error(); f && f->fatal && f->error == stopped) {
+      out.failure = std::move(*f);
+      return out;
+    }
+    out.failure.error = stopped;
+    out.failure.transient = false;
+    out.failure.fatal = true;
+    out.failure.consecutive = 1;
+    out.failure.time = std::chrono::system_clock::now();
+    std::tie(out.failure.kind, out.failure.message) = DescribeError(stopped);
+    return out;
   }
 
   void ReadInformer(std::size_t source) {
@@ -549,9 +571,12 @@ struct Fleet::Impl {
         cv.notify_all();
       }
     } catch (...) {
-      std::lock_guard lock(mu);
-      if (!error) error = std::current_exception();
-      cv.notify_all();
+      FleetError stopped = Stopped(source, std::current_exception());
+      {
+        std::lock_guard lock(mu);
+        if (!error) error = std::current_exception();
+      }
+      Report(std::move(stopped));
     }
   }
 
@@ -602,16 +627,30 @@ struct Fleet::Impl {
       // they would be computed again (a DevInstance before its pods are known, …) while the
       // other lists come in.
       cv.wait(lock, [&] {
-        return stop || (!dirty.empty() && (AllListed() || error)) || (!synced && AllListed());
+        return stop || (!dirty.empty() && (AllListed() || error)) || (!synced && AllListed()) ||
+               !failures.empty();
       });
       if (stop) return;
-      std::vector<FleetChange> changes = Recompute();
+      std::vector<FleetChange> changes;
+      if (AllListed() || error) changes = Recompute();
       if (!synced && AllListed()) {
         synced = true;
         cv.notify_all();
       }
+      std::deque<FleetError> failed;
+      failed.swap(failures);
       auto to_call = callbacks;
+      auto to_tell = error_callbacks;
       lock.unlock();
+      for (const auto& failure : failed) {
+        for (const auto& callback : to_tell) {
+          try {
+            (*callback)(failure);
+          } catch (...) {
+            // A callback's failure is its own; the Fleet goes on.
+          }
+        }
+      }
       for (const auto& change : changes) {
         for (const auto& callback : to_call) {
           try {
@@ -649,6 +688,11 @@ Fleet::Fleet(Client client, FleetOptions options)
     // the Fleet the fields its entries read.
     informer->set_transform([source](Json& object) { internal::TrimForFleet(source, object); });
     informer->set_keep_objects(false);
+    // Failures it retries are reported as they happen; the one it gives up on, by ReadInformer.
+    informer->set_error_handler([impl = impl_.get(), kind = type.kind](const InformerFailure& f) {
+      if (!f.fatal) impl->Report(FleetError{kind, f});
+    });
+    d.source_kinds[static_cast<std::size_t>(source)] = type.kind;
     d.informers[static_cast<std::size_t>(source)] = std::move(informer);
   };
   make(FleetSource::kRootConfigMaps, kConfigMaps,
@@ -745,6 +789,17 @@ void Fleet::OnChange(std::function<void(const FleetChange&)> callback) {
   std::lock_guard lock(impl_->mu);
   impl_->callbacks.push_back(
       std::make_shared<std::function<void(const FleetChange&)>>(std::move(callback)));
+}
+
+void Fleet::OnError(std::function<void(const FleetError&)> callback) {
+  std::lock_guard lock(impl_->mu);
+  impl_->error_callbacks.push_back(
+      std::make_shared<std::function<void(const FleetError&)>>(std::move(callback)));
+}
+
+std::optional<FleetError> Fleet::last_error() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->last_failure;
 }
 
 std::exception_ptr Fleet::error() const {

@@ -6,6 +6,7 @@
 #include "tfk8s/quota.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -504,22 +505,111 @@ FitResult EvaluateQuota(const std::vector<Json>& objects, const std::vector<Json
   return EvaluateItems(items, quotas);
 }
 
-FitResult CheckQuota(Client& client, const std::string& ns, const std::vector<Json>& objects) {
+namespace {
+
+// The quotas of `ns`, plus for each team quota among them (kTeamNamespacesAnnotation) one more:
+// the team's total, with the team quota's hard limits and the usage summed over the team's
+// namespaces. The server enforces each namespace's quota alone; no Kubernetes object limits a
+// sum over namespaces, so this is the only place the team's total is checked.
+std::vector<Json> QuotasWithTeamTotals(Client& client, const std::string& ns,
+                                       std::vector<std::string>* notes) {
   std::vector<Json> quotas = Items(client.List(kResourceQuotas, ns));
+  const std::size_t own = quotas.size();
+  for (std::size_t i = 0; i < own; ++i) {
+    const Json& metadata = At(quotas[i], "metadata");
+    const std::string team = StringAt(At(metadata, "annotations"), kTeamNamespacesAnnotation);
+    if (team.empty()) continue;
+    const std::string name = StringAt(metadata, "name");
+    ResourceList used = ParseResourceList(At(At(quotas[i], "status"), "used"), "status.used");
+    std::vector<std::string> counted{ns};
+    std::size_t start = 0;
+    while (start <= team.size()) {
+      std::size_t comma = std::min(team.find(',', start), team.size());
+      std::string other = team.substr(start, comma - start);
+      start = comma + 1;
+      if (other.empty() || other == ns) continue;
+      try {
+        Json theirs = internal::GetChecked(client, kResourceQuotas, other, name);
+        AddTo(used, ParseResourceList(At(At(theirs, "status"), "used"), "status.used"));
+        counted.push_back(other);
+      } catch (const NotFound&) {
+        // A member's namespace deleted since the quota was applied: nothing left to count.
+      } catch (const Forbidden&) {
+        notes->push_back(fmt::format(
+            "the team total of quota {} leaves out namespace {}: these credentials may not read "
+            "its quota (the server still enforces each namespace's own quota)",
+            name, other));
+      }
+    }
+    Json used_json = Json::object();
+    for (const auto& [resource, amount] : used) used_json[resource] = amount.ToString();
+    quotas.push_back(
+        {{"metadata",
+          {{"name", fmt::format("{} (team total over {})", name, fmt::join(counted, ", "))}}},
+         {"spec", {{"hard", At(At(quotas[i], "spec"), "hard")}}},
+         {"status", {{"used", used_json}}}});
+  }
+  return quotas;
+}
+
+}  // namespace
+
+FitResult CheckQuota(Client& client, const std::string& ns, const std::vector<Json>& objects) {
+  std::vector<std::string> notes;
+  std::vector<Json> quotas = QuotasWithTeamTotals(client, ns, &notes);
   if (quotas.empty()) return EvaluateQuota(objects, {}, {});
-  return EvaluateQuota(objects, quotas, ContextFor(client, ns, quotas));
+  FitResult fit = EvaluateQuota(objects, quotas, ContextFor(client, ns, quotas));
+  fit.notes.insert(fit.notes.end(), notes.begin(), notes.end());
+  return fit;
 }
 
 FitResult CheckQuotaForPods(Client& client, const std::string& ns, const Json& pod_template,
                             std::int64_t replicas) {
   (void)internal::PodTemplateItem(pod_template, replicas, {});  // validate before any request
-  std::vector<Json> quotas = Items(client.List(kResourceQuotas, ns));
+  std::vector<std::string> notes;
+  std::vector<Json> quotas = QuotasWithTeamTotals(client, ns, &notes);
   if (quotas.empty()) return {};
   const DemandContext context = ContextFor(client, ns, quotas);
-  return EvaluateItems({internal::PodTemplateItem(pod_template, replicas, context)}, quotas);
+  FitResult fit =
+      EvaluateItems({internal::PodTemplateItem(pod_template, replicas, context)}, quotas);
+  fit.notes.insert(fit.notes.end(), notes.begin(), notes.end());
+  return fit;
 }
 
 // ---- queues -------------------------------------------------------------------------------------
+
+namespace {
+
+void ValidateMembers(const QuotaSpec& spec) {
+  if (auto team = spec.labels.find(std::string(kTeamLabel)); team != spec.labels.end()) {
+    throw ValidationError(fmt::format("labels[{}]", kTeamLabel), team->second,
+                          "is set by tfk8s on the namespaces of a queue with members; remove it");
+  }
+  auto owner = spec.labels.find(kOwnerLabel);
+  if (owner != spec.labels.end() && !spec.members.empty()) {
+    throw ValidationError(
+        fmt::format("labels[{}]", kOwnerLabel), owner->second,
+        fmt::format("a queue with members is shared by the team, so its namespace is personal to "
+                    "no one; each member gets {}-<member>, personal to them",
+                    spec.name));
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < spec.members.size(); ++i) {
+    const std::string field = fmt::format("members[{}]", i);
+    const std::string& member = spec.members[i];
+    validation::RequireDns1123Label(field, member);
+    if (!seen.insert(member).second) throw ValidationError(field, member, "is listed twice");
+    const std::string ns = spec.name + "-" + member;
+    if (ns.size() > validation::kDns1123LabelMaxLength) {
+      throw ValidationError(field, member,
+                            fmt::format("the member's namespace {} would be longer than {} "
+                                        "characters; use a shorter queue or member name",
+                                        ns, validation::kDns1123LabelMaxLength));
+    }
+  }
+}
+
+}  // namespace
 
 void ValidateQuotaSpec(const QuotaSpec& spec) {
   validation::RequireDns1123Label("name", spec.name);
@@ -532,6 +622,7 @@ void ValidateQuotaSpec(const QuotaSpec& spec) {
     ValidQuantity(QuotaField("hard", key), value, IsIntegerQuotaKey(key));
   }
   if (spec.limit_range) ValidateLimitRange(*spec.limit_range);
+  ValidateMembers(spec);
 }
 
 QuotaSpec OverCommitted(QuotaSpec spec, double ratio) {
@@ -588,6 +679,7 @@ std::map<std::string, std::string> StringMapAt(const Json& spec, const std::stri
 
 Json QuotaSpec::ToJson() const {
   Json j = {{"name", name}, {"labels", labels}, {"annotations", annotations}, {"hard", hard}};
+  if (!members.empty()) j["members"] = members;
   if (limit_range) {
     j["limit_range"] = {{"default_requests", limit_range->default_requests},
                         {"default_limits", limit_range->default_limits},
@@ -609,6 +701,17 @@ QuotaSpec QuotaSpec::FromJson(const Json& json) {
   spec.labels = StringMapAt(json, "", "labels");
   spec.annotations = StringMapAt(json, "", "annotations");
   spec.hard = StringMapAt(json, "", "hard");
+  if (json.contains("members") && !json["members"].is_null()) {
+    const Json& members = json["members"];
+    if (!members.is_array()) throw ValidationError("members", members.dump(), "must be a list");
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      if (!members[i].is_string()) {
+        throw ValidationError(fmt::format("members[{}]", i), members[i].dump(),
+                              "must be a string (an owner's name)");
+      }
+      spec.members.push_back(members[i].get<std::string>());
+    }
+  }
   if (json.contains("limit_range") && !json["limit_range"].is_null()) {
     const Json& lr = json["limit_range"];
     if (!lr.is_object()) throw ValidationError("limit_range", lr.dump(), "must be a mapping");
@@ -622,31 +725,57 @@ QuotaSpec QuotaSpec::FromJson(const Json& json) {
   return spec;
 }
 
-std::vector<Json> RenderQuota(const QuotaSpec& spec) {
-  ValidateQuotaSpec(spec);
+namespace {
+
+// The queue's namespaces: its own (shared by the team), then each member's (personal).
+std::vector<std::string> TeamNamespaces(const QuotaSpec& spec) {
+  std::vector<std::string> out{spec.name};
+  for (const auto& m : spec.members) out.push_back(spec.name + "-" + m);
+  return out;
+}
+
+// One namespace of a queue: the Namespace, its ResourceQuota and LimitRange; `owner` is the
+// member the namespace is personal to ("" for the queue's own namespace).
+void RenderQueueNamespace(const QuotaSpec& spec, const std::string& ns, const std::string& owner,
+                          std::vector<Json>* out) {
+  const bool team = !spec.members.empty();
   Json ns_labels = Json::object();
   for (const auto& [k, v] : spec.labels) ns_labels[k] = v;
   ns_labels[std::string(kManagedByLabel)] = kManagedByValue;
   ns_labels[std::string(kQueueLabel)] = "true";
-  Json ns_metadata{{"name", spec.name}, {"labels", ns_labels}};
+  if (team) ns_labels[std::string(kTeamLabel)] = spec.name;
+  if (!owner.empty()) {
+    ns_labels[kOwnerLabel] = owner;
+    // What RBAC cannot stop: a pod of the owner's that mounts the node's disk (hostPath) or runs
+    // privileged reads every other pod's Secrets and volumes on that node. Servers from v1.23
+    // enforce this label; the labels of the spec may choose another level.
+    const std::string pod_security = "pod-security.kubernetes.io/enforce";
+    if (!ns_labels.contains(pod_security)) ns_labels[pod_security] = "baseline";
+  }
+  Json ns_metadata{{"name", ns}, {"labels", ns_labels}};
   if (!spec.annotations.empty()) {
     Json annotations = Json::object();
     for (const auto& [k, v] : spec.annotations) annotations[k] = v;
     ns_metadata["annotations"] = annotations;
   }
-  std::vector<Json> out;
-  out.push_back({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", ns_metadata}});
+  out->push_back({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", ns_metadata}});
 
-  const Json labels{{std::string(kManagedByLabel), kManagedByValue},
-                    {std::string(kQueueLabel), spec.name}};
-  const Json metadata{{"name", spec.name}, {"namespace", spec.name}, {"labels", labels}};
+  Json labels{{std::string(kManagedByLabel), kManagedByValue},
+              {std::string(kQueueLabel), spec.name}};
+  if (team) labels[std::string(kTeamLabel)] = spec.name;
+  const Json metadata{{"name", spec.name}, {"namespace", ns}, {"labels", labels}};
   if (!spec.hard.empty()) {
     Json hard = Json::object();
     for (const auto& [k, v] : spec.hard) hard[k] = Quantity::Parse(v).ToString();
-    out.push_back({{"apiVersion", "v1"},
-                   {"kind", "ResourceQuota"},
-                   {"metadata", metadata},
-                   {"spec", {{"hard", hard}}}});
+    Json quota_metadata = metadata;
+    if (team) {
+      quota_metadata["annotations"] = {{std::string(kTeamNamespacesAnnotation),
+                                        fmt::format("{}", fmt::join(TeamNamespaces(spec), ","))}};
+    }
+    out->push_back({{"apiVersion", "v1"},
+                    {"kind", "ResourceQuota"},
+                    {"metadata", quota_metadata},
+                    {"spec", {{"hard", hard}}}});
   }
   if (spec.limit_range) {
     const auto& lr = *spec.limit_range;
@@ -659,25 +788,100 @@ std::vector<Json> RenderQuota(const QuotaSpec& spec) {
       for (const auto& [k, v] : *map) values[k] = Quantity::Parse(v).ToString();
       item[field] = values;
     }
-    out.push_back({{"apiVersion", "v1"},
-                   {"kind", "LimitRange"},
-                   {"metadata", metadata},
-                   {"spec", {{"limits", Json::array({item})}}}});
+    out->push_back({{"apiVersion", "v1"},
+                    {"kind", "LimitRange"},
+                    {"metadata", metadata},
+                    {"spec", {{"limits", Json::array({item})}}}});
+  }
+  if (team && !spec.hard.empty()) {
+    // The team-wide pre-flight from inside any of the team's namespaces (an instance's own
+    // account) reads the other namespaces' quotas: usage numbers, nothing else.
+    Json reader_metadata = metadata;
+    reader_metadata["name"] = kTeamQuotaReaderName;
+    Json subjects = Json::array();
+    for (const auto& n : TeamNamespaces(spec)) {
+      subjects.push_back({{"kind", "Group"},
+                          {"apiGroup", "rbac.authorization.k8s.io"},
+                          {"name", "system:serviceaccounts:" + n}});
+    }
+    out->push_back({{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                    {"kind", "Role"},
+                    {"metadata", reader_metadata},
+                    {"rules", Json::array({{{"apiGroups", {""}},
+                                            {"resources", {"resourcequotas"}},
+                                            {"verbs", {"get"}}}})}});
+    out->push_back({{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                    {"kind", "RoleBinding"},
+                    {"metadata", reader_metadata},
+                    {"roleRef",
+                     {{"apiGroup", "rbac.authorization.k8s.io"},
+                      {"kind", "Role"},
+                      {"name", kTeamQuotaReaderName}}},
+                    {"subjects", subjects}});
+  }
+}
+
+}  // namespace
+
+std::vector<Json> RenderQuota(const QuotaSpec& spec) {
+  ValidateQuotaSpec(spec);
+  std::vector<Json> out;
+  RenderQueueNamespace(spec, spec.name, "", &out);
+  for (const auto& member : spec.members) {
+    RenderQueueNamespace(spec, spec.name + "-" + member, member, &out);
   }
   return out;
 }
 
 namespace {
 
+bool ManagedByTfk8s(const Json& object) {
+  return StringAt(At(At(object, "metadata"), "labels"), kManagedByLabel) == kManagedByValue;
+}
+
 // Deletes a queue object that an earlier spec created and the current one no longer wants; only
 // objects tfk8s manages are touched.
-void DeleteIfManaged(Client& client, const ResourceType& type, const std::string& name) {
+void DeleteIfManaged(Client& client, const ResourceType& type, const std::string& ns,
+                     const std::string& name) {
   try {
-    Json existing = internal::GetChecked(client, type, name, name);
-    if (StringAt(At(At(existing, "metadata"), "labels"), kManagedByLabel) != kManagedByValue)
-      return;
-    client.Delete(type, name, name);
+    Json existing = internal::GetChecked(client, type, ns, name);
+    if (!ManagedByTfk8s(existing)) return;
+    client.Delete(type, ns, name);
   } catch (const NotFound&) {
+  }
+}
+
+// Deletes namespace `name` only when tfk8s created it (ApplyQuota labels managed-by=tfk8s only
+// the namespaces it creates), and only the incarnation that was read: a UID precondition, so a
+// namespace deleted and re-created by someone else after the check is left alone.
+void DeleteOwnNamespace(Client& client, const std::string& name) {
+  const Json ns = internal::GetChecked(client, kNamespaces, "", name);
+  if (!ManagedByTfk8s(ns)) {
+    const std::string label = StringAt(At(At(ns, "metadata"), "labels"), kManagedByLabel);
+    throw ValidationError(
+        "name", name,
+        fmt::format("namespace {} was not created by tfk8s (label {} is {}): it is not deleted, "
+                    "with everything in it; delete_namespace=false removes only the queue's "
+                    "quota and LimitRange",
+                    name, kManagedByLabel, label.empty() ? "absent" : "\"" + label + "\""));
+  }
+  // Already being deleted (its content is going): nothing to do, and the server would answer
+  // a second delete with a Conflict.
+  if (At(ns, "metadata").contains("deletionTimestamp")) return;
+  DeleteOptions options;
+  options.precondition_uid = StringAt(At(ns, "metadata"), "uid");
+  if (options.precondition_uid.empty()) {
+    throw DecodeError(fmt::format("namespace {}: the server's answer has no metadata.uid", name),
+                      "metadata.uid");
+  }
+  try {
+    client.Delete(kNamespaces, "", name, options);
+  } catch (const Conflict& e) {
+    throw Conflict(ErrorKind::kConflict,
+                   fmt::format("namespace {} changed after it was checked (the delete was "
+                               "only for uid {}): not deleted ({})",
+                               name, options.precondition_uid, e.what()),
+                   e.http_code(), e.reason(), e.server_message(), e.causes());
   }
 }
 
@@ -687,13 +891,24 @@ QuotaUsage ApplyQuota(Client& client, const QuotaSpec& spec, const ApplyQuotaOpt
   const std::vector<Json> objects = RenderQuota(spec);
   ApplyOptions apply;
   apply.force = options.force;
-  // The namespace must exist before anything is applied into it.
-  client.Apply(objects.front(), apply);
-  for (std::size_t i = 1; i < objects.size(); ++i) client.Apply(objects[i], apply);
-  if (spec.hard.empty()) DeleteIfManaged(client, kResourceQuotas, spec.name);
-  if (!spec.limit_range) DeleteIfManaged(client, kLimitRanges, spec.name);
-  if (options.wait_ready && !spec.hard.empty()) {
-    WaitForQuotaReady(client, spec.name, options.ready_timeout);
+  // In order: each Namespace exists before anything is applied into it. The managed-by label
+  // on a Namespace says tfk8s created it, and DeleteQuota deletes only such namespaces: a
+  // namespace that exists without it (the team's, "default") is not given it.
+  for (Json object : objects) {
+    if (object.value("kind", "") == "Namespace") {
+      if (auto existing = internal::GetOptional(client, kNamespaces, "", internal::NameOf(object));
+          existing && !ManagedByTfk8s(*existing)) {
+        object["metadata"]["labels"].erase(std::string(kManagedByLabel));
+      }
+    }
+    client.Apply(object, apply);
+  }
+  for (const auto& ns : TeamNamespaces(spec)) {
+    if (spec.hard.empty()) DeleteIfManaged(client, kResourceQuotas, ns, spec.name);
+    if (!spec.limit_range) DeleteIfManaged(client, kLimitRanges, ns, spec.name);
+    if (options.wait_ready && !spec.hard.empty()) {
+      WaitForQuotaReady(client, ns, options.ready_timeout);
+    }
   }
   if (spec.hard.empty()) return QuotaUsage{spec.name, spec.name, {}, true};
   return UsageOf(internal::GetChecked(client, kResourceQuotas, spec.name, spec.name));
@@ -703,7 +918,7 @@ void DeleteQuota(Client& client, const std::string& name, bool delete_namespace)
   validation::RequireDns1123Label("name", name);
   try {
     if (delete_namespace) {
-      client.Delete(kNamespaces, "", name);
+      DeleteOwnNamespace(client, name);
       return;
     }
     try {

@@ -11,6 +11,7 @@
 #include "tfk8s/yaml.hpp"
 #include "workloads/common.hpp"
 #include "workloads/cron.hpp"
+#include "workloads/identity.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 
 namespace tfk8s {
@@ -118,23 +119,33 @@ ResourceType ScheduledJob::CronJobType() {
   return *cronjob_type_;
 }
 
+namespace internal {
+
+std::optional<ScheduledJobSpec> ScheduledJobSpecFromObject(const Json& object, bool is_cronjob,
+                                                           RootIdentity* identity) {
+  std::string text = AnnotationOf(object, kSpecAnnotation);
+  if (text.empty()) return std::nullopt;
+  RootIdentity id = IdentityOf(object, is_cronjob ? "CronJob" : "Job", "ScheduledJob", kScheduledJobLabel, is_cronjob);
+  const std::string field = std::string("metadata.annotations[") + kSpecAnnotation + "]";
+  ScheduledJobSpec spec = ScheduledJobSpec::FromJson(ParseStoredSpec(text, field, id.name));
+  RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
+  if (identity) *identity = std::move(id);
+  return spec;
+}
+
+}  // namespace internal
+
 ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std::string& name) {
   // Checked first: the name also goes into a label selector below.
   internal::RequireWorkloadName(ns, name, validation::RequireDns1123Label);
-  auto from = [&](const Json& object) -> std::optional<ScheduledJob> {
-    std::string text = internal::AnnotationOf(object, internal::kSpecAnnotation);
-    if (text.empty()) return std::nullopt;
-    Json j = Json::parse(text, nullptr, false);
-    if (j.is_discarded()) {
-      throw ValidationError(std::string("metadata.annotations[") + internal::kSpecAnnotation + "]",
-                            name, "the stored spec is not JSON");
-    }
-    return ScheduledJob(client, ScheduledJobSpec::FromJson(j));
-  };
   try {
     ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
-    if (auto loaded = from(internal::GetChecked(client, cronjobs, ns, name))) {
-      return std::move(*loaded);
+    internal::RootIdentity id;
+    if (auto spec = internal::ScheduledJobSpecFromObject(
+            internal::GetChecked(client, cronjobs, ns, name), true, &id)) {
+      ScheduledJob loaded(client, std::move(*spec));
+      loaded.root_uid_ = std::move(id.uid);
+      return loaded;
     }
   } catch (const NotFound&) {
   }
@@ -143,7 +154,10 @@ ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std:
   std::vector<Json> jobs = Items(client.ListAll(kJobs, ns, sel));
   SortByCreation(jobs);
   for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
-    if (auto loaded = from(*it)) return std::move(*loaded);
+    // A run has no root to remember: on-demand tasks are their runs.
+    if (auto spec = internal::ScheduledJobSpecFromObject(*it, false)) {
+      return ScheduledJob(client, std::move(*spec));
+    }
   }
   throw NotFound(
       ErrorKind::kNotFound,
@@ -209,7 +223,10 @@ Json ScheduledJob::Apply(const ApplyScheduleOptions& options) {
   ApplyOptions apply;
   apply.force = true;  // tfk8s owns these fields
   apply.dry_run = options.dry_run;
-  return client_.Apply(cronjob, apply);
+  // The loaded CronJob only (its UID): one re-created under its name meanwhile is refused.
+  Json applied = client_.Apply(internal::WithUidPrecondition(std::move(cronjob), root_uid_), apply);
+  if (!options.dry_run) root_uid_ = internal::StringAt(internal::At(applied, "metadata"), "uid");
+  return applied;
 }
 
 JobRun ScheduledJob::RunNow(const RunOptions& options) {
@@ -225,6 +242,9 @@ JobRun ScheduledJob::RunNow(const RunOptions& options) {
                                  spec_.namespace_name, spec_.name),
                      404, "NotFound");
     }
+    // A run of the loaded CronJob only, not of one re-created under its name since.
+    internal::RequireSameObject(cronjob, root_uid_, "ScheduledJob", spec_.namespace_name,
+                                spec_.name);
     if (!cronjob.contains("apiVersion")) cronjob["apiVersion"] = CronJobType().ApiVersion();
     job = RenderManualRun(cronjob, options.job_name, options.pod_annotations);
   } else {
@@ -271,6 +291,7 @@ void ScheduledJob::Resume() {
        {{"annotations",
          {{internal::kResumedAtAnnotation, internal::FormatTimestamp(internal::ToSysSeconds(
                                                std::chrono::system_clock::now()))}}}}}};
+  if (!root_uid_.empty()) patch["metadata"]["uid"] = root_uid_;  // the loaded CronJob only
   WriteOptions write;
   write.field_manager = internal::kStateFieldManager;
   client_.Patch(CronJobType(), spec_.namespace_name, spec_.name, PatchType::kMerge, patch, write);
@@ -287,12 +308,14 @@ void ScheduledJob::Delete(const ScheduledJobDeleteOptions& options) {
   } else {
     del.propagation_policy = options.foreground || options.wait ? "Foreground" : "Background";
   }
+  del.precondition_uid = root_uid_;  // the loaded CronJob only ("" when not loaded)
   std::optional<ResourceType> cronjobs;
   try {
     cronjobs = CronJobType();
     client_.Delete(*cronjobs, ns, spec_.name, del);
   } catch (const NotFound&) {
   }
+  root_uid_.clear();  // a later Apply makes a new CronJob
   ListOptions sel;
   sel.label_selector = TaskSelector(spec_.name);
   if (!options.keep_runs) {
@@ -301,9 +324,12 @@ void ScheduledJob::Delete(const ScheduledJobDeleteOptions& options) {
     DeleteOptions run_del;
     run_del.propagation_policy = "Background";  // their pods go as well
     for (const auto& job : Items(client_.ListAll(kJobs, ns, sel))) {
+      run_del.precondition_uid = internal::StringAt(internal::At(job, "metadata"), "uid");
       try {
         client_.Delete(kJobs, ns, Name(job), run_del);
       } catch (const NotFound&) {
+      } catch (const Conflict&) {
+        // Re-created under its name meanwhile: not the run that was listed.
       }
     }
   }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "tfk8s/scheduledjob.hpp"
 #include "workloads/cleanup.hpp"
@@ -193,19 +194,34 @@ std::chrono::seconds ClaimDuration(const std::optional<AlertWebhook>& webhook) {
   return std::chrono::ceil<std::chrono::seconds>(total);
 }
 
-std::string RedactedWebhookUrl(std::string_view url) {
+namespace {
+
+// Where a URL's authority ("user:password@host:port") starts and ends: after "://" (or at 0)
+// up to the first of "/?#".
+std::pair<std::size_t, std::size_t> AuthorityBounds(std::string_view url) {
   const auto scheme_end = url.find("://");
-  const std::size_t host_start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
-  std::size_t host_end = url.find_first_of("/?#", host_start);
-  if (host_end == std::string_view::npos) host_end = url.size();
+  const std::size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const std::size_t end = std::min(url.find_first_of("/?#", start), url.size());
+  return {start, end};
+}
+
+}  // namespace
+
+std::string RedactedWebhookUrl(std::string_view url) {
+  const auto [host_start, host_end] = AuthorityBounds(url);
   std::string_view authority = url.substr(host_start, host_end - host_start);
-  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
-    authority.remove_prefix(at + 1);  // user:password@
-  }
+  authority.remove_prefix(UserInfoOf(url).size());  // user:password@
   std::string out = std::string(url.substr(0, host_start)) + std::string(authority);
   // Path, query and fragment often carry the hook's token (Slack, Teams, …).
   if (host_end < url.size() && url.substr(host_end) != "/") out += "/…";
   return out;
+}
+
+std::string_view UserInfoOf(std::string_view url) {
+  const auto [host_start, host_end] = AuthorityBounds(url);
+  const std::string_view authority = url.substr(host_start, host_end - host_start);
+  const auto at = authority.rfind('@');
+  return at == std::string_view::npos ? std::string_view() : authority.substr(0, at + 1);
 }
 
 WebhookDelivery DeliverWebhook(HttpTransport& transport, const AlertWebhook& webhook,
@@ -220,6 +236,10 @@ WebhookDelivery DeliverWebhook(HttpTransport& transport, const AlertWebhook& web
   for (const auto& [k, v] : webhook.headers)
     req.headers.push_back(std::string(k).append(": ").append(v));
   req.body = body;
+  // Only the status counts: a receiver that answers with an endless (or huge, or compressed)
+  // body is cut after 64 KiB instead of holding memory and the attempt's whole timeout.
+  req.max_body_bytes = kWebhookMaxResponseBytes;
+  req.truncate_body = true;
   req.timeout = webhook.timeout;
   req.connect_timeout = std::min<std::chrono::milliseconds>(webhook.timeout, req.connect_timeout);
   if (webhook.insecure_skip_verify || !webhook.ca_pem.empty()) {
@@ -261,7 +281,39 @@ WebhookDelivery DeliverWebhook(HttpTransport& transport, const AlertWebhook& web
 
 }  // namespace internal
 
+void ValidateWebhook(const AlertWebhook& webhook) {
+  const std::string& url = webhook.url;
+  const bool http = url.rfind("http://", 0) == 0;
+  if (!http && url.rfind("https://", 0) != 0) {
+    throw ValidationError("webhook.url", internal::RedactedWebhookUrl(url),
+                          "must start with http:// or https://");
+  }
+  if (webhook.timeout.count() <= 0) {
+    throw ValidationError("webhook.timeout", std::to_string(webhook.timeout.count()),
+                          "must be positive");
+  }
+  if (!http || webhook.allow_insecure_headers) return;
+  // The same rule as ClientConfig's for a token over http:// (allow_token_over_http).
+  if (!internal::UserInfoOf(url).empty()) {
+    throw ValidationError("webhook.url", internal::RedactedWebhookUrl(url),
+                          "is http:// with user info (user:password@): the basic-auth "
+                          "credentials would travel in clear text; use https://, or set "
+                          "allow_insecure_headers to send them anyway");
+  }
+  if (!webhook.headers.empty()) {
+    std::string names;  // the names only: the values are the receiver's tokens
+    for (const auto& [name, value] : webhook.headers) names += (names.empty() ? "" : ", ") + name;
+    throw ValidationError("webhook.headers", names,
+                          fmt::format("webhook.url {} is http://: these headers (usually the "
+                                      "receiver's token) would travel in clear text; use "
+                                      "https://, or set allow_insecure_headers to send them "
+                                      "anyway",
+                                      internal::RedactedWebhookUrl(url)));
+  }
+}
+
 WebhookDelivery SendWebhookAlert(const AlertWebhook& webhook, const ScheduledJobAlert& alert) {
+  ValidateWebhook(webhook);
   auto transport = internal::MakeCurlTransport();
   return internal::DeliverWebhook(*transport, webhook, alert.ToJson().dump(), nullptr);
 }
@@ -476,7 +528,7 @@ struct ScheduledJobWatcher::Impl {
     internal::TFCleanupDecision d;
     try {
       d = internal::DecideTFCleanup(root, jobs, now);
-    } catch (const ValidationError& e) {
+    } catch (const Error& e) {  // a stored spec that is unreadable or names another cluster
       ReportOnce(uid + "/cleanup",
                  fmt::format("cannot read the spec of TFCluster {}: {}", Key(root), e.what()));
       return std::nullopt;
@@ -693,6 +745,21 @@ struct ScheduledJobWatcher::Impl {
       if (roots) informers.push_back(&*roots);
       if (cluster_jobs) informers.push_back(&*cluster_jobs);
     }
+    // Every list or watch that fails reaches on_error as it happens (the informers' backoff
+    // spaces them out); the failure an informer gives up on stops the watcher (reader, below).
+    const std::string scope = ns.empty() ? "all namespaces" : ns;
+    auto tell = [this, &scope](const std::string& what) {
+      return [this, what = what + " in " + scope](const InformerFailure& f) {
+        if (f.fatal) return;
+        ReportError(fmt::format(
+            "watch {}: failure {} in a row, {}: {}", what, f.consecutive,
+            f.transient ? "retrying" : "retrying (the watcher stops if this goes on)", f.message));
+      };
+    };
+    jobs.set_error_handler(tell("Jobs"));
+    if (cronjobs) cronjobs->set_error_handler(tell("CronJobs"));
+    if (roots) roots->set_error_handler(tell("TFCluster root ConfigMaps"));
+    if (cluster_jobs) cluster_jobs->set_error_handler(tell("TFCluster Jobs"));
     auto reader = [&](Informer* informer, Source source) {
       try {
         while (!stop) {
@@ -705,10 +772,14 @@ struct ScheduledJobWatcher::Impl {
           cv.notify_all();
         }
       } catch (...) {
-        std::lock_guard lock(mu);
-        if (!error) error = std::current_exception();
-        stop = true;
+        {
+          std::lock_guard lock(mu);
+          if (!error) error = std::current_exception();
+          stop = true;
+        }
         cv.notify_all();
+        // Alerts stop here: say so, besides error() / what Run() throws.
+        ReportError("scheduled job watcher stopped: " + DescribeError(std::current_exception()).second);
       }
     };
     std::vector<std::thread> threads;
@@ -809,18 +880,7 @@ struct ScheduledJobWatcher::Impl {
 
 ScheduledJobWatcher::ScheduledJobWatcher(Client client, ScheduledJobWatcherOptions options)
     : impl_(std::make_unique<Impl>(std::move(client), std::move(options))) {
-  if (impl_->options.webhook) {
-    const std::string& url = impl_->options.webhook->url;
-    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-      throw ValidationError("webhook.url", internal::RedactedWebhookUrl(url),
-                            "must start with http:// or https://");
-    }
-    if (impl_->options.webhook->timeout.count() <= 0) {
-      throw ValidationError("webhook.timeout",
-                            std::to_string(impl_->options.webhook->timeout.count()),
-                            "must be positive");
-    }
-  }
+  if (impl_->options.webhook) ValidateWebhook(*impl_->options.webhook);
 }
 
 ScheduledJobWatcher::~ScheduledJobWatcher() {

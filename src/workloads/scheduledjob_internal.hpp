@@ -20,6 +20,15 @@ inline constexpr const char* kScheduledJobLabel = "tfk8s.io/scheduledjob";
 using kinds::kManagedBy;
 /// The spec as JSON, on the CronJob and on on-demand runs (ScheduledJob::Load reads it).
 inline constexpr const char* kSpecAnnotation = "tfk8s.io/spec";
+
+struct RootIdentity;
+/// The spec stored on a task's CronJob, or on one of its runs (a Job), its identity checked
+/// against the object's (identity.hpp: the task's name is the tfk8s.io/scheduledjob label, its
+/// namespace the object's): nullopt when the object holds no stored spec; ValidationError when
+/// it is not JSON, is invalid, or names another task, namespace or owner. `*identity`
+/// (optional) gets the object's identity.
+std::optional<ScheduledJobSpec> ScheduledJobSpecFromObject(const Json& object, bool is_cronjob,
+                                                           RootIdentity* identity = nullptr);
 /// kubectl's marker of a Job created from a CronJob by hand.
 inline constexpr const char* kInstantiateAnnotation = "cronjob.kubernetes.io/instantiate";
 /// Set by ≥ 1.28 controllers on scheduled Jobs.
@@ -93,6 +102,9 @@ std::chrono::seconds ClaimDuration(const std::optional<AlertWebhook>& webhook);
 /// `url` safe to print: scheme and host[:port] only; user info, path, query and fragment (where
 /// webhook tokens live) become "/…".
 std::string RedactedWebhookUrl(std::string_view url);
+
+/// The URL's user info ("user:password@" before the host), "" when it has none.
+std::string_view UserInfoOf(std::string_view url);
 
 /// Delivers one alert over `transport` (retries per the webhook's settings); `stop` (may be
 /// null) cuts the backoff waits short.

@@ -120,7 +120,14 @@ Json CommonLabels(const ScheduledJobSpec& spec) {
 }
 
 std::chrono::system_clock::time_point ToTimePoint(SysSeconds t) {
-  return std::chrono::time_point_cast<std::chrono::system_clock::duration>(t);
+  // Timestamps come from objects whoever may edit them can set (the culler's last-activity
+  // annotation, say): a year such as 9999 is clamped to what the clock holds, not overflowed.
+  using Clock = std::chrono::system_clock;
+  constexpr auto kMax = std::chrono::duration_cast<std::chrono::seconds>(Clock::duration::max());
+  constexpr auto kMin = std::chrono::duration_cast<std::chrono::seconds>(Clock::duration::min());
+  if (t.time_since_epoch() > kMax) return Clock::time_point::max();
+  if (t.time_since_epoch() < kMin) return Clock::time_point::min();
+  return std::chrono::time_point_cast<Clock::duration>(t);
 }
 
 SysSeconds ToSysSeconds(std::chrono::system_clock::time_point t) {

@@ -17,6 +17,7 @@
 #include "tfk8s/yaml.hpp"
 #include "util/concurrent.hpp"
 #include "workloads/common.hpp"
+#include "workloads/identity.hpp"
 #include "workloads/start_script.hpp"
 #include "workloads/tfcluster_internal.hpp"
 
@@ -323,29 +324,31 @@ void TFCluster::set_spec(TFClusterSpec spec) {
   spec_ = std::move(spec);
 }
 
-namespace {
+namespace internal {
 
-// The spec stored in a cluster's root ConfigMap.
-TFClusterSpec SpecFromRoot(const Json& root, const std::string& ns, const std::string& name) {
-  if (LabelOf(root, kClusterLabel) != name) {
-    throw NotFound(ErrorKind::kNotFound,
-                   fmt::format("configmap {}/{} exists but is not a tfk8s cluster", ns, name), 404,
-                   "NotFound");
+TFClusterSpec TFSpecFromRoot(const Json& root, RootIdentity* identity) {
+  RootIdentity id = IdentityOf(root, "ConfigMap", "TFCluster", kClusterLabel, true);
+  const std::string field = "data." + std::string(kSpecKey);
+  const Json& data = At(root, "data");
+  if (!At(data, kSpecKey).is_string()) {
+    throw ValidationError(field, id.name, "the cluster's root holds no stored spec");
   }
-  std::string text = root.value("data", Json::object()).value(kSpecKey, "");
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    throw ValidationError("data." + std::string(kSpecKey), name, "the stored spec is not JSON");
-  }
-  return TFClusterSpec::FromJson(j);
+  TFClusterSpec spec = TFClusterSpec::FromJson(
+      ParseStoredSpec(At(data, kSpecKey).get<std::string>(), field, id.name));
+  RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
+  if (identity) *identity = std::move(id);
+  return spec;
 }
 
-}  // namespace
+}  // namespace internal
 
 TFCluster TFCluster::Load(Client client, const std::string& ns, const std::string& name) {
   internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
   Json root = internal::GetChecked(client, kConfigMaps, ns, name);
-  return TFCluster(std::move(client), SpecFromRoot(root, ns, name));
+  internal::RootIdentity id;
+  TFCluster loaded(std::move(client), internal::TFSpecFromRoot(root, &id));
+  loaded.root_uid_ = std::move(id.uid);
+  return loaded;
 }
 
 std::vector<std::string> TFCluster::List(Client client, const std::string& ns) {
@@ -506,8 +509,10 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   ApplyOptions apply;
   apply.dry_run = options.dry_run;
   apply.force = true;  // tfk8s owns these objects' fields
-  Json root = client_.Apply(rendered.front(), apply);
+  // The loaded root only (its UID): one re-created under its name meanwhile is refused.
+  Json root = client_.Apply(internal::WithUidPrecondition(rendered.front(), root_uid_), apply);
   ro.root_uid = root["metadata"].value("uid", "");
+  if (!options.dry_run) root_uid_ = ro.root_uid;
   SessionSecret session;
   if (spec_.session) {
     session = (options.preflight || prune) ? survey.session : ReadSessionSecret(client_, spec_);
@@ -565,6 +570,8 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
     for (std::size_t i = 0; i < survey.owned.size(); ++i) {
       for (const auto& item : survey.owned[i]) {
         const ResourceType* t = kOwnedKinds[i];
+        // Only what the root owns: anyone who may label an object could put it in the list.
+        if (!internal::OwnedBy(item, ro.root_uid)) continue;
         if (!wanted.count({t->kind, internal::NameOf(item)})) {
           stale.emplace_back(t, internal::NameOf(item));
         }
@@ -661,7 +668,7 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns,
       seen.pods = internal::ListItemsWithout(client, kPods, ns, o, kNotReadByStatus);
     }
   });
-  TFClusterSpec spec = SpecFromRoot(root, ns, name);
+  TFClusterSpec spec = internal::TFSpecFromRoot(root);
   spec.Validate();
   seen.services = SessionServices(client, spec);
   return StatusFromPods(spec, std::move(seen), [&] {
@@ -893,15 +900,16 @@ void TFCluster::Delete(const TFDeleteOptions& options) {
   }
   DeleteOptions del;
   del.propagation_policy = options.foreground || options.wait ? "Foreground" : "Background";
-  std::string root_uid;
   try {
-    root_uid =
-        internal::GetChecked(client_, kConfigMaps, ns, spec_.name)["metadata"].value("uid", "");
-    del.precondition_uid = root_uid;
+    Json root = internal::GetChecked(client_, kConfigMaps, ns, spec_.name);
+    internal::RequireSameObject(root, root_uid_, "TFCluster", ns, spec_.name);
+    del.precondition_uid = root["metadata"].value("uid", "");
     client_.Delete(kConfigMaps, ns, spec_.name, del);
   } catch (const NotFound&) {
+    root_uid_.clear();
     return;
   }
+  root_uid_.clear();  // a later Apply makes a new root
   if (!options.wait) return;
   // Foreground deletion keeps the root until every dependent is gone: its DELETED event is
   // the signal.
@@ -923,15 +931,22 @@ void TFCluster::Delete(const TFDeleteOptions& options) {
 }
 
 void TFCluster::CleanUpAfterSuccess() {
+  Json root = internal::GetChecked(client_, kConfigMaps, spec_.namespace_name, spec_.name);
+  internal::RequireSameObject(root, root_uid_, "TFCluster", spec_.namespace_name, spec_.name);
+  const std::string root_uid = root["metadata"].value("uid", "");
   DeleteOptions del;
   del.propagation_policy = "Background";
   ListOptions o;
   o.label_selector = Selector(spec_) + "," + kRoleLabel + " in (ps,worker,evaluator)";
   for (const ResourceType* t : {&kJobs, &kStatefulSets, &kServices}) {
     for (const auto& item : Items(client_.ListAll(*t, spec_.namespace_name, o))) {
+      if (!internal::OwnedBy(item, root_uid)) continue;  // labelled, but not the cluster's
+      del.precondition_uid = item["metadata"].value("uid", "");
       try {
         client_.Delete(*t, spec_.namespace_name, internal::NameOf(item), del);
       } catch (const NotFound&) {
+      } catch (const Conflict&) {
+        // Re-created under its name meanwhile: not the object that was listed.
       }
     }
   }

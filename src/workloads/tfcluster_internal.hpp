@@ -48,5 +48,12 @@ DevAccess SessionAccess(const TFClusterSpec& spec, const std::vector<Json>& serv
 TFClusterStatus ComputeTFStatus(const TFClusterSpec& spec, const TFObserved& seen,
                                 std::vector<std::string>* fatal_reasons);
 
+struct RootIdentity;
+/// The spec stored in a cluster's root ConfigMap, its identity checked against the object's
+/// (identity.hpp): NotFound when `root` is not a tfk8s cluster's root, ValidationError when
+/// the stored spec is missing, not JSON, invalid, or names another cluster, namespace or
+/// owner. `*identity` (optional) gets the object's identity.
+TFClusterSpec TFSpecFromRoot(const Json& root, RootIdentity* identity = nullptr);
+
 }  // namespace internal
 }  // namespace tfk8s

@@ -129,12 +129,32 @@ def test_version_client_and_server():
 
 
 def test_nodes_inventory_has_the_seed_label_columns():
+    # The seed's five node labels: nodetype, gputype and cputype in their own columns, pooltype
+    # and privatename together in POOL ("shared", "unshared/<privatename>"); each row's values
+    # are the node's own labels (read from the JSON form, which carries every label).
     out = run("nodes").stdout
-    assert re.search(r"sim-cpu-\d+", out), out
-    for column in ("cputype", "gputype"):
-        assert column in out.lower(), out
+    header, *rows = out.splitlines()
+    columns = re.split(r"\s{2,}", header.strip())
+    assert columns[:6] == ["NODE", "STATE", "NODETYPE", "GPUTYPE", "CPUTYPE", "POOL"], header
     inv = json.loads(run("nodes", "-o", "json").stdout)
     assert any(n["name"].startswith("sim-gpu") for n in inv["nodes"])
+    cells = {r.split()[0]: r.split() for r in rows if r and not re.match(r"^\S+=", r)}
+    seen = {"nodetype": set(), "gputype": set(), "cputype": set(), "pooltype": set(),
+            "privatename": set()}
+    for node in inv["nodes"]:
+        labels = node["labels"]
+        for key in seen:
+            seen[key].add(labels.get(key, ""))
+        row = cells[node["name"]]
+        pool = labels.get("pooltype", "")
+        if labels.get("privatename"):
+            pool += "/" + labels["privatename"]
+        assert row[2:6] == [labels.get("nodetype") or "-", labels.get("gputype") or "-",
+                            labels.get("cputype") or "-", pool or "-"], (row, labels)
+    # The local cluster's nodes give every label a value somewhere, so no column is vacuous.
+    for key, values in seen.items():
+        assert values - {""}, (key, values)
+    assert "unshared/alice" in out, out
 
 
 def test_completion_scripts_are_valid_and_complete_verbs():
@@ -288,6 +308,38 @@ def test_dev_lifecycle_and_no_password_unless_asked():
             assert password not in run("dev", *verb, "-n", NS, "-o", fmt).stdout
     assert run("dev", "delete", "lab", "-n", NS, "--wait", "--timeout", "60s").stdout == "dev/lab deleted\n"
     assert names("dev") == []
+
+
+def kubectl(*args, input=None):
+    env = dict(os.environ)
+    env.pop("KUBECONFIG", None)
+    r = subprocess.run(["kubectl", "--kubeconfig", KUBECONFIG] + list(args), input=input,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                       env=env)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r.stdout
+
+
+def test_dev_stored_spec_naming_another_instance_is_refused():
+    """Identity comes from the object (#35): a tenant rewrote the spec stored on her own
+    instance to name another one; stop, start and status through the CLI refuse it, one error
+    line naming the field and both values, and change nothing."""
+    run("dev", "apply", "-n", NS, "-f", "-", input=DEV.replace("name: lab", "name: mal"))
+    sts = json.loads(kubectl("get", "statefulset", "mal", "-n", NS, "-o", "json"))
+    spec = json.loads(sts["metadata"]["annotations"]["tfk8s.io/spec"])
+    spec.update(name="vic", namespace="kube-system", image="evil.example/backdoor:1")
+    kubectl("patch", "statefulset", "mal", "-n", NS, "--type", "merge", "-p",
+            json.dumps({"metadata": {"annotations": {"tfk8s.io/spec": json.dumps(spec)}}}))
+    before = json.loads(kubectl("get", "statefulset", "mal", "-n", NS, "-o", "json"))
+    for verb in ("stop", "start", "status"):
+        r = run("dev", verb, "mal", "-n", NS, check=False)
+        line = one_error_line(r, 1, "")
+        assert "metadata.annotations[tfk8s.io/spec].name" in line and '"vic"' in line, line
+        assert '"mal"' in line and "nothing was sent" in line, line
+    after = json.loads(kubectl("get", "statefulset", "mal", "-n", NS, "-o", "json"))
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["spec"]["replicas"] == 1
+    kubectl("delete", "statefulset", "mal", "-n", NS, "--wait=false")
 
 
 def test_dev_cull_by_each_instance_idle_policy():

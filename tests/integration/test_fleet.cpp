@@ -243,4 +243,51 @@ TEST_SUITE("fleet") {
     CHECK(fleet.Entries().size() == 1);
     CHECK_FALSE(fleet.Get(FleetKind::kScheduledJob, other.name(), "elsewhere"));
   }
+
+  TEST_CASE("an informer that can never read its list reaches OnError and error(), not silence") {
+    // Five TFCluster roots of 20,000 bytes each: their list is over the client's 64 KiB
+    // response limit (discovery's answers, /apis included, are under it). Retrying cannot shrink the list, so
+    // the ConfigMap informer gives up after five attempts (6-18 s at the default backoff).
+    Client c = AdminClient();
+    TestNamespace ns(c, "fleet-err");
+    for (int i = 0; i < 5; ++i) {
+      c.Create(kConfigMaps, ns.name(),
+               ConfigMap("root-" + std::to_string(i), {{"pad", std::string(20'000, 'x')}},
+                         {{"app.kubernetes.io/managed-by", "tfk8s"},
+                          {"tfk8s.io/component", "root"}}));
+    }
+    ClientConfig cfg = ConfigFor();
+    cfg.max_response_bytes = 64 * 1024;
+    FleetOptions options;
+    options.namespace_name = ns.name();
+    Fleet fleet(Client(cfg), options);
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<FleetError> errors;
+    fleet.OnError([&](const FleetError& e) {
+      std::lock_guard lock(mu);
+      errors.push_back(e);
+      cv.notify_all();
+    });
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(30), [&] {
+      return !errors.empty() && errors.back().failure.fatal;
+    }));
+    const FleetError& fatal = errors.back();
+    CHECK(fatal.source == "ConfigMap");
+    CHECK(fatal.failure.kind == ErrorKind::kTransport);  // ResponseTooLarge's kind
+    CHECK(fatal.failure.consecutive == Informer::kDefaultFailureLimit);
+    CHECK_THROWS_AS(std::rethrow_exception(fatal.failure.error), ResponseTooLarge);
+    // The attempts before it were reported as they happened, as retried.
+    for (std::size_t i = 0; i + 1 < errors.size(); ++i) {
+      CHECK(errors[i].source == "ConfigMap");
+      CHECK_FALSE(errors[i].failure.fatal);
+    }
+    CHECK(errors.size() == static_cast<std::size_t>(Informer::kDefaultFailureLimit));
+    lock.unlock();
+    CHECK_THROWS_AS(std::rethrow_exception(fleet.error()), ResponseTooLarge);
+    CHECK_THROWS_AS(fleet.WaitForSync(std::chrono::seconds(1)), ResponseTooLarge);
+    REQUIRE(fleet.last_error().has_value());
+    CHECK(fleet.last_error()->failure.fatal);
+  }
 }

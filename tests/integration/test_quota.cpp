@@ -126,7 +126,9 @@ TEST_SUITE("quota") {
     }
     Json namespace_object = c.Get(kNamespaces, "", ns.name());
     CHECK(namespace_object["metadata"]["labels"]["tfk8s.io/queue"] == "true");
-    CHECK(namespace_object["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfk8s");
+    // The namespace existed before (the test made it): tfk8s does not claim it as its own,
+    // which would let DeleteQuota(delete_namespace) delete it.
+    CHECK_FALSE(namespace_object["metadata"]["labels"].contains("app.kubernetes.io/managed-by"));
     CHECK(namespace_object["metadata"]["labels"]["team"] == "vision");
     Json lr = c.Get(kLimitRanges, ns.name(), ns.name());
     CHECK(lr["spec"]["limits"][0]["defaultRequest"]["cpu"] == "500m");
@@ -408,5 +410,56 @@ TEST_SUITE("quota") {
     CHECK(pod["metadata"]["name"] == "p");
     CHECK(attempts >= 1);
     WaitForQuotaReady(c, ns.name(), std::chrono::seconds(10));
+  }
+
+  TEST_CASE("DeleteQuota deletes a namespace only when tfk8s created it, that very namespace") {
+    Client c = AdminClient();
+    // Not tfk8s's: made by someone else, then given a queue. Refused, nothing deleted.
+    TestNamespace theirs(c, "theirs");
+    ApplyQuota(c, TeamSpec(theirs.name()));
+    const Json before = c.Get(kNamespaces, "", theirs.name());
+    try {
+      DeleteQuota(c, theirs.name(), /*delete_namespace=*/true);
+      FAIL("an unmanaged namespace was deleted");
+    } catch (const ValidationError& e) {
+      CHECK(e.field() == "name");
+      CHECK(e.value() == theirs.name());
+      CHECK_MESSAGE(std::string(e.what()).find("not created by tfk8s") != std::string::npos,
+                    e.what());
+    }
+    const Json after = c.Get(kNamespaces, "", theirs.name());
+    CHECK(after["metadata"]["uid"] == before["metadata"]["uid"]);
+    CHECK_FALSE(after["metadata"].contains("deletionTimestamp"));
+    CHECK(after["status"]["phase"] == "Active");
+    CHECK_NOTHROW(c.Get(kResourceQuotas, theirs.name(), theirs.name()));  // the queue stays too
+
+    // tfk8s's own: ApplyQuota created it, so it carries the label and is deleted.
+    const std::string mine = UniqueName("mine");
+    struct Cleanup {
+      Client c;
+      std::string name;
+      ~Cleanup() {
+        try {
+          c.Delete(kNamespaces, "", name);
+        } catch (...) {
+        }
+      }
+    } cleanup{c, mine};
+    ApplyQuota(c, TeamSpec(mine));
+    const Json created = c.Get(kNamespaces, "", mine);
+    CHECK(created["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tfk8s");
+    DeleteQuota(c, mine, /*delete_namespace=*/true);
+    bool gone = TestNamespace::WaitFor(
+        [&] {
+          try {
+            return c.Get(kNamespaces, "", mine)["metadata"].contains("deletionTimestamp");
+          } catch (const NotFound&) {
+            return true;
+          }
+        },
+        std::chrono::seconds(10));
+    CHECK(gone);
+    // Gone already (or going): asking again is not an error.
+    CHECK_NOTHROW(DeleteQuota(c, mine, /*delete_namespace=*/true));
   }
 }

@@ -2,6 +2,7 @@
 // simulator, which serves their logs through the kubelet endpoint).
 #include <map>
 #include <set>
+#include <vector>
 
 #include "cluster.hpp"
 #include "http/transport.hpp"
@@ -216,6 +217,54 @@ TEST_SUITE("watch") {
   TEST_CASE("a watch the user may not make is a typed Forbidden") {
     Client limited(ConfigFor("tfk8s-local-limited"));
     CHECK_THROWS_AS(limited.Watch(kConfigMaps, "default", WatchOptions{}), Forbidden);
+  }
+}
+
+TEST_SUITE("watch") {
+  TEST_CASE("an informer that cannot trust the server's certificate ends with a TlsError") {
+    // The real apiserver, a CA that did not sign it: every list fails the handshake. Retrying
+    // cannot fix that, so Next() throws after failure_limit attempts instead of waiting for ever.
+    ClientConfig cfg = ConfigFor();
+    cfg.ca_pem = ReadFile(ClusterDir() + "/pki/other-ca.crt");
+    cfg.ca_file.clear();
+    Informer informer(Client(cfg), kConfigMaps, "default");
+    informer.set_backoff(std::chrono::milliseconds(10), std::chrono::milliseconds(100));
+    informer.set_failure_limit(3);
+    std::vector<InformerFailure> seen;
+    informer.set_error_handler([&](const InformerFailure& f) { seen.push_back(f); });
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      informer.Next(std::chrono::seconds(60));
+      FAIL("Next returned instead of throwing");
+    } catch (const TlsError& e) {
+      CHECK(std::string(e.what()).find("(after 3 attempts)") != std::string::npos);
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+    REQUIRE(seen.size() == 3);
+    CHECK(seen[0].kind == ErrorKind::kTls);
+    CHECK_FALSE(seen[0].transient);
+    CHECK_FALSE(seen[1].fatal);
+    CHECK(seen[2].fatal);
+    REQUIRE(informer.last_error().has_value());
+    CHECK(informer.last_error()->consecutive == 3);
+  }
+
+  TEST_CASE("a list over max_response_bytes ends the informer with ResponseTooLarge") {
+    Client admin = AdminClient();
+    TestNamespace ns(admin);
+    for (int i = 0; i < 5; ++i) {
+      admin.Create(kConfigMaps, ns.name(),
+                   ConfigMap("big-" + std::to_string(i), {{"data", std::string(1000, 'x')}}));
+    }
+    ClientConfig cfg = ConfigFor();
+    cfg.max_response_bytes = 2000;  // the list of five is over 5000 bytes
+    Informer informer(Client(cfg), kConfigMaps, ns.name());
+    informer.set_backoff(std::chrono::milliseconds(10), std::chrono::milliseconds(100));
+    CHECK_THROWS_AS(informer.Next(std::chrono::seconds(60)), ResponseTooLarge);
+    REQUIRE(informer.last_error().has_value());
+    CHECK(informer.last_error()->fatal);
+    CHECK(informer.last_error()->consecutive == Informer::kDefaultFailureLimit);
+    CHECK(informer.Snapshot().empty());
   }
 }
 

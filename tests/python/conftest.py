@@ -90,7 +90,12 @@ def namespace(client: tfk8s.Client, request: pytest.FixtureRequest) -> Iterator[
     """A fresh namespace, ready for pods (its default service account has a token), deleted
     after the test."""
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"py-{base}-{uuid.uuid4().hex[:6]}"
+    yield from fresh_namespace(client, f"py-{base}-{uuid.uuid4().hex[:6]}")
+
+
+def fresh_namespace(client: tfk8s.Client, name: str) -> Iterator[str]:
+    """Creates namespace `name`, waits until it is ready for pods, yields its name and deletes
+    it afterwards (the body of a namespace fixture)."""
     client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     wait_for(
         "the default service account's token",

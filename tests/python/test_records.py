@@ -130,7 +130,14 @@ def every_record() -> List[Record]:
         tfk8s.DevCullDecision({"namespace": "team-a", "name": "lab", "owner": "alice",
                                "outcome": "unknown", "reason": HOSTILE,
                                "activity": activity_raw()}),
+        tfk8s.InformerFailure(informer_failure_raw()),
+        tfk8s.FleetError(dict(informer_failure_raw(), source="StatefulSet")),
     ]
+
+
+def informer_failure_raw() -> Dict[str, Any]:
+    return {"kind": "DecodeError", "message": HOSTILE, "transient": False, "consecutive": 5,
+            "fatal": True, "time": 1796119800, "error": RuntimeError(HOSTILE)}
 
 
 def activity_raw() -> Dict[str, Any]:

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "http/transport.hpp"
+#include "tfk8s/config.hpp"
 #include "tfk8s/error.hpp"
 
 namespace tfk8s::testing {
@@ -75,6 +76,20 @@ inline bool HasHeader(const internal::HttpRequest& r, const std::string& line) {
     if (h == line) return true;
   }
   return false;
+}
+
+/// A client configuration for a FakeTransport: a token, no rate limit.
+inline ClientConfig FakeClientConfig() {
+  ClientConfig c;
+  c.server = "https://127.0.0.1:6443";
+  c.token = "t0ken";
+  c.rate_limit.qps = 0;
+  return c;
+}
+
+/// Whether a request URL is a watch.
+inline bool IsWatchUrl(const std::string& url) {
+  return url.find("watch=true") != std::string::npos;
 }
 
 }  // namespace tfk8s::testing

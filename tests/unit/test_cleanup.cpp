@@ -317,15 +317,30 @@ TEST_SUITE("cleanup") {
     auto l = internal::TaskHistoryLimits(&cj, {});
     CHECK(l.successful == 5);
     CHECK(l.failed == 0);
-    Json old_run = Run("a", "Complete", "2024-03-01T10:00:00Z", "on-demand");
-    old_run["metadata"]["annotations"] = {
-        {"tfk8s.io/spec", R"({"successfulJobsHistoryLimit": 7, "failedJobsHistoryLimit": 2})"}};
-    Json new_run = Run("b", "Complete", "2024-03-01T11:00:00Z", "on-demand");
-    new_run["metadata"]["annotations"] = {
-        {"tfk8s.io/spec", R"({"successfulJobsHistoryLimit": 1})"}};
+    // An on-demand task's runs carry its whole spec (as RunNow writes it).
+    auto with_spec = [](Json run, const std::string& task, Json limits) {
+      Json spec = {{"name", task},
+                   {"namespace", "team-a"},
+                   {"image", "python:3.11-slim"},
+                   {"execCommand", "python3"},
+                   {"entryPath", "train.py"}};
+      spec.update(limits);
+      run["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "tfk8s";
+      run["metadata"]["annotations"] = {{"tfk8s.io/spec", spec.dump()}};
+      return run;
+    };
+    Json old_run = with_spec(Run("a", "Complete", "2024-03-01T10:00:00Z", "on-demand"), "nightly",
+                             {{"successfulJobsHistoryLimit", 7}, {"failedJobsHistoryLimit", 2}});
+    Json new_run = with_spec(Run("b", "Complete", "2024-03-01T11:00:00Z", "on-demand"), "nightly",
+                             {{"successfulJobsHistoryLimit", 1}});
     l = internal::TaskHistoryLimits(nullptr, {new_run, old_run});
     CHECK(l.successful == 1);
     CHECK(l.failed == 1);  // absent: Kubernetes' default
+    // The newest run's spec names another task (its owner rewrote it): passed over (#35).
+    Json forged = with_spec(Run("c", "Complete", "2024-03-01T12:00:00Z", "on-demand"), "other",
+                            {{"successfulJobsHistoryLimit", 0}});
+    l = internal::TaskHistoryLimits(nullptr, {forged, new_run, old_run});
+    CHECK(l.successful == 1);
     l = internal::TaskHistoryLimits(nullptr, {Run("c", "", "2024-03-01T10:00:00Z", "manual")});
     CHECK(l.successful == 3);
     CHECK(l.failed == 1);

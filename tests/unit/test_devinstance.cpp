@@ -183,13 +183,18 @@ TEST_SUITE("devinstance") {
     CHECK_FALSE(granted.count("pods:create"));
     CHECK_FALSE(granted.count("pods/exec:create"));
     CHECK_FALSE(granted.count("nodes:list"));
-    // Secrets are written whole, never read back: other users' credentials stay unreadable.
-    CHECK(granted.count("secrets:create"));
-    CHECK(granted.count("secrets:delete"));
-    for (const char* verb : {"get", "list", "watch", "patch", "update"}) {
+    // Secrets by name only (the namespace is personal: they are all the owner's): created,
+    // read, replaced with a resourceVersion, deleted; never listed, watched or patched.
+    for (const char* verb : {"get", "create", "update", "delete"}) {
+      CAPTURE(verb);
+      CHECK(granted.count(std::string("secrets:") + verb));
+    }
+    for (const char* verb : {"list", "watch", "patch"}) {
       CAPTURE(verb);
       CHECK_FALSE(granted.count(std::string("secrets:") + verb));
     }
+    CHECK_FALSE(granted.count("pods/portforward:create"));
+    CHECK_FALSE(granted.count("namespaces:get"));
     const Json& pod = objects[0]["spec"]["template"]["spec"];
     CHECK(pod["serviceAccountName"] == "notebook-test");
     CHECK(pod["automountServiceAccountToken"] == true);
@@ -277,7 +282,7 @@ TEST_SUITE("devinstance") {
     // tfk8s's start script reads the credentials from files: no process gets the password in
     // its environment (it would stay readable in /proc/<pid>/environ).
     CHECK_FALSE(env.count("PASSWORD"));
-    CHECK(env["TFK8S_READINESS_TOOL"]["value"] == "jupyter");
+    CHECK_FALSE(env.count("TFK8S_READINESS_TOOL"));  // every tool is required, not the first
     // An image's own start script reads the password from a root-only file by default...
     DevInstanceSpec own = CpuSpec();
     own.command = {"/start.sh"};
@@ -746,8 +751,9 @@ TEST_SUITE("devinstance") {
     CHECK(st.phase == DevPhase::kRunning);
     CHECK(st.node == "sim-cpu-1");
     CHECK(st.restarts == 2);
+    // Ready: the probe found every served tool listening; the custom port "web" is not one.
     CHECK(st.ready_tools ==
-          std::vector<std::string>{"jupyter", "ssh", "code-server", "tensorboard", "web"});
+          std::vector<std::string>{"jupyter", "ssh", "code-server", "tensorboard"});
     CHECK(st.Table().find("Running") != std::string::npos);
 
     // A terminating pod (during a restart) is not the instance's pod any more.
@@ -797,28 +803,77 @@ TEST_SUITE("devinstance") {
                                   {{"terminated",
                                     {{"exitCode", 1},
                                      {"reason", "Error"},
-                                     {"message", "tfk8s: jupyter: not in the image (looked ...)\n"}}}}}}})}}}};
+                                     {"message", "tfk8s: enabled but not in the image: jupyter (looked ...)\n"}}}}}}})}}}};
     CHECK(internal::PodProblem(pod, &fatal) ==
-          "Error (exit code 1): tfk8s: jupyter: not in the image (looked ...)");
+          "Error (exit code 1): tfk8s: enabled but not in the image: jupyter (looked ...)");
     CHECK(fatal);
     // Restarted, then backing off: the verdict is still the reason.
     pod["status"]["containerStatuses"][0] = {
         {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 10s"}}}}},
         {"lastState",
-         {{"terminated", {{"exitCode", 1}, {"message", "tfk8s: ssh: not in the image (no sshd)"}}}}}};
+         {{"terminated", {{"exitCode", 1}, {"message", "tfk8s: enabled but not in the image: ssh (no sshd)"}}}}}};
     CHECK(internal::PodProblem(pod, &fatal) ==
-          "CrashLoopBackOff: tfk8s: ssh: not in the image (no sshd)");
+          "CrashLoopBackOff: tfk8s: enabled but not in the image: ssh (no sshd)");
     CHECK(fatal);
     pod["status"]["containerStatuses"][0] = {
         {"state", {{"running", Json::object()}}},
         {"lastState",
-         {{"terminated", {{"exitCode", 1}, {"message", "tfk8s: ssh: not in the image (no sshd)"}}}}}};
-    CHECK(internal::PodProblem(pod, &fatal) == "tfk8s: ssh: not in the image (no sshd)");
+         {{"terminated", {{"exitCode", 1}, {"message", "tfk8s: enabled but not in the image: ssh (no sshd)"}}}}}};
+    CHECK(internal::PodProblem(pod, &fatal) == "tfk8s: enabled but not in the image: ssh (no sshd)");
     CHECK(fatal);
     // Another program's exit is reported, and left to the restart policy.
     pod["status"]["containerStatuses"][0] = {
         {"state", {{"terminated", {{"exitCode", 2}, {"message", "usage: train.py"}}}}}};
     CHECK(internal::PodProblem(pod, &fatal) == "Error (exit code 2): usage: train.py");
     CHECK_FALSE(fatal);
+  }
+
+  TEST_CASE("tenancy: launchWorkloads only in a namespace personal to the owner, other owners refused there") {
+    auto ns = [](Json labels) {
+      return Json{{"metadata", {{"name", "team-a"}, {"labels", std::move(labels)}}}};
+    };
+    const Json alices = ns({{"tfk8s.io/owner", "alice"}, {"tfk8s.io/team", "team"}});
+    const Json shared = ns({{"tfk8s.io/team", "team"}});
+    DevInstanceSpec plain = CpuSpec();
+    plain.owner = "alice";
+    DevInstanceSpec launching = plain;
+    launching.launch_workloads = true;
+    DevInstanceSpec bobs = plain;
+    bobs.owner = "bob";
+    // Allowed: the owner's own namespace; a plain instance in a shared or unreadable one.
+    CHECK_NOTHROW(internal::CheckDevTenancy(launching, &alices, ""));
+    CHECK_NOTHROW(internal::CheckDevTenancy(plain, &alices, ""));
+    CHECK_NOTHROW(internal::CheckDevTenancy(plain, &shared, ""));
+    CHECK_NOTHROW(internal::CheckDevTenancy(plain, nullptr, "forbidden"));
+    auto refusal = [](const DevInstanceSpec& s, const Json* n) -> ValidationError {
+      try {
+        internal::CheckDevTenancy(s, n, "these credentials may not read the Namespace");
+      } catch (const ValidationError& e) {
+        return e;
+      }
+      FAIL("not refused");
+      return ValidationError("", "", "");
+    };
+    // launchWorkloads in a shared namespace: named, with the reason and the way out.
+    ValidationError e = refusal(launching, &shared);
+    CHECK(e.field() == "launchWorkloads");
+    std::string what = e.what();
+    CHECK(what.find("team-a is not personal to alice") != std::string::npos);
+    CHECK(what.find("mounts any other user's Secret") != std::string::npos);
+    CHECK(what.find("members: [alice]") != std::string::npos);
+    CHECK(what.find("nothing was sent") != std::string::npos);
+    // Unreadable: fails closed, saying why.
+    e = refusal(launching, nullptr);
+    CHECK(e.field() == "launchWorkloads");
+    CHECK(std::string(e.what()).find("may not read the Namespace") != std::string::npos);
+    // Someone else's namespace: refused on the owner, with or without launching.
+    for (const DevInstanceSpec* s : {&bobs, &launching}) {
+      DevInstanceSpec other = *s;
+      other.owner = "bob";
+      e = refusal(other, &alices);
+      CHECK(e.field() == "owner");
+      CHECK(e.value() == "bob");
+      CHECK(std::string(e.what()).find("personal to alice") != std::string::npos);
+    }
   }
 }

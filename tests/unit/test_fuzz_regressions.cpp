@@ -6,11 +6,15 @@
 #include <chrono>
 #include <string>
 
+#include "auth/exec_plugin.hpp"
+#include "client/exec.hpp"
 #include "tfk8s/error.hpp"
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/yaml.hpp"
+#include "workloads/devinstance_internal.hpp"
+#include "workloads/start_script.hpp"
 
 namespace {
 
@@ -155,4 +159,62 @@ TEST_CASE("fuzz quantity: a binary-SI value that is no multiple of 1024 prints a
   CHECK(Quantity::Parse(q.ToString()) == q);
   CHECK(Quantity::Parse(q.ToString()).ToString() == "7872k");
   CHECK(Quantity::Parse("7872k") == q);
+}
+
+TEST_CASE("fuzz exec_credential: an expiration beyond system_clock's years is refused, not UB") {
+  using tfk8s::internal::ParseRfc3339;
+  // Converting year 9999 (or 0001) to system_clock's nanoseconds overflowed (signed, UB).
+  CHECK_FALSE(ParseRfc3339("9999-12-31T23:59:59Z"));
+  CHECK_FALSE(ParseRfc3339("0001-01-01T00:00:00Z"));
+  CHECK_FALSE(ParseRfc3339("2262-04-12T00:00:00Z"));
+  CHECK(ParseRfc3339("2261-12-31T23:59:59.999999999Z").has_value());
+  CHECK(ParseRfc3339("1678-01-01T00:00:00Z").has_value());
+  tfk8s::ExecConfig exec;
+  exec.api_version = "client.authentication.k8s.io/v1";
+  try {
+    (void)tfk8s::internal::ParseExecCredential(
+        R"({"apiVersion":"client.authentication.k8s.io/v1",)"
+        R"("status":{"token":"t-SECRET","expirationTimestamp":"9999-12-31T23:59:59Z"}})",
+        exec);
+    FAIL("a year-9999 expiration was accepted");
+  } catch (const tfk8s::ConfigError& e) {
+    CHECK(e.field() == "status.expirationTimestamp");
+    CHECK(std::string(e.what()).find("SECRET") == std::string::npos);
+  }
+}
+
+TEST_CASE("fuzz dev_activity: a probe's clock or times beyond system_clock's are refused, not UB") {
+  using tfk8s::internal::ParseDevActivity;
+  std::string why;
+  // Seconds since the epoch beyond about 9.2e9 overflowed the conversion to nanoseconds.
+  CHECK_FALSE(ParseDevActivity(R"({"now":9223372036854775807})", &why));
+  CHECK(why == "the clock in the answer is out of range");
+  CHECK_FALSE(ParseDevActivity(R"({"now":100,"code_server_heartbeat":-9300000000})", &why));
+  CHECK(why == "code-server's heartbeat is out of range");
+  CHECK_FALSE(ParseDevActivity(
+      R"({"now":100,"jupyter":{"last_activity":"9999-12-31T23:59:59Z"}})", &why));
+  CHECK(why == "Jupyter's last activity is not an RFC 3339 time");
+  auto a = ParseDevActivity(R"({"now":9000000000,"code_server_heartbeat":-9000000000})", &why);
+  REQUIRE(a.has_value());
+  CHECK(a->Idle().count() >= 0);
+}
+
+TEST_CASE("fuzz exec_channel: Status fields of another type are a ServerError, not a JSON error") {
+  using tfk8s::internal::ExitCodeFromStatus;
+  // Json::value("reason", "") threw nlohmann's type_error on a non-string reason or message.
+  CHECK_THROWS_AS(
+      ExitCodeFromStatus(R"({"status":"Failure","reason":"NonZeroExitCode","details":)"
+                         R"({"causes":[{"reason":7},{"reason":"ExitCode","message":[3]}]}})",
+                         "exec"),
+      tfk8s::ServerError);
+  CHECK(ExitCodeFromStatus(R"({"reason":"NonZeroExitCode","details":{"causes":[{"reason":1},)"
+                           R"({"reason":"ExitCode","message":"3"}]}})",
+                           "exec") == 3);
+}
+
+TEST_CASE("fuzz credentials_secret: a Secret that is not an object holds no credentials") {
+  // Json::value("data", …) threw nlohmann's type_error on an array or a string.
+  CHECK_FALSE(tfk8s::internal::CredentialsFromSecret(Json::array({{{"data", Json::object()}}})));
+  CHECK_FALSE(tfk8s::internal::CredentialsFromSecret(Json("secret")));
+  CHECK_FALSE(tfk8s::internal::DecodeCredentialsSecret(Json(nullptr)));
 }

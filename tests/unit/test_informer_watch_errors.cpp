@@ -23,15 +23,9 @@ namespace {
 
 const ResourceType kConfigMaps{"", "v1", "ConfigMap", "configmaps", true};
 
-ClientConfig Config() {
-  ClientConfig c;
-  c.server = "https://127.0.0.1:6443";
-  c.token = "t0ken";
-  c.rate_limit.qps = 0;
-  return c;
-}
+ClientConfig Config() { return tfk8s::testing::FakeClientConfig(); }
 
-bool IsWatch(const std::string& url) { return url.find("watch=true") != std::string::npos; }
+bool IsWatch(const std::string& url) { return tfk8s::testing::IsWatchUrl(url); }
 
 std::string Object(const std::string& name, const std::string& rv) {
   return R"({"metadata":{"name":")" + name + R"(","namespace":"ns","resourceVersion":")" + rv +

@@ -509,6 +509,91 @@ TEST_SUITE("quota") {
     CHECK(RenderQuota(bare).size() == 1);
   }
 
+  TEST_CASE("RenderQuota with members: a personal namespace each, team labels, the team's quota readers") {
+    QuotaSpec spec;
+    spec.name = "vision";
+    spec.hard = {{"pods", "10"}};
+    spec.limit_range = LimitRangeSpec{{{"cpu", "500m"}}, {}, {}, {}};
+    spec.members = {"alice", "bob"};
+    const std::vector<Json> objects = RenderQuota(spec);
+    // Per namespace: Namespace, ResourceQuota, LimitRange, Role, RoleBinding.
+    REQUIRE(objects.size() == 15);
+    const std::vector<std::string> namespaces = {"vision", "vision-alice", "vision-bob"};
+    const std::vector<std::string> owners = {"", "alice", "bob"};
+    for (std::size_t n = 0; n < 3; ++n) {
+      CAPTURE(namespaces[n]);
+      const Json& ns = objects[n * 5];
+      REQUIRE(ns["kind"] == "Namespace");
+      CHECK(ns["metadata"]["name"] == namespaces[n]);
+      const Json& labels = ns["metadata"]["labels"];
+      CHECK(labels["tfk8s.io/team"] == "vision");
+      CHECK(labels["app.kubernetes.io/managed-by"] == "tfk8s");
+      if (owners[n].empty()) {
+        CHECK_FALSE(labels.contains("tfk8s.io/owner"));  // the team's namespace is shared
+        CHECK_FALSE(labels.contains("pod-security.kubernetes.io/enforce"));
+      } else {
+        CHECK(labels["tfk8s.io/owner"] == owners[n]);
+        CHECK(labels["pod-security.kubernetes.io/enforce"] == "baseline");
+      }
+      const Json& quota = objects[n * 5 + 1];
+      CHECK(quota["kind"] == "ResourceQuota");
+      CHECK(quota["metadata"]["namespace"] == namespaces[n]);
+      CHECK(quota["metadata"]["name"] == "vision");
+      CHECK(quota["spec"]["hard"] == Json{{"pods", "10"}});
+      CHECK(quota["metadata"]["annotations"]["tfk8s.io/team-namespaces"] ==
+            "vision,vision-alice,vision-bob");
+      CHECK(objects[n * 5 + 2]["kind"] == "LimitRange");
+      const Json& role = objects[n * 5 + 3];
+      CHECK(role["kind"] == "Role");
+      CHECK(role["metadata"]["name"] == "tfk8s-team-quota-reader");
+      CHECK(role["rules"] == Json::parse(
+                                 R"([{"apiGroups": [""], "resources": ["resourcequotas"],
+                                      "verbs": ["get"]}])"));
+      const Json& binding = objects[n * 5 + 4];
+      CHECK(binding["kind"] == "RoleBinding");
+      REQUIRE(binding["subjects"].size() == 3);
+      CHECK(binding["subjects"][2]["name"] == "system:serviceaccounts:vision-bob");
+    }
+    // The spec's labels reach every namespace, and may choose another Pod Security level.
+    spec.labels = {{"pod-security.kubernetes.io/enforce", "restricted"}};
+    CHECK(RenderQuota(spec)[5]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] ==
+          "restricted");
+    // JSON round trip.
+    CHECK(QuotaSpec::FromJson(spec.ToJson()).members == spec.members);
+    CHECK_FALSE(QuotaSpec{"x", {}, {}, {}, {}, {}}.ToJson().contains("members"));
+    CHECK(CatchValidation([] { QuotaSpec::FromJson({{"name", "x"}, {"members", "alice"}}); })
+              .field() == "members");
+    CHECK(CatchValidation([] {
+            QuotaSpec::FromJson({{"name", "x"}, {"members", Json::array({"alice", 3})}});
+          }).field() == "members[1]");
+  }
+
+  TEST_CASE("ValidateQuotaSpec: members") {
+    QuotaSpec spec;
+    spec.name = "vision";
+    spec.members = {"alice", "Bob"};
+    CHECK(CatchValidation([&] { ValidateQuotaSpec(spec); }).field() == "members[1]");
+    spec.members = {"alice", "alice"};
+    auto twice = CatchValidation([&] { ValidateQuotaSpec(spec); });
+    CHECK(twice.field() == "members[1]");
+    CHECK(std::string(twice.what()).find("listed twice") != std::string::npos);
+    spec.members = {std::string(60, 'a')};
+    CHECK(std::string(CatchValidation([&] { ValidateQuotaSpec(spec); }).what())
+              .find("longer than 63") != std::string::npos);
+    spec.members = {"alice"};
+    spec.labels = {{"tfk8s.io/owner", "alice"}};
+    auto owner = CatchValidation([&] { ValidateQuotaSpec(spec); });
+    CHECK(owner.field() == "labels[tfk8s.io/owner]");
+    CHECK(std::string(owner.what()).find("vision-<member>") != std::string::npos);
+    spec.labels = {{"tfk8s.io/team", "vision"}};
+    CHECK(CatchValidation([&] { ValidateQuotaSpec(spec); }).field() == "labels[tfk8s.io/team]");
+    // A single-user team without members: its namespace may be labelled personal to the user.
+    spec.members.clear();
+    spec.labels = {{"tfk8s.io/owner", "alice"}};
+    CHECK_NOTHROW(ValidateQuotaSpec(spec));
+    CHECK(RenderQuota(spec)[0]["metadata"]["labels"]["tfk8s.io/owner"] == "alice");
+  }
+
   TEST_CASE("ValidateQuotaSpec names the field and value") {
     QuotaSpec spec;
     spec.name = "team-a";

@@ -214,20 +214,18 @@ TEST_SUITE("scheduledjob") {
     ScheduledJobSpec s = ScheduledSeedTask();
     s.time_zone = "Asia/Shanghai";
     ScheduledJobRenderOptions v1;
-    if (std::ifstream("/usr/share/zoneinfo/Asia/Shanghai").good()) {
-      CHECK(RenderCronJob(s, v1)["spec"]["timeZone"] == "Asia/Shanghai");
-      ScheduledJobRenderOptions old = v1;
-      old.time_zone_supported = false;
-      CHECK_THROWS_WITH_AS(RenderCronJob(s, old), doctest::Contains("Kubernetes >= 1.25"),
-                           ValidationError);
-      ScheduledJobRenderOptions beta;
-      beta.cronjob_api_version = "batch/v1beta1";
-      CHECK_THROWS_AS(RenderCronJob(s, beta), ValidationError);
-    }
-    // UTC needs no field and works everywhere.
-    s.time_zone = "UTC";
+    REQUIRE_MESSAGE(std::ifstream("/usr/share/zoneinfo/Asia/Shanghai").good(),
+                    "no tz database: tools/install-deps.sh installs tzdata");
+    CHECK(RenderCronJob(s, v1)["spec"]["timeZone"] == "Asia/Shanghai");
+    ScheduledJobRenderOptions old = v1;
+    old.time_zone_supported = false;
+    CHECK_THROWS_WITH_AS(RenderCronJob(s, old), doctest::Contains("Kubernetes >= 1.25"),
+                         ValidationError);
     ScheduledJobRenderOptions beta;
     beta.cronjob_api_version = "batch/v1beta1";
+    CHECK_THROWS_AS(RenderCronJob(s, beta), ValidationError);
+    // UTC needs no field and works everywhere.
+    s.time_zone = "UTC";
     beta.time_zone_supported = false;
     CHECK_FALSE(RenderCronJob(s, beta)["spec"].contains("timeZone"));
   }
@@ -647,6 +645,7 @@ TEST_SUITE("scheduledjob") {
     hook.retry_backoff = std::chrono::milliseconds(50);
     hook.timeout = std::chrono::milliseconds(2000);
     hook.headers = {{"Authorization", "Bearer secret-token"}};
+    hook.allow_insecure_headers = true;  // the receiver is plain http on loopback
     {
       WebhookReceiver receiver;
       hook.url = receiver.url();

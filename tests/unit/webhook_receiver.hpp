@@ -7,8 +7,10 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -76,6 +78,17 @@ class WebhookReceiver {
   std::string last_headers() const {
     std::lock_guard lock(mu_);
     return last_headers_;
+  }
+  /// Every answer from now on carries a body of `bytes` bytes (declared in Content-Length and
+  /// sent until the client stops reading): a receiver that answers at length.
+  void AnswerWithBody(std::size_t bytes) {
+    std::lock_guard lock(mu_);
+    answer_bytes_ = bytes;
+  }
+  /// Answer body bytes the client accepted from the socket (the kernel's buffers included).
+  std::size_t answer_bytes_sent() const {
+    std::lock_guard lock(mu_);
+    return answer_bytes_sent_;
   }
   /// Waits until `n` bodies were accepted.
   bool WaitForAccepted(std::size_t n, std::chrono::milliseconds limit) const {
@@ -148,13 +161,35 @@ class WebhookReceiver {
     while (!stop_ && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    std::string response = "HTTP/1.1 " + std::to_string(status) +
-                           " Status\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    ::send(conn, response.data(), response.size(), MSG_NOSIGNAL);
+    std::size_t answer_bytes = 0;
+    {
+      std::lock_guard lock(mu_);
+      answer_bytes = answer_bytes_;
+    }
+    std::string response = "HTTP/1.1 " + std::to_string(status) + " Status\r\nContent-Length: " +
+                           std::to_string(answer_bytes) + "\r\nConnection: close\r\n\r\n";
+    // Recorded before the answer goes out, as a real receiver stores an alert before it says
+    // 2xx: the sender may return (and a test look) as soon as it has the status line.
     if (status >= 200 && status < 300) {
       std::lock_guard lock(mu_);
       accepted_.push_back(std::move(body));
       cv_.notify_all();
+    }
+    ::send(conn, response.data(), response.size(), MSG_NOSIGNAL);
+    SendBody(conn, answer_bytes);
+  }
+
+  // Sends `bytes` bytes until done, the client is gone or stops reading for 2 s.
+  void SendBody(int conn, std::size_t bytes) {
+    timeval limit{2, 0};
+    ::setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+    const std::string chunk(64 * 1024, 'x');
+    while (bytes > 0 && !stop_) {
+      ssize_t n = ::send(conn, chunk.data(), std::min(bytes, chunk.size()), MSG_NOSIGNAL);
+      if (n <= 0) return;
+      bytes -= static_cast<std::size_t>(n);
+      std::lock_guard lock(mu_);
+      answer_bytes_sent_ += static_cast<std::size_t>(n);
     }
   }
 
@@ -168,6 +203,8 @@ class WebhookReceiver {
   std::vector<std::string> accepted_;
   int requests_ = 0;
   std::string last_headers_;
+  std::size_t answer_bytes_ = 0;
+  std::size_t answer_bytes_sent_ = 0;
   std::thread thread_;
 };
 

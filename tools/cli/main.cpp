@@ -233,7 +233,14 @@ Rows RefRows(const std::vector<WorkloadRef>& refs, const std::vector<std::string
   for (const auto& r : refs) {
     std::vector<std::string> row{r.namespace_name, r.name};
     if (extra) {
-      auto more = extra(r);
+      std::vector<std::string> more;
+      try {
+        more = extra(r);
+      } catch (const tfk8s::Error&) {
+        // One workload that cannot be read (a stored spec refused, say; `status` tells why)
+        // does not hide the others.
+        more.assign(extra_header.size(), "Unknown");
+      }
       row.insert(row.end(), more.begin(), more.end());
     }
     rows.push_back(std::move(row));
@@ -732,7 +739,7 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
     del->add_flag("--wait", f.wait, "Wait until every object is gone");
     del->add_option("--timeout", f.timeout, "Bound of --wait (e.g. 90s, 5m)")->capture_default_str();
   } else {
-    del->add_flag("--delete-namespace", f.delete_namespace, "Also delete the queue's namespace and everything in it");
+    del->add_flag("--delete-namespace", f.delete_namespace, "Also delete the queue's namespace and everything in it (only a namespace tfk8s created)");
   }
   if (kind.namespaced()) {
     add("fits", "Would the spec fit now (quota headroom, node placement)? Exit 1 when not",
