@@ -5,6 +5,8 @@ time). Reports medians and the ratio; it never judges them.
 
     /usr/bin/python3 bench/cli_status.py --kubeconfig K --tfk8s build/dev/tools/cli/tfk8s \
         [--repeat 15] [--out bench/results/cli_status.json]
+
+docs/cli.md shows the stored run through bench/report.py --cli-status (a generated block).
 """
 
 import argparse
@@ -92,7 +94,8 @@ def main():
               "cpu_median_ms": cpu_medians, "output_lines": rows,
               "load_average_1m": [load_before, load_after], "cpus": os.cpu_count(),
               "ratio_tfk8s_over_kubectl": ratio, "cpu_ratio_tfk8s_over_kubectl": cpu_ratio,
-              "goal": "ratio <= 0.33"}
+              "goal": "ratio <= 0.33",
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     for k, m in medians.items():
         print("%-24s median %7.1f ms  min %7.1f ms  cpu median %7.1f ms  (%d lines)"
               % (k, m, min(samples[k]), cpu_medians[k], rows[k]))

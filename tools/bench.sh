@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmarks: builds what they need (release: bench/tfk8s_bench and the Python extension),
 # starts a local cluster instance "bench", runs every scenario of bench/run.py side by side with
-# kubectl and the official Python client, writes bench/results/results.json (scenarios 1-5),
-# bench/results/fleet.json (scenario 6) and docs/benchmarks.md, and stops the cluster.
+# kubectl and the official Python client, writes bench/results/results.json (scenarios 1-4),
+# bench/results/import.json (5), bench/results/fleet.json (6) and docs/benchmarks.md, and stops
+# the cluster. Scenario 5 alone needs no cluster: see bench/run.py.
 #   tools/bench.sh [--repeat N] [--scenarios 1,2,3,4,5,6] [--smoke]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -38,6 +38,8 @@ PACKAGES=(
   # local cluster: build Kubernetes from Debian's source, run etcd
   golang-go rsync etcd-server golang-github-modern-go-reflect2-dev dpkg-dev
   openssl curl procps iproute2
+  # time zones: ScheduledJob schedules with a time zone and their tests (tests/unit/test_cron.cpp)
+  tzdata
   # local cluster, real node (`tfk8s-local up --real-nodes`): container runtime, CNI plugins,
   # packet filter, cluster DNS server, image building (debootstrap, a static C pause program)
   # (nftables: `down` deletes the iptables-nft tables that did not exist before `up`)

@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 bash tools/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release --target quickstart
+# _core too: the local cluster's images carry this build's tfk8s package (tools/tfk8s_local/images.py).
+cmake --build --preset release --target quickstart _core
 
 args=("$@")
 if [ -z "${KUBECONFIG:-}" ] && [[ " ${args[*]-} " != *" --kubeconfig "* ]] \

@@ -23,7 +23,6 @@ message).
 
 from __future__ import annotations
 
-import html as _html
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
 __all__ = [
@@ -96,7 +95,13 @@ def escape(value: Any) -> str:
     attributes)."""
     if isinstance(value, Html):
         return value
-    return "" if value is None else _html.escape(str(value), quote=True)
+    return "" if value is None else str(value).translate(_ESCAPES)
+
+
+# What html.escape(quote=True) replaces, with the same entities: importing the html module would
+# load html.entities (2,231 named references, 0.6 MB of the process) that escaping never reads.
+_ESCAPES = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", ord('"'): "&quot;",
+            ord("'"): "&#x27;"}
 
 
 def label(key: str) -> str:

@@ -18,7 +18,6 @@ Keywords that several functions share are declared once, as a ``TypedDict``, and
 from __future__ import annotations
 
 import functools
-import inspect
 import re
 import warnings
 from typing import (
@@ -134,32 +133,16 @@ def shared_keywords(
     if unknown:
         raise TypeError(f"shared_keywords: defaults for undeclared keywords {sorted(unknown)}")
 
-    def annotation(value: Any) -> Any:
-        # `from __future__ import annotations` leaves them as ForwardRefs: show their text.
-        return value.__forward_arg__ if isinstance(value, ForwardRef) else value
-
-    shared = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=given_defaults.get(name),
-            annotation=annotation(declared.__annotations__[name]),
-        )
-        for name in names
-    ]
-
     def decorate(fn: F) -> F:
         where = _display_name(fn)
-        own = list(inspect.signature(fn).parameters.values())
-        if not own or own[-1].kind is not inspect.Parameter.VAR_KEYWORD:
+        own = _own_parameters(fn)
+        if own is None:
             raise TypeError(f"shared_keywords: {where} takes no **keywords")
-        own = own[:-1]
-        clash = {p.name for p in own} & set(names)
+        positional, positional_only, keyword_only = own
+        clash = (set(positional) | set(keyword_only)) & set(names)
         if clash:
             raise TypeError(f"shared_keywords: {where} declares {sorted(clash)} itself")
-        accepted = {p.name for p in own if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
-        split = next((i for i, p in enumerate(own) if p.kind is inspect.Parameter.KEYWORD_ONLY),
-                     len(own))
+        accepted = set(positional[positional_only:]) | set(keyword_only)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -169,9 +152,73 @@ def shared_keywords(
                     raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
             return fn(*args, **kwargs, **values)
 
-        wrapper.__signature__ = inspect.signature(fn).replace(  # type: ignore[attr-defined]
-            parameters=own[:split] + shared + own[split:]
-        )
+        # inspect.signature() follows __wrapped__ to the first object with a __signature__:
+        # this one builds it when first asked (help(), a notebook's completion), not at import.
+        wrapper.__wrapped__ = _SharedSignature(  # type: ignore[attr-defined]
+            fn, declared, names, given_defaults)
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def _own_parameters(fn: Callable[..., Any]) -> Optional[Tuple[List[str], int, List[str]]]:
+    """``fn``'s positional parameter names (with ``*args`` last, if any), how many of them are
+    positional-only, and its keyword-only names; None when it takes no ``**keywords``. Read from
+    the code object: the inspect module costs 1.2 MB of every process that imports tfk8s."""
+    while hasattr(fn, "__wrapped__"):  # what inspect.signature(fn) would read
+        fn = fn.__wrapped__
+    code = fn.__code__
+    var_positional, var_keyword = 0x04, 0x08  # CO_VARARGS, CO_VARKEYWORDS
+    if not code.co_flags & var_keyword:
+        return None
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    positional = list(code.co_varnames[:n])
+    if code.co_flags & var_positional:
+        positional.append(code.co_varnames[n + k])
+    return positional, code.co_posonlyargcount, list(code.co_varnames[n : n + k])
+
+
+class _SharedSignature:
+    """The ``__wrapped__`` of a :func:`shared_keywords` wrapper: its ``__signature__`` is
+    ``fn``'s with the shared keywords (keyword-only, after ``fn``'s positional parameters) in
+    place of ``**keywords``, built on first use."""
+
+    __slots__ = ("_fn", "_declared", "_names", "_defaults", "_signature")
+
+    def __init__(
+        self, fn: Callable[..., Any], declared: type, names: List[str], defaults: Dict[str, Any]
+    ) -> None:
+        self._fn, self._declared, self._names, self._defaults = fn, declared, names, defaults
+        self._signature: Any = None
+
+    @property
+    def __wrapped__(self) -> Callable[..., Any]:
+        # inspect.unwrap() (getsource, a debugger) goes on to fn, as from a functools.wraps.
+        return self._fn
+
+    @property
+    def __signature__(self) -> Any:
+        if self._signature is None:
+            import inspect
+
+            def annotation(value: Any) -> Any:
+                # `from __future__ import annotations` leaves them as ForwardRefs: their text.
+                return value.__forward_arg__ if isinstance(value, ForwardRef) else value
+
+            shared = [
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=self._defaults.get(name),
+                    annotation=annotation(self._declared.__annotations__[name]),
+                )
+                for name in self._names
+            ]
+            signature = inspect.signature(self._fn)
+            own = list(signature.parameters.values())[:-1]  # without **keywords
+            split = next(
+                (i for i, p in enumerate(own) if p.kind is inspect.Parameter.KEYWORD_ONLY),
+                len(own),
+            )
+            self._signature = signature.replace(parameters=own[:split] + shared + own[split:])
+        return self._signature

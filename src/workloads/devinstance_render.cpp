@@ -98,12 +98,12 @@ Json DevSecretData(const DevInstanceSpec& spec, const DevCredentials& credential
 // hashes: argon2 for Jupyter and code-server, SHA-512 crypt for sshd), so the script is the same for every
 // instance, holds nothing worth hiding, and no process gets the password in its environment
 // (which /proc/<pid>/environ would show for the process's whole life). Jupyter and sshd only
-// ever see hashes. The tool the readiness probe checks (the first enabled one) must be in the
-// image: without it the instance could never become ready, so the script stops at once with
-// the reason in the termination message, which status and Wait report. Other missing tools are
-// logged and skipped.
+// ever see hashes. Every enabled tool must be in the image: the readiness probe waits for each
+// one's port (ToolsReadinessProbe), so an instance missing one could never become ready. The
+// script checks them all before starting any and stops at once naming every missing one in
+// the termination message, which status and Wait report.
 const char* DevStartScript() {
-  return R"SH(# tfk8s dev instance: start every enabled tool that the image has.
+  return R"SH(# tfk8s dev instance: start every enabled tool (each must be in the image).
 set -u
 cred="$TFK8S_CREDENTIALS_DIR"
 unset PASSWORD
@@ -120,14 +120,22 @@ jupyter_cmd() {
   fi
 }
 sshd_bin="$(command -v sshd || echo /usr/sbin/sshd)"
-missing() {
-  msg="tfk8s: $1: not in the image ($2)"
+absent=""
+missing() { absent="$absent${absent:+, }$1 ($2)"; }
+jupyter=""
+if [ -n "${TFK8S_JUPYTER_PORT:-}" ]; then
+  jupyter="$(jupyter_cmd)"
+  [ -n "$jupyter" ] || missing jupyter "looked for jupyter lab, jupyter-lab, jupyter notebook, jupyter-notebook, python3 -m jupyterlab, python3 -m notebook"
+fi
+[ -z "${TFK8S_SSH_PORT:-}" ] || [ -x "$sshd_bin" ] || missing ssh "no sshd"
+[ -z "${TFK8S_CODE_SERVER_PORT:-}" ] || have code-server || missing code-server "no code-server"
+[ -z "${TFK8S_TENSORBOARD_PORT:-}" ] || have tensorboard || missing tensorboard "no tensorboard"
+if [ -n "$absent" ]; then
+  msg="tfk8s: enabled but not in the image: $absent; disable them in the spec's tools or use an image that has them"
   echo "$msg" >&2
-  if [ "$1" = "${TFK8S_READINESS_TOOL:-}" ]; then
-    echo "$msg" > /dev/termination-log 2>/dev/null
-    exit 1
-  fi
-}
+  echo "$msg" > /dev/termination-log 2>/dev/null
+  exit 1
+fi
 state="$TFK8S_HOME/.tfk8s"
 mkdir -p "$state" 2>/dev/null || state=/tmp/tfk8s
 mkdir -p "$state" /tmp/tfk8s
@@ -158,12 +166,9 @@ if [ -n "${TFK8S_SSH_PORT:-}" ]; then
       -o PasswordAuthentication="$TFK8S_SSH_PASSWORD_LOGIN" \
       -o "AuthorizedKeysFile=.ssh/authorized_keys $keys" &
     started=$((started + 1))
-  else
-    missing ssh "no sshd"
   fi
 fi
 if [ -n "${TFK8S_JUPYTER_PORT:-}" ]; then
-  jupyter="$(jupyter_cmd)"
   if [ -n "$jupyter" ]; then
     cat > /tmp/tfk8s/jupyter_config.py <<'PY'
 import os
@@ -232,8 +237,6 @@ PY
     echo "tfk8s: starting Jupyter with: $jupyter" >&2
     $jupyter --config=/tmp/tfk8s/jupyter_config.py &
     started=$((started + 1))
-  else
-    missing jupyter "looked for jupyter lab, jupyter-lab, jupyter notebook, jupyter-notebook, python3 -m jupyterlab, python3 -m notebook"
   fi
 fi
 if [ -n "${TFK8S_CODE_SERVER_PORT:-}" ]; then
@@ -247,8 +250,6 @@ if [ -n "${TFK8S_CODE_SERVER_PORT:-}" ]; then
     umask 022
     code-server --config /tmp/tfk8s/code-server.yaml "$TFK8S_HOME" &
     started=$((started + 1))
-  else
-    missing code-server "no code-server"
   fi
 fi
 if [ -n "${TFK8S_TENSORBOARD_PORT:-}" ]; then
@@ -257,12 +258,10 @@ if [ -n "${TFK8S_TENSORBOARD_PORT:-}" ]; then
     tensorboard --logdir "$TFK8S_TENSORBOARD_LOGDIR" --host 0.0.0.0 \
       --port "$TFK8S_TENSORBOARD_PORT" &
     started=$((started + 1))
-  else
-    missing tensorboard "no tensorboard"
   fi
 fi
 if [ "$started" -eq 0 ]; then
-  echo "tfk8s: none of the enabled tools is in the image" | tee /dev/termination-log >&2
+  echo "tfk8s: no tool is enabled: nothing to start" | tee /dev/termination-log >&2
   exit 1
 fi
 wait
@@ -811,7 +810,6 @@ Json Env(const DevInstanceSpec& spec) {
   tools.tools = &spec.tools;
   tools.home = spec.home.enabled ? spec.home.mount_path : "/root";
   tools.ssh_password_login = spec.security.ssh_password_login;
-  tools.readiness_tool = spec.command.empty();
   for (auto& e : internal::StartScriptEnv(tools)) env.push_back(std::move(e));
   if (!spec.time_zone.empty()) add("TZ", spec.time_zone);
   for (const auto& e : spec.env) add(e.name, e.value);
@@ -866,9 +864,9 @@ Json Container(const DevInstanceSpec& spec) {
     mounts.push_back({{"name", "localtime"}, {"mountPath", "/etc/localtime"}, {"readOnly", true}});
   }
   c["volumeMounts"] = mounts;
-  // The pod counts as ready once the first interactive tool accepts connections.
-  auto all = DevPorts(spec);
-  if (!all.empty()) c["readinessProbe"] = internal::ToolReadinessProbe(all.front().port);
+  // The pod counts as ready once every enabled tool accepts connections.
+  Json probe = internal::ToolsReadinessProbe(spec.tools);
+  if (!probe.is_null()) c["readinessProbe"] = std::move(probe);
   return c;
 }
 
@@ -938,11 +936,13 @@ Json DevInstanceWorkloadRules() {
   return Json::array(
       {// What the workloads are made of (a TFCluster's root ConfigMap, Services, shared storage).
        rule("", {"configmaps", "services", "persistentvolumeclaims"}, manage),
-       // Credentials (a session's, a DevInstance's) are written whole and never read back
-       // (WriteSecretWhole): no get, list or watch, which would let this account read other
-       // users' passwords in a team namespace, and no patch or update, which would let it
-       // read them from the answer or replace them.
-       rule("", {"secrets"}, {"create", "delete"}),
+       // Credentials (a session's, a DevInstance's): WriteSecretWhole creates one, or replaces
+       // it with the resourceVersion it read (get, update); Apply keeps a password by reading
+       // it. Granted only because the namespace is personal to the owner (CheckDevTenancy
+       // refuses launch_workloads elsewhere): every Secret here is the owner's own, and an
+       // account that may create pods could mount them anyway. No list or watch: names are
+       // known.
+       rule("", {"secrets"}, {"get", "create", "update", "delete"}),
        // Their controllers' objects.
        rule("batch", {"jobs", "cronjobs"}, manage),
        rule("apps", {"statefulsets", "deployments", "replicasets"}, manage),

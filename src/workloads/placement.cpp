@@ -455,12 +455,15 @@ std::string FormatInventory(const Inventory& inventory) {
     return amount(n.requested, key) + "/" + amount(n.allocatable, key);
   };
   auto or_dash = [](const std::string& text) { return text.empty() ? "-" : text; };
-  std::vector<std::vector<std::string>> rows = {{"NODE", "STATE", "GPUTYPE", "CPUTYPE", "POOL",
-                                                 "PODS", "CPU REQ/ALLOC", "MEMORY REQ/ALLOC",
-                                                 "GPU REQ/ALLOC"}};
+  // The seed's five node labels: nodetype, gputype, cputype, and pooltype with privatename
+  // together in POOL ("shared", "unshared/<privatename>").
+  std::vector<std::vector<std::string>> rows = {{"NODE", "STATE", "NODETYPE", "GPUTYPE", "CPUTYPE",
+                                                 "POOL", "PODS", "CPU REQ/ALLOC",
+                                                 "MEMORY REQ/ALLOC", "GPU REQ/ALLOC"}};
   for (const auto& n : inventory.nodes) {
     const char* state = !n.ready ? "NotReady" : (n.schedulable ? "Ready" : "Cordoned");
-    rows.push_back({n.name, state, or_dash(n.gputype), or_dash(n.cputype), or_dash(PoolOf(n)),
+    rows.push_back({n.name, state, or_dash(n.nodetype), or_dash(n.gputype), or_dash(n.cputype),
+                    or_dash(PoolOf(n)),
                     std::to_string(n.pod_count), of(n, "cpu"), of(n, "memory"),
                     of(n, "nvidia.com/gpu")});
   }

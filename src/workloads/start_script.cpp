@@ -22,6 +22,12 @@ std::vector<DevPort> ToolPorts(const DevTools& t) {
   return out;
 }
 
+std::vector<DevPort> ServedToolPorts(const DevTools& t) {
+  std::vector<DevPort> out = ToolPorts(t);
+  out.resize(out.size() - t.custom_ports.size());
+  return out;
+}
+
 Json StartScriptEnv(const StartScriptTools& s) {
   const DevTools& t = *s.tools;
   Json env = Json::array();
@@ -39,11 +45,6 @@ Json StartScriptEnv(const StartScriptTools& s) {
   if (t.tensorboard) {
     add("TFK8S_TENSORBOARD_PORT", std::to_string(t.tensorboard_port));
     add("TFK8S_TENSORBOARD_LOGDIR", t.tensorboard_log_dir);
-  }
-  if (s.readiness_tool) {
-    // The tool the readiness probe checks: the start script stops at once without it.
-    auto ports = ToolPorts(t);
-    if (!ports.empty()) add("TFK8S_READINESS_TOOL", ports.front().name);
   }
   return env;
 }
@@ -81,8 +82,27 @@ Json CredentialsMount() {
   return {{"name", "credentials"}, {"mountPath", kCredentialsDir}, {"readOnly", true}};
 }
 
-Json ToolReadinessProbe(int port) {
-  return {{"tcpSocket", {{"port", port}}}, {"initialDelaySeconds", 5}, {"periodSeconds", 10}};
+Json ToolsReadinessProbe(const DevTools& tools) {
+  const std::vector<DevPort> served = ServedToolPorts(tools);
+  if (served.empty()) return nullptr;
+  // "name:port:HEX" words: /proc/net/tcp shows ports as four upper-case hex digits and state
+  // 0A for LISTEN. No command substitution and no external program: only sh builtins.
+  std::string words;
+  for (const auto& p : served) {
+    words += fmt::format("{}{}:{}:{:04X}", words.empty() ? "" : " ", p.name, p.port, p.port);
+  }
+  std::string script = fmt::format(
+      "for t in {}; do h=${{t##*:}}; nt=${{t%:*}}; ok=; "
+      "for f in /proc/net/tcp /proc/net/tcp6; do [ -r \"$f\" ] || continue; "
+      "while read -r _ l _ s _; do case $l in *:$h) [ \"$s\" = 0A ] && ok=1;; esac; "
+      "done < \"$f\"; done; "
+      "[ -n \"$ok\" ] || {{ echo \"tfk8s: ${{nt%:*}} (port ${{nt#*:}}) does not accept "
+      "connections yet\"; exit 1; }}; done",
+      words);
+  return {{"exec", {{"command", KubeletArgv({"/bin/sh", "-c", script})}}},
+          {"initialDelaySeconds", 2},
+          {"periodSeconds", 5},
+          {"timeoutSeconds", 5}};
 }
 
 Json CredentialsSecretData(const DevCredentials& credentials,
@@ -99,7 +119,9 @@ Json CredentialsSecretData(const DevCredentials& credentials,
   return data;
 }
 
-std::optional<DevCredentials> CredentialsFromSecret(const Json& secret) {
+std::optional<DevCredentials> DecodeCredentialsSecret(const Json& secret) {
+  // Json::value throws on anything but an object: a reply of another shape holds no credentials.
+  if (!secret.is_object()) return std::nullopt;
   const Json& data = secret.value("data", Json::object());
   auto field = [&](const char* key) -> std::optional<std::string> {
     auto it = data.find(key);
@@ -113,10 +135,20 @@ std::optional<DevCredentials> CredentialsFromSecret(const Json& secret) {
   DevCredentials c{*password, *jupyter, "", *ssh};
   auto fallback = field(kJupyterFallbackHashKey);
   if (fallback) c.jupyter_fallback_hash = *fallback;
+  return c;
+}
+
+std::optional<DevCredentials> CredentialsFromSecret(const Json& secret) {
+  auto c = DecodeCredentialsSecret(secret);
+  if (!c) return std::nullopt;
   // A Secret written before tfk8s used argon2 holds only the SHA-512 hash: both hashes are made
   // from the kept password, so the re-rendered Secret has every file the pod mounts.
-  if (c.jupyter_hash.rfind("argon2:", 0) != 0) c.jupyter_hash = NewJupyterPasswordHash(c.password);
-  if (c.jupyter_fallback_hash.empty()) c.jupyter_fallback_hash = NewJupyterSha512Hash(c.password);
+  if (c->jupyter_hash.rfind("argon2:", 0) != 0) {
+    c->jupyter_hash = NewJupyterPasswordHash(c->password);
+  }
+  if (c->jupyter_fallback_hash.empty()) {
+    c->jupyter_fallback_hash = NewJupyterSha512Hash(c->password);
+  }
   return c;
 }
 

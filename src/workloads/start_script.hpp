@@ -12,14 +12,15 @@ namespace tfk8s::internal {
 
 /// Every enabled tool's port, in Service order: jupyter, ssh, code-server, tensorboard, custom.
 std::vector<DevPort> ToolPorts(const DevTools& tools);
+/// The enabled tools the start script serves (ToolPorts without the custom ports, whose
+/// processes the user starts): what the readiness probe waits for and `ready_tools` lists.
+std::vector<DevPort> ServedToolPorts(const DevTools& tools);
 
 /// What the start script starts and where.
 struct StartScriptTools {
   const DevTools* tools = nullptr;  ///< The enabled tools and their ports.
   std::string home;                 ///< TFK8S_HOME: Jupyter's root, the script's state folder.
   bool ssh_password_login = true;   ///< TFK8S_SSH_PASSWORD_LOGIN.
-  /// Set TFK8S_READINESS_TOOL (the first enabled tool): the script stops at once without it.
-  bool readiness_tool = true;
 };
 
 /// The TFK8S_* variables the script reads, as `{name, value}` env entries.
@@ -40,8 +41,11 @@ Json CredentialsVolume(const std::string& secret_name, bool with_password,
 /// Its mount at kCredentialsDir, read-only.
 Json CredentialsMount();
 
-/// The readiness probe: the first interactive tool accepts connections.
-Json ToolReadinessProbe(int port);
+/// The readiness probe: every served tool's port is listening (TCP LISTEN in the pod's
+/// /proc/net/tcp or tcp6, read by /bin/sh builtins alone, so any image with a shell can run
+/// it); on failure it prints the first tool that is not, which the kubelet records in the
+/// pod's "Unhealthy" event. Null when no tool is served.
+Json ToolsReadinessProbe(const DevTools& tools);
 
 /// A credentials Secret's data: the password, its two hashes and the authorized keys (if any).
 Json CredentialsSecretData(const DevCredentials& credentials,
@@ -50,6 +54,9 @@ Json CredentialsSecretData(const DevCredentials& credentials,
 /// The credentials a Secret of CredentialsSecretData's format holds, if complete (to re-render it without
 /// changing the password, or to tell the user).
 std::optional<DevCredentials> CredentialsFromSecret(const Json& secret);
+/// CredentialsFromSecret's reading alone: the Secret's fields as stored, without making the
+/// hashes an older Secret lacks (argon2 is slow by design; the fuzz harness reads many Secrets).
+std::optional<DevCredentials> DecodeCredentialsSecret(const Json& secret);
 
 /// Fills every endpoint's `connect`: `ssh -p <port> <user>@<host>` for SSH, `http://…/` for
 /// the rest (the external address when there is one).

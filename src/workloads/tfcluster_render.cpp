@@ -827,7 +827,7 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
       for (auto& e : internal::StartScriptEnv(script)) env.push_back(std::move(e));
       c["command"] = internal::StartScriptCommand();
       mounts.push_back(internal::CredentialsMount());
-      c["readinessProbe"] = internal::ToolReadinessProbe(s.jupyter_port);
+      c["readinessProbe"] = internal::ToolsReadinessProbe(tools);
     } else {
       c["command"] = internal::KubeletArgv(s.command, spec.expand_variable_references);
       // An image's own start script reads the password from a file (PASSWORD only on request).

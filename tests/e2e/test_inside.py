@@ -1,7 +1,8 @@
 """What a user does inside the cluster: log in to a TFCluster's session (Jupyter and SSH with
 the password from its Secret), and — the notebook moonshot — run
 examples/notebooks/train_in_cluster.ipynb in a kernel of a DevInstance on the real node, with
-only the instance's own service account (launch_workloads), so that the notebook launches a
+only the instance's own service account (launch_workloads, in a namespace personal to its
+owner), so that the notebook launches a
 TFCluster running the reference trainer, waits for it, prints its merged logs and deletes it."""
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def test_session_jupyter_and_ssh_with_the_secret_password(client, namespace, rea
 
 def test_notebook_in_a_dev_instance_launches_training(client, namespace, real_node) -> None:
     need_ssh_tools()
+    # launch_workloads only in a namespace personal to the owner (a single-user team's).
+    client.patch("v1", "Namespace", namespace, {"metadata": {"labels": {"tfk8s.io/owner": "dana"}}})
     dev = tfk8s.DevInstance(
         client, {"placement": real_node, "home": {"enabled": False}},
         owner="dana", name="lab", namespace=namespace, image=DEV_IMAGE,
@@ -80,6 +83,15 @@ def test_notebook_in_a_dev_instance_launches_training(client, namespace, real_no
     assert pod["spec"]["serviceAccountName"] == "lab"
     ip = pod["status"]["podIP"]
     wait_for(f"sshd on {ip}:22", lambda: port_open(ip, 22), 60, 0.5)
+    # The image carries this checkout's tfk8s package (no test-only setting): importable from an
+    # SSH session wherever it starts, the real package, not a namespace package of some folder.
+    for folder in ("/", "/root", "/opt"):  # /opt holds a folder named tfk8s (the trainer)
+        rc, out, err = ssh(ip, "root", created.password,
+                           f"cd {folder} && python3 -c 'import tfk8s; print(tfk8s.__file__, "
+                           "tfk8s.Client.__name__, tfk8s.DevInstance.__name__)'")
+        assert rc == 0, (folder, rc, out, err)
+        assert out.split() == ["/usr/local/lib/python3.11/dist-packages/tfk8s/__init__.py",
+                               "Client", "DevInstance"], (folder, out)
     with open(NOTEBOOK) as f:
         rc, out, err = ssh(ip, "root", created.password, "cat > /root/train.ipynb", stdin=f.read())
     assert rc == 0, (rc, out, err)

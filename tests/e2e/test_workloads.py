@@ -93,7 +93,7 @@ def test_devinstance_without_jupyter_fails_fast_naming_it(client, namespace, rea
         dev.wait(timeout=300, progress=False)
     elapsed = time.monotonic() - t0
     print(f"\ne2e: DevInstance without jupyter failed after {elapsed:.1f}s")
-    assert "jupyter: not in the image" in str(failed.value)
+    assert "enabled but not in the image: jupyter (looked for" in str(failed.value)
     assert elapsed < 120, f"took {elapsed:.0f}s: not failing fast"
     dev.delete(wait=120)
 

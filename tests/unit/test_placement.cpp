@@ -224,16 +224,16 @@ TEST_SUITE("placement") {
     // The text: upper-case headers, amounts for people (cores, binary units), one state word.
     const std::vector<std::string> lines = Lines(FormatInventory(inv));
     REQUIRE(lines.size() == 1 + 5 + 2 + 1 + 2);
-    CHECK(Cells(lines[0]) == std::vector<std::string>{"NODE", "STATE", "GPUTYPE", "CPUTYPE", "POOL",
-                                                      "PODS", "CPU REQ/ALLOC", "MEMORY REQ/ALLOC",
-                                                      "GPU REQ/ALLOC"});
-    CHECK(Cells(lines[2]) == std::vector<std::string>{"sim-cpu-1", "Ready", "-", "xeon-gold",
-                                                      "shared", "1", "1/32", "1 GiB/128 GiB",
-                                                      "0/0"});
-    CHECK(Cells(lines[3]) == std::vector<std::string>{"sim-gpu-0", "Ready", "v100", "xeon-gold",
-                                                      "shared", "2", "4.5/32", "16 GiB/128 GiB",
-                                                      "2/4"});
-    CHECK(Cells(lines[5])[4] == "unshared/alice");
+    CHECK(Cells(lines[0]) == std::vector<std::string>{"NODE", "STATE", "NODETYPE", "GPUTYPE",
+                                                      "CPUTYPE", "POOL", "PODS", "CPU REQ/ALLOC",
+                                                      "MEMORY REQ/ALLOC", "GPU REQ/ALLOC"});
+    CHECK(Cells(lines[2]) == std::vector<std::string>{"sim-cpu-1", "Ready", "tensorflow", "-",
+                                                      "xeon-gold", "shared", "1", "1/32",
+                                                      "1 GiB/128 GiB", "0/0"});
+    CHECK(Cells(lines[3]) == std::vector<std::string>{"sim-gpu-0", "Ready", "tensorflow", "v100",
+                                                      "xeon-gold", "shared", "2", "4.5/32",
+                                                      "16 GiB/128 GiB", "2/4"});
+    CHECK(Cells(lines[5])[5] == "unshared/alice");
     CHECK(lines[7] == "gputype=v100: 2 node(s), free cpu 59.5, memory 240 GiB, nvidia.com/gpu 6");
     auto nodes = SimNodes();
     nodes[0]["status"]["conditions"][0]["status"] = "False";

@@ -364,9 +364,11 @@ TEST_SUITE("tfcluster") {
     CHECK(EnvOf(c, "TFK8S_SSH_PORT") == "22");
     CHECK(EnvOf(c, "TFK8S_SSH_PASSWORD_LOGIN") == "yes");
     CHECK(EnvOf(c, "TFK8S_HOME") == "/data");
-    CHECK(EnvOf(c, "TFK8S_READINESS_TOOL") == "jupyter");
+    CHECK(EnvOf(c, "TFK8S_READINESS_TOOL") == "<unset>");
     CHECK(EnvOf(c, "TFK8S_CODE_SERVER_PORT") == "<unset>");
-    CHECK(c["readinessProbe"]["tcpSocket"]["port"] == 8888);
+    // Ready once Jupyter and sshd both listen.
+    const std::string probe = c["readinessProbe"]["exec"]["command"][2];
+    CHECK(probe.find("jupyter:8888:22B8 ssh:22:0016;") != std::string::npos);
     // Nothing in the pod spec holds the password: only hashes, projected as files.
     CHECK(pod.dump().find("pw-plain") == std::string::npos);
     for (const auto& e : c["env"]) CHECK(e["name"] != "PASSWORD");

@@ -16,11 +16,15 @@ Images (references as seen by the kubelet; pods use `imagePullPolicy: Never`):
   tfk8s.local/dev:1         runtime + openssh-server + a Jupyter server (python3-notebook)
 Each is also tagged with its key (tfk8s.local/<name>:<key>).
 
-Hook for the tfk8s Python package: `extra_trees(name)` returns host folders copied into an image
-(and hashed into its key). Set TFK8S_IMAGE_TFK8S_PACKAGE to a folder holding the importable
-`tfk8s` package (e.g. build/dev/python of this checkout, with its compiled _core module) and
-the runtime and dev images get it as /usr/local/lib/python3.11/dist-packages/tfk8s (the shared
-libraries _core needs are in RUNTIME_PACKAGES already). Unset: no tfk8s in the images.
+The tfk8s Python package: `extra_trees(name)` returns host folders copied into an image (and
+hashed into its key). The runtime and dev images always carry the importable `tfk8s` package
+of this checkout as /usr/local/lib/python3.11/dist-packages/tfk8s (the shared libraries _core
+needs are in RUNTIME_PACKAGES already), so `import tfk8s` works in every pod started from them
+(a DevInstance's notebook, an SSH session, a trainer). Which build: TFK8S_IMAGE_TFK8S_PACKAGE
+(a folder holding `tfk8s/__init__.py` and the compiled _core module) when set; else the newest
+of this checkout's build/release/python (what tools/quickstart.sh builds) and build/dev/python
+(what tools/test.sh builds) that has a compiled _core; neither: the release one is built here
+(`cmake --preset release`, target `_core`; minutes on a fresh machine).
 The runtime and dev images always get the reference trainer (examples/trainer of this checkout)
 as /opt/tfk8s/examples/trainer, the program the end-to-end tests and the quickstart train with,
 and the tfk8s launcher as /opt/tfk8s/bin/tfk8s-launcher (src/launcher/tfk8s_launcher.c of this
@@ -84,11 +88,10 @@ IMAGES = {
 ORDER = ["pause", "runtime", "dev"]
 TFK8S_PACKAGE_ENV = "TFK8S_IMAGE_TFK8S_PACKAGE"
 TFK8S_PACKAGE_DEST = "/usr/local/lib/python3.11/dist-packages/tfk8s"
-TRAINER_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                           "examples", "trainer")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRAINER_SRC = os.path.join(REPO, "examples", "trainer")
 TRAINER_DEST = "/opt/tfk8s/examples/trainer"
-LAUNCHER_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                            "src", "launcher", "tfk8s_launcher.c")
+LAUNCHER_SRC = os.path.join(REPO, "src", "launcher", "tfk8s_launcher.c")
 LAUNCHER_DEST = "/opt/tfk8s/bin"
 
 
@@ -148,6 +151,53 @@ def launcher_dir():
     return out
 
 
+def _built_core(python_dir):
+    """The compiled _core module of a build's python folder, or None."""
+    folder = os.path.join(python_dir, "tfk8s")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    cores = [n for n in names if n.startswith("_core") and n.endswith(".so")]
+    return os.path.join(folder, cores[0]) if cores else None
+
+
+_PACKAGE_DIR = []
+
+
+def tfk8s_package_dir():
+    """The folder whose `tfk8s` package goes into the runtime and dev images (see the module
+    docstring); builds the release _core when no build has one. Decided once per process."""
+    if _PACKAGE_DIR:
+        return _PACKAGE_DIR[0]
+    pkg = os.environ.get(TFK8S_PACKAGE_ENV)
+    if not pkg:
+        built = [d for d in (os.path.join(REPO, "build", p, "python") for p in ("release", "dev"))
+                 if _built_core(d)]
+        if built:
+            pkg = max(built, key=lambda d: os.path.getmtime(_built_core(d)))
+        else:
+            pkg = os.path.join(REPO, "build", "release", "python")
+            log("no build of the tfk8s Python module in this checkout: building it for the images "
+                "(cmake --preset release, target _core)")
+            for cmd in (["cmake", "--preset", "release"],
+                        ["cmake", "--build", "--preset", "release", "--target", "_core"]):
+                p = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True)
+                if p.returncode != 0:
+                    raise ImageError("%s failed (exit %d): %s" % (" ".join(cmd), p.returncode,
+                                                                  p.stdout[-3000:]))
+            if not _built_core(pkg):
+                raise ImageError("the release build made no _core module in %s/tfk8s" % pkg)
+    if not os.path.isfile(os.path.join(pkg, "tfk8s", "__init__.py")) or not _built_core(pkg):
+        raise ImageError("%s: no tfk8s package with a compiled _core module (tfk8s/__init__.py, "
+                         "tfk8s/_core*.so) there%s" % (
+                             pkg, " (from %s)" % TFK8S_PACKAGE_ENV if os.environ.get(TFK8S_PACKAGE_ENV) else ""))
+    log("the tfk8s package in the images comes from " + pkg)
+    _PACKAGE_DIR.append(pkg)
+    return pkg
+
+
 def extra_trees(name):
     """Hook: [(host folder, path in image)] copied into image `name` and hashed into its key."""
     out = []
@@ -156,12 +206,7 @@ def extra_trees(name):
             raise ImageError("the reference trainer %s/ps_sgd.py is missing" % TRAINER_SRC)
         out.append((TRAINER_SRC, TRAINER_DEST))
         out.append((launcher_dir(), LAUNCHER_DEST))
-    pkg = os.environ.get(TFK8S_PACKAGE_ENV)
-    if pkg and name in ("runtime", "dev"):
-        src = os.path.join(pkg, "tfk8s")
-        if not os.path.isfile(os.path.join(src, "__init__.py")):
-            raise ImageError("%s=%s: no tfk8s package (tfk8s/__init__.py) there" % (TFK8S_PACKAGE_ENV, pkg))
-        out.append((src, TFK8S_PACKAGE_DEST))
+        out.append((os.path.join(tfk8s_package_dir(), "tfk8s"), TFK8S_PACKAGE_DEST))
     return out
 
 
