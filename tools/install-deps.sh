@@ -50,6 +50,11 @@ PACKAGES=(
   # fuzzing (tests/fuzz, tools/fuzz.sh): clang with libFuzzer's runtime (not pulled in
   # without recommends), llvm-symbolizer for readable sanitizer stacks
   clang libclang-rt-14-dev llvm
+  # lint (tools/lint.sh, run first by tools/test.sh): C++ format and static analysis, the start
+  # scripts and tools' shell, the Python package's style and types
+  clang-format clang-tidy shellcheck flake8 python3-flake8 mypy
+  # faster rebuilds of each configuration (a cache outside the tree, keyed by the inputs)
+  ccache
 )
 
 # kubectl is used by the local cluster's tests and the benchmarks. Machines of this project's
