@@ -220,7 +220,7 @@ int WaitRunning(const std::string& kubeconfig, const std::string& spec_path) {
   auto t0 = Clock::now();
   TFCluster cluster(c, spec);
   cluster.Apply();
-  auto st = cluster.Wait(TFWaitFor::kReady, std::chrono::minutes(10));
+  auto st = cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::minutes(10)});
   std::cout << Json{{"ms", Ms(t0)}, {"replicas", st.replicas.size()}}.dump() << "\n";
   return 0;
 }

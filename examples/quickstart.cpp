@@ -92,15 +92,16 @@ int main(int argc, char** argv) {
     cluster.Apply();                         // quota + placement pre-flight, concurrent apply
     std::cout << "applied TFCluster " << ns << "/mnist; waiting for its replicas\n";
     // Real training: until the chief has finished; simulated: until every replica runs.
-    auto status = cluster.Wait(real ? tfk8s::TFWaitFor::kFinished : tfk8s::TFWaitFor::kReady,
-                               std::chrono::minutes(real ? 10 : 3),
-                               [](const tfk8s::TFClusterStatus& s) {
-                                 std::cout << "  " << s.message << "\n";
-                               });
+    auto status = cluster.Wait(
+        {.until = real ? tfk8s::WaitUntil::kFinished : tfk8s::WaitUntil::kReady,
+         .timeout = std::chrono::minutes(real ? 10 : 3),
+         .on_progress = [](const tfk8s::TFClusterStatus& s) {
+           std::cout << "  " << s.message << "\n";
+         }});
     std::cout << status.Table();
 
     std::cout << "merged logs:\n";
-    cluster.Logs({}, [](const tfk8s::TFLogLine& line) {
+    cluster.Logs({}, [](const tfk8s::WorkloadLogLine& line) {
       std::cout << "  " << line.Prefixed() << "\n";
       return true;
     });

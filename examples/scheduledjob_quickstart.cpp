@@ -85,11 +85,11 @@ int main(int argc, char** argv) {
 
     tfk8s::JobRun run = task.RunNow();  // like kubectl create job --from=cronjob/nightly-train
     std::cout << "started " << run.name << "\n";
-    task.FollowLogs(run.name, [](const tfk8s::RunLogLine& line) {
-      std::cout << "[attempt " << line.attempt << "] " << line.line << "\n";
+    task.FollowLogs(run.name, [](const tfk8s::WorkloadLogLine& line) {
+      std::cout << line.Prefixed() << "\n";  // "[attempt-1] …"
       return true;
     });
-    run = task.WaitForRun(run.name, std::chrono::minutes(3));
+    run = task.WaitForRun(run.name, {.timeout = std::chrono::minutes(3)});
     std::cout << "run " << run.name << ": " << tfk8s::ToString(run.result) << " after "
               << run.attempts << " attempt(s)\n\n"
               << tfk8s::FormatRunTable(task.History());

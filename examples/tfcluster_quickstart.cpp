@@ -34,15 +34,16 @@ int main(int argc, char** argv) {
 
     tfk8s::TFCluster cluster(client, spec);  // validated here; nothing sent yet
     cluster.Apply();                         // pre-flight (quota, nodes), then concurrent apply
-    auto status = cluster.Wait(tfk8s::TFWaitFor::kReady, std::chrono::minutes(3),
-                               [](const tfk8s::TFClusterStatus& s) {
-                                 std::cout << s.NotReady() << " replicas not ready\n";
-                               });
+    auto status = cluster.Wait({.until = tfk8s::WaitUntil::kReady,
+                                .timeout = std::chrono::minutes(3),
+                                .on_progress = [](const tfk8s::TFClusterStatus& s) {
+                                  std::cout << s.NotReady() << " replicas not ready\n";
+                                }});
     std::cout << status.Table();
 
     tfk8s::TFLogOptions logs;
     logs.tail_lines = 5;
-    cluster.Logs(logs, [](const tfk8s::TFLogLine& line) {
+    cluster.Logs(logs, [](const tfk8s::WorkloadLogLine& line) {
       std::cout << line.Prefixed() << "\n";
       return true;
     });

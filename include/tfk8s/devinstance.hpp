@@ -22,16 +22,9 @@
 
 #include "tfk8s/client.hpp"
 #include "tfk8s/pod.hpp"
-#include "tfk8s/quota.hpp"
 #include "tfk8s/workload.hpp"
 
 namespace tfk8s {
-
-/// Deprecated names of the shared pod vocabulary (tfk8s/pod.hpp).
-using DevResources = Resources;
-using DevEnvVar = EnvVar;
-using DevMount = VolumeMount;
-using DevPlacement = Placement;
 
 /// An extra port served by the container (a web app, a debugger, …).
 struct DevPort {
@@ -452,13 +445,11 @@ class DevInstance {
   void Delete(const DevDeleteOptions& options = {});
   /// Phase, node, ready tools and the reason when not running. Throws NotFound if absent.
   DevInstanceStatus Status();
-  /// Waits, driven by watches, until the tools are ready; fails fast (DevInstanceFailed) when
-  /// the pod cannot start (no node could ever take it, image pull failure, crash loop,
-  /// configuration error, pods refused by quota). Throws Timeout when the time is up.
-  DevInstanceStatus Wait(std::chrono::milliseconds timeout,
-                         const std::function<void(const DevInstanceStatus&)>& on_progress = {});
-  /// Wait() with the options every workload shares (until kReady; `cancelled` ends it with
-  /// CancelledError).
+  /// Waits, driven by watches, until the tools are ready (`options.until` is always kReady);
+  /// fails fast (DevInstanceFailed) when the pod cannot start (no node could ever take it,
+  /// image pull failure, crash loop, configuration error, pods refused by quota) or the
+  /// instance is stopped. on_progress sees each new status once; `cancelled` ends the wait with
+  /// CancelledError; Timeout after `options.timeout`.
   DevInstanceStatus Wait(const WaitOptions<DevInstanceStatus>& options);
   /// The instance's container log as a pull stream of lines whose source is the pod's name
   /// (`options.container` is set to the instance's container; `follow` follows it).

@@ -20,6 +20,7 @@
 
 #include "tfk8s/client.hpp"
 #include "tfk8s/quantity.hpp"
+#include "tfk8s/workload.hpp"
 
 namespace tfk8s {
 
@@ -67,33 +68,6 @@ ResourceList QuotaDemandOf(const std::vector<Json>& objects, const DemandContext
 /// ({metadata, spec}), a bare PodSpec ({containers: …}) or a whole Pod.
 ResourceList PodDemandOf(const Json& pod_template, std::int64_t replicas,
                          const DemandContext& context = {});
-
-/// One resource that does not fit.
-struct Shortfall {
-  std::string resource;  ///< e.g. "requests.nvidia.com/gpu".
-  std::string quota;     ///< The ResourceQuota that limits it.
-  Quantity requested;    ///< What the objects need.
-  Quantity used;         ///< Already used in the namespace.
-  Quantity hard;         ///< The quota's hard limit.
-  Quantity remaining;    ///< hard - used (may be negative when over-committed).
-};
-
-/// Result of a pre-flight check.
-struct FitResult {
-  bool fits = true;
-  std::vector<Shortfall> shortfalls;  ///< Empty when it fits.
-  std::vector<std::string> problems;  ///< Other reasons (e.g. node placement), human readable.
-  /// What could not be checked and why (e.g. nodes a namespaced Role cannot read); does not
-  /// change `fits`.
-  std::vector<std::string> notes;
-  /// One line per shortfall/problem, e.g.
-  /// "requests.nvidia.com/gpu: requested 8, remaining 4 (hard 4, used 0) in quota team-a".
-  [[nodiscard]] std::string Message() const;
-  /// Appends `other`'s shortfalls and problems (fits becomes false if `other` does not fit).
-  void Merge(const FitResult& other);
-  /// The fields and the message as JSON with snake_case keys (what the Python bindings return).
-  [[nodiscard]] Json ToJson() const;
-};
 
 /// Checks `objects` against every ResourceQuota of namespace `ns` (hard - used vs demand).
 /// A namespace without quota always fits. Reads from the server; sends no writes.
@@ -152,10 +126,6 @@ FitResult EvaluateNamespacePodSecurity(const Json& namespace_object,
 
 /// Label on a queue's Namespace ("true") and on its ResourceQuota / LimitRange (the queue name).
 inline constexpr std::string_view kQueueLabel = "tfk8s.io/queue";
-/// Label on every object tfk8s manages.
-inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
-/// The value of kManagedByLabel on every object tfk8s manages.
-inline constexpr std::string_view kManagedByValue = "tfk8s";
 /// Label on a team's Namespaces and their ResourceQuotas (the team's queue name), when the queue
 /// has members.
 inline constexpr std::string_view kTeamLabel = "tfk8s.io/team";

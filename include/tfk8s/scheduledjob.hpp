@@ -22,7 +22,6 @@
 
 #include "tfk8s/client.hpp"
 #include "tfk8s/pod.hpp"
-#include "tfk8s/quota.hpp"
 #include "tfk8s/workload.hpp"
 
 namespace tfk8s {
@@ -37,12 +36,6 @@ enum class ConcurrencyPolicy {
 std::string ToString(ConcurrencyPolicy policy);
 /// Parses "Allow" / "Forbid" / "Replace"; throws ValidationError(field "concurrencyPolicy").
 ConcurrencyPolicy ParseConcurrencyPolicy(std::string_view text);
-
-/// Deprecated names of the shared pod vocabulary (tfk8s/pod.hpp).
-using JobVolume = VolumeMount;
-using JobEnvVar = EnvVar;
-using JobResources = Resources;
-using JobPlacement = Placement;
 
 /// A task, run on demand or on a schedule. Validate() checks everything before any request.
 ///
@@ -254,13 +247,6 @@ struct RunLogOptions {
   bool timestamps = false;                 ///< RFC 3339 timestamp before each line.
 };
 
-/// One line of ScheduledJob::FollowLogs.
-struct RunLogLine {
-  int attempt = 0;  ///< 1, 2, … (pods by creation time).
-  std::string pod;
-  std::string line;
-};
-
 /// Options of ScheduledJob::RunNow.
 struct RunOptions {
   std::string job_name;  ///< "" = generated ("<name>-xxxxx").
@@ -335,19 +321,18 @@ class ScheduledJob {
   std::vector<JobRun> History();
   /// One run by Job name. Throws NotFound.
   JobRun GetRun(const std::string& job_name);
-  /// Waits (watch driven) until the run finished; returns it whatever the result (check
-  /// `result`). `on_progress` sees every change. Throws Timeout, or NotFound if it is deleted.
-  JobRun WaitForRun(const std::string& job_name, std::chrono::milliseconds timeout,
-                    const std::function<void(const JobRun&)>& on_progress = {});
-  /// WaitForRun() with the options every workload shares (a run is always waited for until it
-  /// finished; `cancelled` ends the wait with CancelledError).
+  /// Waits (watch driven) until the run finished (`options.until` is always kFinished);
+  /// returns it whatever the result (check `result`). on_progress sees each new state of the
+  /// run once; `cancelled` ends the wait with CancelledError. Throws Timeout, or NotFound if
+  /// the run is deleted.
   JobRun WaitForRun(const std::string& job_name, const WaitOptions<JobRun>& options);
   /// Logs of every attempt of a run, oldest first.
   std::vector<AttemptLog> Logs(const std::string& job_name, const RunLogOptions& options = {});
   /// Follows a run's output across attempts (a retry's pod is followed when it starts) until the
-  /// run finishes or `on_line` returns false. Waits up to `pending_wait` for a pod to start.
+  /// run finishes or `on_line` returns false; each line's source is its attempt ("attempt-2",
+  /// pods counted by creation time). Waits up to `pending_wait` for a pod to start.
   void FollowLogs(const std::string& job_name,
-                  const std::function<bool(const RunLogLine&)>& on_line,
+                  const std::function<bool(const WorkloadLogLine&)>& on_line,
                   std::chrono::milliseconds pending_wait = std::chrono::minutes(2),
                   const std::function<bool()>& cancelled = {});
   /// A run's logs as a pull stream of lines whose source is the attempt ("attempt-2"): with

@@ -16,7 +16,6 @@
 #include "tfk8s/client.hpp"
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/pod.hpp"
-#include "tfk8s/quota.hpp"
 #include "tfk8s/workload.hpp"
 
 namespace tfk8s {
@@ -46,11 +45,6 @@ enum class TFTopology {
 std::string ToString(TFStrategy s);
 /// "per-replica" / "statefulset".
 std::string ToString(TFTopology t);
-
-/// Deprecated names of the shared pod vocabulary (tfk8s/pod.hpp).
-using TFResources = Resources;
-using TFEnvVar = EnvVar;
-using TFPlacement = Placement;
 
 /// One TensorFlow role (ps, worker, chief or evaluator).
 struct TFRoleSpec {
@@ -269,12 +263,6 @@ struct TFClusterStatus {
   [[nodiscard]] Json ToJson() const;
 };
 
-/// What Wait() waits for.
-enum class TFWaitFor {
-  kReady,     ///< Every replica Running (or already Succeeded).
-  kFinished,  ///< Succeeded or Failed.
-};
-
 /// Options of TFCluster::Apply.
 struct TFApplyOptions {
   bool dry_run = false;        ///< Server-side dry run of every object; nothing is stored.
@@ -303,14 +291,6 @@ struct TFLogOptions {
   /// Asked at least every 200 ms; returning true ends Logs() promptly (used to close a followed
   /// stream from another thread, e.g. a Python iterator).
   std::function<bool()> cancelled;
-};
-
-/// One line of merged logs.
-struct TFLogLine {
-  std::string replica;  ///< e.g. "worker-1".
-  std::string line;
-  /// "[worker-1] line".
-  [[nodiscard]] std::string Prefixed() const { return "[" + replica + "] " + line; }
 };
 
 /// A live cluster: the spec plus a client.
@@ -351,19 +331,18 @@ class TFCluster {
   /// pods and Jobs are read at the same time, one round trip instead of Load() then Status().
   /// Throws NotFound like Load().
   static TFClusterStatus StatusOf(Client client, const std::string& ns, const std::string& name);
-  /// Waits, driven by watches, until the condition holds; fails fast (throws TFClusterFailed)
-  /// when a replica cannot start (unschedulable with no node that could ever fit, image pull
-  /// failure, crash loop, OOMKilled, pods refused by quota) or the cluster failed.
-  /// `cancelled`, when given, is asked at least once a second; returning true stops the wait
-  /// with CancelledError (used by the Python bindings for Ctrl-C).
-  TFClusterStatus Wait(TFWaitFor what, std::chrono::milliseconds timeout,
-                       const std::function<void(const TFClusterStatus&)>& on_progress = {},
-                       const std::function<bool()>& cancelled = {});
-  /// Wait() with the options every workload shares (until kReady or kFinished).
+  /// Waits, driven by watches, until `options.until` holds: kReady, every replica Running
+  /// (or already Succeeded); kFinished, the cluster Succeeded. Fails fast (throws
+  /// TFClusterFailed) when a replica cannot start (unschedulable with no node that could ever
+  /// fit, image pull failure, crash loop, OOMKilled, pods refused by quota) or the cluster
+  /// failed. on_progress sees each new status once; `cancelled` (asked at least once a second)
+  /// ends the wait with CancelledError; Timeout after `options.timeout`. Example:
+  /// `cluster.Wait({.until = WaitUntil::kFinished, .timeout = std::chrono::minutes(5)})`.
   TFClusterStatus Wait(const WaitOptions<TFClusterStatus>& options);
   /// Logs of one replica or all of them merged, delivered line by line to `on_line` until it
   /// returns false, the logs end, or (with follow) every replica has finished.
-  void Logs(const TFLogOptions& options, const std::function<bool(const TFLogLine&)>& on_line);
+  void Logs(const TFLogOptions& options,
+            const std::function<bool(const WorkloadLogLine&)>& on_line);
   /// Logs() as a pull stream of lines whose source is the replica ("worker-1"); the reading
   /// runs on the stream's thread until the logs end or the stream is cancelled.
   [[nodiscard]] WorkloadLogStream StreamLogs(TFLogOptions options = {}) const;

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// What every workload's lifecycle shares: the options of a wait (driven by watches, no
+/// What every workload's lifecycle shares: the labels tfk8s puts on what it manages, a
+/// pre-flight's verdict (FitResult: quota and placement), the options of a wait (driven by watches, no
 /// polling; reports progress; can be cancelled from another thread), a log pull stream, and
 /// the reference a listing across namespaces returns.
 
@@ -10,15 +11,49 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "tfk8s/quantity.hpp"
 
 namespace tfk8s {
 
 /// Label naming the user a workload (every object of it) or a PVC belongs to; listings filter
 /// on it across namespaces.
 inline constexpr const char* kOwnerLabel = "tfk8s.io/owner";
+
+/// Label on every object tfk8s manages.
+inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
+/// The value of kManagedByLabel on every object tfk8s manages.
+inline constexpr std::string_view kManagedByValue = "tfk8s";
+
+/// One resource that does not fit.
+struct Shortfall {
+  std::string resource;  ///< e.g. "requests.nvidia.com/gpu".
+  std::string quota;     ///< The ResourceQuota that limits it.
+  Quantity requested;    ///< What the objects need.
+  Quantity used;         ///< Already used in the namespace.
+  Quantity hard;         ///< The quota's hard limit.
+  Quantity remaining;    ///< hard - used (may be negative when over-committed).
+};
+
+/// Result of a pre-flight check.
+struct FitResult {
+  bool fits = true;
+  std::vector<Shortfall> shortfalls;  ///< Empty when it fits.
+  std::vector<std::string> problems;  ///< Other reasons (e.g. node placement), human readable.
+  /// What could not be checked and why (e.g. nodes a namespaced Role cannot read); does not
+  /// change `fits`.
+  std::vector<std::string> notes;
+  /// One line per shortfall/problem, e.g.
+  /// "requests.nvidia.com/gpu: requested 8, remaining 4 (hard 4, used 0) in quota team-a".
+  [[nodiscard]] std::string Message() const;
+  /// Appends `other`'s shortfalls and problems (fits becomes false if `other` does not fit).
+  void Merge(const FitResult& other);
+  /// The fields and the message as JSON with snake_case keys (what the Python bindings return).
+  [[nodiscard]] Json ToJson() const;
+};
 
 /// One workload found by a listing: where it is and whose it is. Listing every namespace
 /// returns these (names alone would be ambiguous).
@@ -51,10 +86,10 @@ struct WaitOptions {
   /// How long at most; the Timeout error then names this whole duration.
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   /// Called with each new status (repeats dropped), from the waiting thread.
-  std::function<void(const Status&)> on_progress;
+  std::function<void(const Status&)> on_progress{};
   /// Asked at least once a second; returning true ends the wait with CancelledError. The
   /// watches stay open for the whole wait.
-  std::function<bool()> cancelled;
+  std::function<bool()> cancelled{};
 };
 
 /// One line of a workload's logs.

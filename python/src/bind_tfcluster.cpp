@@ -41,11 +41,11 @@ auto CallNoGil(F&& f) -> decltype(f()) {
 
 py::object Wait(TFCluster& cluster, const std::string& until, std::optional<double> timeout,
                 const std::optional<py::function>& on_progress) {
-  TFWaitFor what;
+  WaitUntil what;
   if (until == "ready") {
-    what = TFWaitFor::kReady;
+    what = WaitUntil::kReady;
   } else if (until == "finished") {
-    what = TFWaitFor::kFinished;
+    what = WaitUntil::kFinished;
   } else {
     throw ValidationError("until", until, "must be \"ready\" or \"finished\"");
   }
@@ -55,7 +55,8 @@ py::object Wait(TFCluster& cluster, const std::string& until, std::optional<doub
           : std::chrono::milliseconds(std::chrono::hours(24 * 365));
   return WaitWithProgress<TFClusterStatus>(
       [&](const auto& report, const auto& cancelled) {
-        return cluster.Wait(what, timeout_ms, report, cancelled);
+        return cluster.Wait(
+            {.until = what, .timeout = timeout_ms, .on_progress = report, .cancelled = cancelled});
       },
       ToJsonOf<TFClusterStatus>, on_progress, RaiseStored);
 }

@@ -85,7 +85,7 @@ from tfk8s.quota import (
 from tfk8s._logs import WorkloadLogs
 from tfk8s._pod_streams import CommandFailed, ExecResult, PortForward
 from tfk8s._records import FitResult, WorkloadRef
-from tfk8s.tfcluster import TFCluster, TFClusterLogs, TFClusterStatus
+from tfk8s.tfcluster import TFCluster, TFClusterStatus
 from tfk8s.devinstance import (
     DevAccess,
     DevActivity,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 Object = Dict[str, Any]
 
-__all__ = ["FitResult", "TFCluster", "TFClusterStatus", "TFClusterLogs"]
+__all__ = ["FitResult", "TFCluster", "TFClusterStatus"]
 
 # Keywords renamed to the spec keys they set (old -> new); the old names warn for one release.
 _RENAMED_KEYWORDS = {"workers": "worker", "image": "cpu_image"}
@@ -94,10 +94,6 @@ class TFClusterStatus(Record):
 
     def _repr_inner(self) -> str:
         return f"phase={self.phase!r}, ready={self.ready}/{len(self.replicas)}"
-
-
-# The log iterator every workload shares; the old name stays for existing code.
-TFClusterLogs = WorkloadLogs
 
 
 class TFCluster(Workload):

@@ -17,6 +17,7 @@
 #include "workloads/common.hpp"
 #include "workloads/devinstance_internal.hpp"
 #include "workloads/start_script.hpp"
+#include "workloads/wait.hpp"
 
 namespace tfk8s {
 
@@ -650,92 +651,59 @@ DevInstanceStatus DevInstance::Status() {
   return internal::ComputeDevStatus(spec_, seen, nullptr);
 }
 
-DevInstanceStatus DevInstance::Wait(
-    std::chrono::milliseconds timeout,
-    const std::function<void(const DevInstanceStatus&)>& on_progress) {
-  WaitOptions<DevInstanceStatus> options;
-  options.timeout = timeout;
-  options.on_progress = on_progress;
-  return Wait(options);
-}
-
 DevInstanceStatus DevInstance::Wait(const WaitOptions<DevInstanceStatus>& options) {
-  const auto timeout = options.timeout;
-  const auto& on_progress = options.on_progress;
   const std::string& ns = spec_.namespace_name;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::atomic<int> changes{0};
   ListOptions pod_sel;
   pod_sel.label_selector = internal::DevSelector(spec_);
   ListOptions sts_sel;
   sts_sel.field_selector = "metadata.name=" + spec_.name;
   ListOptions event_sel;
   event_sel.field_selector = "involvedObject.name=" + spec_.name + ",reason=FailedCreate";
-  internal::WatchTracker pods(client_, kPods, ns, pod_sel, &mu, &cv, &changes);
-  internal::WatchTracker sets(client_, kStatefulSets, ns, sts_sel, &mu, &cv, &changes);
-  internal::WatchTracker events(client_, kEvents, ns, event_sel, &mu, &cv, &changes);
-
+  const std::string what = fmt::format("DevInstance {}/{}", ns, spec_.name);
+  // An instance is only ever waited for until ready (a finished one is a stopped one).
+  WaitOptions<DevInstanceStatus> ready = options;
+  ready.until = WaitUntil::kReady;
   // Unschedulable fails fast only when no node could ever take the pod (else capacity may free
   // up); that judgement is the placement check's, made once.
   std::optional<FitResult> placement;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string last_table;
-  while (true) {
-    int seen_changes = changes;
-    bool synced = pods.synced() && sets.synced() && events.synced();
-    internal::DevObserved seen;
-    auto sts = sets.Snapshot();
-    if (!sts.empty()) {
-      seen.statefulset = sts.front();
-      seen.quota_rejections = QuotaRejections(seen.statefulset, events.Snapshot());
-    }
-    seen.pods = pods.Snapshot();
-    std::vector<std::string> fatal;
-    DevInstanceStatus st = internal::ComputeDevStatus(spec_, seen, &fatal);
-    if (synced && sts.empty()) {
-      throw NotFound(ErrorKind::kNotFound,
-                     fmt::format("DevInstance {}/{} does not exist", ns, spec_.name), 404,
-                     "NotFound");
-    }
-    if (!synced) st.message = "watching";
-    if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
-      if (!placement) placement = CheckPlacement(client_, {RenderDevInstance(spec_).front()});
-      if (!placement->fits) fatal.push_back(st.reason + "; " + placement->Message());
-    }
-    std::string table = st.Table();
-    if (synced && on_progress && table != last_table) on_progress(st);
-    if (synced) last_table = table;
-
-    // Running and Stopped are read from every watch's first list (a Running pod seen before the
-    // StatefulSet is no answer yet, and its message would be "watching").
-    if (synced && st.phase == DevPhase::kRunning) return st;
-    if (!fatal.empty()) {
-      throw DevInstanceFailed(
-          fmt::format("DevInstance {}/{} cannot start: {}", ns, spec_.name, fatal.front()), st);
-    }
-    if (synced && st.phase == DevPhase::kStopped) {
-      throw DevInstanceFailed(
-          fmt::format("DevInstance {}/{} is stopped; Start() it first", ns, spec_.name), st);
-    }
-
-    if (options.cancelled && options.cancelled()) {
-      throw CancelledError(
-          fmt::format("waiting for DevInstance {}/{} was cancelled", ns, spec_.name));
-    }
-    std::unique_lock lock(mu);
-    for (const internal::WatchTracker* t : {&pods, &sets, &events}) {
-      if (auto e = t->error()) std::rethrow_exception(e);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      throw Timeout(ErrorKind::kTimeout, fmt::format("DevInstance {}/{}: not ready after {} ms: {}",
-                                                     ns, spec_.name, timeout.count(), st.message));
-    }
-    // Woken by any watch event; the bounded wait only re-checks the deadline.
-    cv.wait_until(lock,
-                  std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)),
-                  [&] { return changes != seen_changes; });
-  }
+  return internal::Wait<DevInstanceStatus>(
+      client_, ns, {{&kPods, pod_sel}, {&kStatefulSets, sts_sel}, {&kEvents, event_sel}}, what,
+      ready, [&](const internal::WaitSnapshot& snapshot) {
+        const bool synced = snapshot.synced;
+        internal::DevObserved seen;
+        const auto& sts = snapshot.objects[1];
+        if (!sts.empty()) {
+          seen.statefulset = sts.front();
+          seen.quota_rejections = QuotaRejections(seen.statefulset, snapshot.objects[2]);
+        }
+        seen.pods = snapshot.objects[0];
+        std::vector<std::string> fatal;
+        DevInstanceStatus st = internal::ComputeDevStatus(spec_, seen, &fatal);
+        if (synced && sts.empty()) {
+          throw NotFound(ErrorKind::kNotFound, fmt::format("{} does not exist", what), 404,
+                         "NotFound");
+        }
+        if (!synced) st.message = "watching";
+        if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
+          if (!placement) placement = CheckPlacement(client_, {RenderDevInstance(spec_).front()});
+          if (!placement->fits) fatal.push_back(st.reason + "; " + placement->Message());
+        }
+        // Running and Stopped are read from every watch's first list (a Running pod seen
+        // before the StatefulSet is no answer yet, and its message would be "watching").
+        internal::WaitVerdict verdict;
+        verdict.done = synced && st.phase == DevPhase::kRunning;
+        if (!verdict.done && !fatal.empty()) {
+          verdict.failure = std::make_exception_ptr(
+              DevInstanceFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
+        } else if (synced && st.phase == DevPhase::kStopped) {
+          verdict.failure = std::make_exception_ptr(
+              DevInstanceFailed(fmt::format("{} is stopped; Start() it first", what), st));
+        }
+        verdict.report = synced;
+        verdict.progress = st.Table();
+        verdict.message = st.message;
+        return std::pair{std::move(st), std::move(verdict)};
+      });
 }
 
 DevAccess DevInstance::Access() {

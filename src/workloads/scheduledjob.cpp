@@ -13,6 +13,7 @@
 #include "workloads/cron.hpp"
 #include "workloads/identity.hpp"
 #include "workloads/scheduledjob_internal.hpp"
+#include "workloads/wait.hpp"
 
 namespace tfk8s {
 
@@ -418,52 +419,31 @@ JobRun ScheduledJob::GetRun(const std::string& job_name) {
   return run;
 }
 
-JobRun ScheduledJob::WaitForRun(const std::string& job_name, std::chrono::milliseconds timeout,
-                                const std::function<void(const JobRun&)>& on_progress) {
-  WaitOptions<JobRun> options;
-  options.until = WaitUntil::kFinished;
-  options.timeout = timeout;
-  options.on_progress = on_progress;
-  return WaitForRun(job_name, options);
-}
-
 JobRun ScheduledJob::WaitForRun(const std::string& job_name, const WaitOptions<JobRun>& options) {
-  const auto timeout = options.timeout;
-  const auto& on_progress = options.on_progress;
-  JobRun run = GetRun(job_name);  // NotFound for a wrong name, before any watch
-  if (on_progress) on_progress(run);
-  if (run.finished()) return run;
+  const std::string& ns = spec_.namespace_name;
+  GetRun(job_name);  // NotFound for a wrong name, before any watch
   ListOptions sel;
   sel.field_selector = "metadata.name=" + job_name;
-  Informer informer(client_, kJobs, spec_.namespace_name, sel);
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      throw Timeout(
-          ErrorKind::kTimeout,
-          fmt::format("run {}/{} not finished after {} ms ({}, {} attempts)", spec_.namespace_name,
-                      job_name, timeout.count(), ToString(run.result), run.attempts));
-    }
-    if (options.cancelled && options.cancelled()) {
-      throw CancelledError(fmt::format("waiting for run {}/{} was cancelled",
-                                       spec_.namespace_name, job_name));
-    }
-    // At most a second per Next(), so that `cancelled` is asked at least once a second.
-    auto ev = informer.Next(std::min(left, std::chrono::milliseconds(1000)));
-    if (!ev) continue;
-    if (ev->type == WatchEventType::kDeleted) {
-      throw NotFound(
-          ErrorKind::kNotFound,
-          fmt::format("run {}/{} was deleted before it finished", spec_.namespace_name, job_name),
-          404, "NotFound");
-    }
-    JobRun next = RunOf(ev->object);
-    if (on_progress) on_progress(next);
-    run = std::move(next);
-    if (run.finished()) return run;
-  }
+  const std::string what = fmt::format("run {}/{}", ns, job_name);
+  // A run is always waited for until it finished.
+  WaitOptions<JobRun> finished = options;
+  finished.until = WaitUntil::kFinished;
+  return internal::Wait<JobRun>(
+      client_, ns, {{&kJobs, sel}}, what, finished,
+      [&](const internal::WaitSnapshot& snapshot) {
+        internal::WaitVerdict verdict;
+        verdict.report = snapshot.synced;
+        if (!snapshot.synced) return std::pair{JobRun{}, std::move(verdict)};
+        if (snapshot.objects[0].empty()) {
+          throw NotFound(ErrorKind::kNotFound,
+                         fmt::format("{} was deleted before it finished", what), 404, "NotFound");
+        }
+        JobRun run = RunOf(snapshot.objects[0].front());
+        verdict.done = run.finished();
+        verdict.progress = run.ToJson().dump();
+        verdict.message = fmt::format("{}, {} attempts", ToString(run.result), run.attempts);
+        return std::pair{std::move(run), std::move(verdict)};
+      });
 }
 
 std::vector<AttemptLog> ScheduledJob::Logs(const std::string& job_name,
@@ -498,7 +478,7 @@ std::vector<AttemptLog> ScheduledJob::Logs(const std::string& job_name,
 }
 
 void ScheduledJob::FollowLogs(const std::string& job_name,
-                              const std::function<bool(const RunLogLine&)>& on_line,
+                              const std::function<bool(const WorkloadLogLine&)>& on_line,
                               std::chrono::milliseconds pending_wait,
                               const std::function<bool()>& cancelled) {
   JobRun run = GetRun(job_name);
@@ -543,7 +523,7 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
           if (stream.ended()) break;
           continue;
         }
-        if (!on_line({attempt, pod, std::move(*line)})) {
+        if (!on_line({fmt::format("attempt-{}", attempt), std::move(*line)})) {
           stream.Cancel();
           return;
         }
@@ -574,10 +554,7 @@ WorkloadLogStream ScheduledJob::StreamLogs(const std::string& job_name, bool fol
                                const std::function<bool()>& cancelled) mutable {
     auto source = [](int attempt) { return fmt::format("attempt-{}", attempt); };
     if (follow) {
-      self.FollowLogs(
-          job_name,
-          [&](const RunLogLine& l) { return emit({source(l.attempt), l.line}); },
-          pending_wait, cancelled);
+      self.FollowLogs(job_name, emit, pending_wait, cancelled);
       return;
     }
     for (const AttemptLog& a : self.Logs(job_name)) {

@@ -20,6 +20,7 @@
 #include "workloads/identity.hpp"
 #include "workloads/start_script.hpp"
 #include "workloads/tfcluster_internal.hpp"
+#include "workloads/wait.hpp"
 
 namespace tfk8s {
 
@@ -678,97 +679,60 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns,
 
 
 TFClusterStatus TFCluster::Wait(const WaitOptions<TFClusterStatus>& options) {
-  return Wait(options.until == WaitUntil::kFinished ? TFWaitFor::kFinished : TFWaitFor::kReady,
-              options.timeout, options.on_progress, options.cancelled);
-}
-
-TFClusterStatus TFCluster::Wait(TFWaitFor what, std::chrono::milliseconds timeout,
-                                const std::function<void(const TFClusterStatus&)>& on_progress,
-                                const std::function<bool()>& cancelled) {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::atomic<int> changes{0};
   ListOptions sel;
   sel.label_selector = Selector(spec_);
   ListOptions failed_creates;
   failed_creates.field_selector = "reason=FailedCreate";
-  internal::WatchTracker pods(client_, kPods, spec_.namespace_name, sel, &mu, &cv, &changes);
-  internal::WatchTracker jobs(client_, kJobs, spec_.namespace_name, sel, &mu, &cv, &changes);
-  internal::WatchTracker events(client_, kEvents, spec_.namespace_name, failed_creates, &mu, &cv,
-                                &changes);
-
+  const std::string what = fmt::format("TFCluster {}/{}", spec_.namespace_name, spec_.name);
   // Unschedulable pods fail fast only when no node could ever take them (else capacity may
-  // free up); that judgement is the placement check's.
+  // free up); that judgement is the placement check's, made once.
   std::optional<FitResult> placement;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string last_table;
-  while (true) {
-    // Counted before the snapshots are taken: a change that lands while this pass computes
-    // the status wakes the wait below at once instead of being lost until the next tick.
-    int seen_changes = changes;
-    Observed seen;
-    seen.pods = pods.Snapshot();
-    seen.jobs = jobs.Snapshot();
-    std::set<std::string> job_uids;
-    for (const auto& j : seen.jobs) job_uids.insert(j["metadata"].value("uid", ""));
-    for (const auto& e : events.Snapshot()) {
-      const Json& involved = e.value("involvedObject", Json::object());
-      std::string message = e.value("message", "");
-      if (job_uids.count(involved.value("uid", "")) &&
-          message.find("exceeded quota") != std::string::npos) {
-        seen.quota_rejections.push_back(
-            fmt::format("{} cannot create pods: {}", involved.value("name", ""), message));
-      }
-    }
-    std::vector<std::string> fatal;
-    TFClusterStatus st = ComputeTFStatus(spec_, seen, &fatal);
-    for (const auto& r : st.replicas) {
-      if (r.reason.rfind("Unschedulable", 0) != 0) continue;
-      if (!placement) placement = CheckPlacement(client_, Children());
-      if (!placement->fits) fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index,
-                                                        placement->Message()));
-      break;
-    }
-    std::string table = st.Table();
-    if (on_progress && table != last_table) on_progress(st);
-    last_table = table;
-
-    if (st.phase == TFClusterPhase::kFailed) {
-      throw TFClusterFailed(fmt::format("TFCluster {}/{} failed: {}", spec_.namespace_name,
-                                        spec_.name, st.message),
-                            st);
-    }
-    if (!fatal.empty()) {
-      throw TFClusterFailed(fmt::format("TFCluster {}/{} cannot start: {}", spec_.namespace_name,
-                                        spec_.name, fatal.front()),
-                            st);
-    }
-    if (st.phase == TFClusterPhase::kSucceeded) return st;
-    if (what == TFWaitFor::kReady && st.phase == TFClusterPhase::kRunning) return st;
-
-    if (cancelled && cancelled()) {
-      throw CancelledError(fmt::format("waiting for TFCluster {}/{} was cancelled",
-                                       spec_.namespace_name, spec_.name));
-    }
-    std::unique_lock lock(mu);
-    for (const internal::WatchTracker* t : {&pods, &jobs, &events}) {
-      if (auto e = t->error()) std::rethrow_exception(e);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      throw Timeout(ErrorKind::kTimeout,
-                    fmt::format("TFCluster {}/{}: not {} after {} ms: {}", spec_.namespace_name,
-                                spec_.name, what == TFWaitFor::kReady ? "ready" : "finished",
-                                timeout.count(), st.message));
-    }
-    // Woken by any watch event; the bounded wait only re-checks the deadline.
-    cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
-                                               std::chrono::seconds(1)),
-                  [&] { return changes != seen_changes; });
-  }
+  return internal::Wait<TFClusterStatus>(
+      client_, spec_.namespace_name,
+      {{&kPods, sel}, {&kJobs, sel}, {&kEvents, failed_creates}}, what, options,
+      [&](const internal::WaitSnapshot& snapshot) {
+        Observed seen;
+        seen.pods = snapshot.objects[0];
+        seen.jobs = snapshot.objects[1];
+        std::set<std::string> job_uids;
+        for (const auto& j : seen.jobs) job_uids.insert(j["metadata"].value("uid", ""));
+        for (const auto& e : snapshot.objects[2]) {
+          const Json& involved = e.value("involvedObject", Json::object());
+          std::string message = e.value("message", "");
+          if (job_uids.count(involved.value("uid", "")) &&
+              message.find("exceeded quota") != std::string::npos) {
+            seen.quota_rejections.push_back(
+                fmt::format("{} cannot create pods: {}", involved.value("name", ""), message));
+          }
+        }
+        std::vector<std::string> fatal;
+        TFClusterStatus st = ComputeTFStatus(spec_, seen, &fatal);
+        for (const auto& r : st.replicas) {
+          if (r.reason.rfind("Unschedulable", 0) != 0) continue;
+          if (!placement) placement = CheckPlacement(client_, Children());
+          if (!placement->fits) {
+            fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index, placement->Message()));
+          }
+          break;
+        }
+        internal::WaitVerdict verdict;
+        if (st.phase == TFClusterPhase::kFailed) {
+          verdict.failure = std::make_exception_ptr(
+              TFClusterFailed(fmt::format("{} failed: {}", what, st.message), st));
+        } else if (!fatal.empty()) {
+          verdict.failure = std::make_exception_ptr(
+              TFClusterFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
+        }
+        verdict.done = st.phase == TFClusterPhase::kSucceeded ||
+                       (options.until == WaitUntil::kReady && st.phase == TFClusterPhase::kRunning);
+        verdict.progress = st.Table();
+        verdict.message = st.message;
+        return std::pair{std::move(st), std::move(verdict)};
+      });
 }
 
 void TFCluster::Logs(const TFLogOptions& options,
-                     const std::function<bool(const TFLogLine&)>& on_line) {
+                     const std::function<bool(const WorkloadLogLine&)>& on_line) {
   // Which replicas: resolve each to a running (or finished) pod, waiting for pending ones.
   std::vector<ReplicaKey> wanted;
   for (const auto& k : ExpectedReplicas(spec_)) {
@@ -785,7 +749,7 @@ void TFCluster::Logs(const TFLogOptions& options,
   constexpr std::size_t kMaxQueued = 4096;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<TFLogLine> queue;
+  std::deque<WorkloadLogLine> queue;
   int producers_left = static_cast<int>(wanted.size());
   std::atomic<bool> stop{false};
   std::exception_ptr first_error;
@@ -869,7 +833,7 @@ void TFCluster::Logs(const TFLogOptions& options,
         if (producers_left == 0) break;
         continue;
       }
-      TFLogLine line = std::move(queue.front());
+      WorkloadLogLine line = std::move(queue.front());
       queue.pop_front();
       cv.notify_all();
       lock.unlock();
@@ -993,7 +957,7 @@ WorkloadLogStream TFCluster::StreamLogs(TFLogOptions options) const {
                                const std::function<bool()>& cancelled) mutable {
     auto user_cancelled = std::move(options.cancelled);
     options.cancelled = [&] { return cancelled() || (user_cancelled && user_cancelled()); };
-    self.Logs(options, [&](const TFLogLine& l) { return emit({l.replica, l.line}); });
+    self.Logs(options, emit);
   });
 }
 

@@ -22,3 +22,13 @@ cmake --build "$work/consumer" >/dev/null
 out=$("$work/consumer/consumer")
 echo "$out"
 [ "$out" = "1536Mi REDACTED NotFound" ]
+# tfk8s::testing is installed as its own library; the library itself carries no fake.
+fake=$("$work/consumer/fake_test")
+echo "$fake"
+[ "$fake" = "v" ]
+lib=$(find "$work/prefix" -name libtfk8s.a | head -n 1)
+test -n "$lib"
+if nm -C "$lib" | grep -q 'tfk8s::testing::FakeCluster::FakeCluster()'; then
+  echo "libtfk8s.a carries the test fake" >&2
+  exit 1
+fi

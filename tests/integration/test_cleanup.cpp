@@ -132,7 +132,7 @@ TEST_SUITE("cleanup") {
     plain.Apply();
     auto before = Objects(c, ns.name(), "train");
     REQUIRE(before.count("Secret/train-session-credentials") == 1);
-    CHECK(plain.Wait(TFWaitFor::kFinished, std::chrono::seconds(120)).phase ==
+    CHECK(plain.Wait({.until = WaitUntil::kFinished, .timeout = std::chrono::seconds(120)}).phase ==
           TFClusterPhase::kSucceeded);
 
     REQUIRE(TestNamespace::WaitFor([&] { return !w.Alerts("cleanup").empty(); },
@@ -159,7 +159,7 @@ TEST_SUITE("cleanup") {
     std::vector<std::string> lines;
     TFLogOptions lo;
     lo.role = "chief";
-    cluster.Logs(lo, [&](const TFLogLine& l) {
+    cluster.Logs(lo, [&](const WorkloadLogLine& l) {
       lines.push_back(l.line);
       return true;
     });
@@ -265,11 +265,11 @@ TEST_SUITE("cleanup") {
     std::vector<std::string> adhoc_runs, manual_runs;
     for (int i = 0; i < 3; ++i) {
       JobRun a = on_demand.RunNow();
-      CHECK(on_demand.WaitForRun(a.name, std::chrono::seconds(60)).result ==
+      CHECK(on_demand.WaitForRun(a.name, {.timeout = std::chrono::seconds(60)}).result ==
             RunResult::kSucceeded);
       adhoc_runs.push_back(a.name);
       JobRun m = scheduled.RunNow();
-      CHECK(scheduled.WaitForRun(m.name, std::chrono::seconds(60)).result ==
+      CHECK(scheduled.WaitForRun(m.name, {.timeout = std::chrono::seconds(60)}).result ==
             RunResult::kSucceeded);
       manual_runs.push_back(m.name);
       std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // distinct start times

@@ -107,14 +107,19 @@ TEST_SUITE("scheduledjob") {
     CHECK(run.trigger == RunTrigger::kOnDemand);
     CHECK(run.name.rfind("hello-", 0) == 0);
     std::vector<std::string> seen;
-    run = task.WaitForRun(run.name, std::chrono::seconds(60),
-                          [&](const JobRun& r) { seen.push_back(ToString(r.result)); });
+    run = task.WaitForRun(run.name,
+                          {.timeout = std::chrono::seconds(60), .on_progress = [&](const JobRun& r) {
+                             seen.push_back(r.ToJson().dump());
+                           }});
     CHECK(run.result == RunResult::kSucceeded);
     CHECK(run.attempts == 1);
     CHECK(run.succeeded == 1);
     REQUIRE(run.duration);
     CHECK(run.duration->count() >= 0);
     CHECK_FALSE(seen.empty());
+    // Each state of the run is reported once (repeats dropped, like every workload's wait).
+    for (std::size_t i = 1; i < seen.size(); ++i) CHECK(seen[i] != seen[i - 1]);
+    CHECK(seen.back() == run.ToJson().dump());
 
     // Every hostile argument is one literal argv element in the Job and in the pod the job
     // controller made from it: what the kubelet hands to execve() after its $(VAR) / $$
@@ -212,18 +217,18 @@ TEST_SUITE("scheduledjob") {
     JobRun run = task.RunNow();
 
     // Follow the output across the retries until the run gives up.
-    std::vector<RunLogLine> lines;
-    task.FollowLogs(run.name, [&](const RunLogLine& l) {
+    std::vector<WorkloadLogLine> lines;
+    task.FollowLogs(run.name, [&](const WorkloadLogLine& l) {
       lines.push_back(l);
       return true;
     });
-    std::set<int> attempts_seen;
+    std::set<std::string> attempts_seen;
     for (const auto& l : lines) {
-      if (l.line == "training crashed") attempts_seen.insert(l.attempt);
+      if (l.line == "training crashed") attempts_seen.insert(l.source);
     }
-    CHECK(attempts_seen == std::set<int>{1, 2, 3});
+    CHECK(attempts_seen == std::set<std::string>{"attempt-1", "attempt-2", "attempt-3"});
 
-    run = task.WaitForRun(run.name, std::chrono::seconds(150));
+    run = task.WaitForRun(run.name, {.timeout = std::chrono::seconds(150)});
     CHECK(run.result == RunResult::kFailed);
     CHECK(run.reason == "BackoffLimitExceeded");
     CHECK(run.attempts == 3);
@@ -288,12 +293,12 @@ TEST_SUITE("scheduledjob") {
     // as timed out, the alert. So when the deadline is 20 s past and the Job still runs, the
     // test touches the Job, which makes the controller sync it, and says that it did.
     try {
-      run = task.WaitForRun(run.name, std::chrono::seconds(25));
+      run = task.WaitForRun(run.name, {.timeout = std::chrono::seconds(25)});
     } catch (const Timeout&) {
       MESSAGE("the job controller missed the deadline of " << run.name << "; touching the Job");
       c.Patch(kJobs, ns.name(), run.name, PatchType::kMerge,
               Json{{"metadata", {{"annotations", {{"tfk8s.test/sync", "deadline"}}}}}});
-      run = task.WaitForRun(run.name, std::chrono::seconds(20));
+      run = task.WaitForRun(run.name, {.timeout = std::chrono::seconds(20)});
     }
     CHECK(run.result == RunResult::kTimedOut);
     CHECK(run.reason == "DeadlineExceeded");
@@ -430,7 +435,7 @@ TEST_SUITE("scheduledjob") {
     Json manual_job = c.Get(kJobs, ns.name(), manual.name);
     CHECK(Annotation(manual_job, "cronjob.kubernetes.io/instantiate") == "manual");
     CHECK(manual_job["metadata"]["ownerReferences"][0]["name"] == "every");
-    CHECK(every.WaitForRun(manual.name, std::chrono::seconds(60)).result == RunResult::kSucceeded);
+    CHECK(every.WaitForRun(manual.name, {.timeout = std::chrono::seconds(60)}).result == RunResult::kSucceeded);
 
     // One real scheduled run of "every" (the controller checks every 10 s: within ~70 s).
     Informer jobs(c, kJobs, ns.name(), [] {

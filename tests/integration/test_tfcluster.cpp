@@ -52,7 +52,7 @@ TEST_SUITE("tfcluster") {
     TestNamespace ns(c);
     TFCluster cluster(c, SmallCluster(ns.name(), "mnist"));
     cluster.Apply();
-    auto st = cluster.Wait(TFWaitFor::kReady, std::chrono::seconds(90));
+    auto st = cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(90)});
     CHECK(st.phase == TFClusterPhase::kRunning);
     REQUIRE(st.replicas.size() == 3);
     for (const auto& r : st.replicas) {
@@ -69,7 +69,7 @@ TEST_SUITE("tfcluster") {
 
     // Scale up: a third worker, and every replica's TF_CONFIG names it.
     cluster.Scale("worker", 3);
-    st = cluster.Wait(TFWaitFor::kReady, std::chrono::seconds(120));
+    st = cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(120)});
     CHECK(st.replicas.size() == 4);
     const ResourceType jobs{"batch", "v1", "Job", "jobs", true};
     for (const char* name : {"mnist-ps-0", "mnist-worker-0", "mnist-worker-2"}) {
@@ -89,7 +89,7 @@ TEST_SUITE("tfcluster") {
           return c.ListAll(jobs, ns.name(), sel)["items"].size() == 1;
         },
         std::chrono::seconds(60)));
-    st = cluster.Wait(TFWaitFor::kReady, std::chrono::seconds(120));
+    st = cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(120)});
     CHECK(st.replicas.size() == 2);
 
     TFDeleteOptions del;
@@ -113,13 +113,13 @@ TEST_SUITE("tfcluster") {
     s.worker.pod_annotations = {{"sim.tfk8s.io/log-lines", "worker step 1\nworker step 2"}};
     TFCluster cluster(c, s);
     cluster.Apply();
-    cluster.Wait(TFWaitFor::kReady, std::chrono::seconds(90));
+    cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(90)});
 
     std::set<std::string> replicas;
     std::vector<std::string> lines;
     TFLogOptions lo;
-    cluster.Logs(lo, [&](const TFLogLine& l) {
-      replicas.insert(l.replica);
+    cluster.Logs(lo, [&](const WorkloadLogLine& l) {
+      replicas.insert(l.source);
       lines.push_back(l.Prefixed());
       return true;
     });
@@ -127,7 +127,7 @@ TEST_SUITE("tfcluster") {
     CHECK(std::find(lines.begin(), lines.end(), "[worker-1] worker step 2") != lines.end());
     CHECK(std::find(lines.begin(), lines.end(), "[chief-0] chief says hello") != lines.end());
 
-    auto done = cluster.Wait(TFWaitFor::kFinished, std::chrono::seconds(90));
+    auto done = cluster.Wait({.until = WaitUntil::kFinished, .timeout = std::chrono::seconds(90)});
     CHECK(done.phase == TFClusterPhase::kSucceeded);
     CHECK(done.message.find("chief-0") != std::string::npos);
     cluster.CleanUpAfterSuccess();
@@ -164,7 +164,7 @@ TEST_SUITE("tfcluster") {
     cluster.Apply(no_check);
     auto t0 = std::chrono::steady_clock::now();
     try {
-      cluster.Wait(TFWaitFor::kReady, std::chrono::seconds(120));
+      cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(120)});
       FAIL("expected TFClusterFailed");
     } catch (const TFClusterFailed& e) {
       CHECK(std::string(e.what()).find("a100") != std::string::npos);
@@ -206,7 +206,7 @@ TEST_SUITE("tfcluster") {
     s.tensorboard = TFTensorBoardSpec{};
     TFCluster cluster(c, s);
     cluster.Apply();
-    auto st = cluster.Wait(TFWaitFor::kReady, std::chrono::seconds(120));
+    auto st = cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(120)});
     std::set<std::string> pods;
     for (const auto& r : st.replicas) pods.insert(r.pod);
     for (const char* p : {"tf-dis-task-ps-0", "tf-dis-task-ps-1", "tf-dis-task-worker-0",

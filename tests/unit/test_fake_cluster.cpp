@@ -598,7 +598,7 @@ TEST_SUITE("fake_cluster") {
            {"status",
             {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
     }
-    TFClusterStatus ready = cluster.Wait(TFWaitFor::kReady, std::chrono::seconds(10));
+    TFClusterStatus ready = cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(10)});
     CHECK(ready.phase == TFClusterPhase::kRunning);
     CHECK(ready.NotReady() == 0);
 

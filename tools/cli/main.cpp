@@ -277,11 +277,12 @@ class TFClusterKind : public WorkloadKind<TFClusterSpec, TFCluster, TFDeleteOpti
             std::chrono::milliseconds timeout, const std::string& output) const override {
     TFCluster cluster = Load(s, ns, name);
     TFClusterStatus st = cluster.Wait(
-        until == "finished" ? TFWaitFor::kFinished : TFWaitFor::kReady, timeout,
-        [](const TFClusterStatus& p) {
-          Progress(ToString(p.phase) + ", " + std::to_string(p.NotReady()) + " not ready" +
-                   (p.message.empty() ? "" : ": " + p.message));
-        });
+        {.until = until == "finished" ? WaitUntil::kFinished : WaitUntil::kReady,
+         .timeout = timeout,
+         .on_progress = [](const TFClusterStatus& p) {
+           Progress(ToString(p.phase) + ", " + std::to_string(p.NotReady()) + " not ready" +
+                    (p.message.empty() ? "" : ": " + p.message));
+         }});
     EndProgress();
     PrintResult(ToString(st.phase) + "\n" + st.Table(), st.ToJson(), output);
   }
@@ -340,10 +341,10 @@ class DevKind : public WorkloadKind<DevInstanceSpec, DevInstance, DevDeleteOptio
   std::vector<std::string> WaitConditions() const override { return {"ready"}; }
   void Wait(Session& s, const std::string& ns, const std::string& name, const std::string&,
             std::chrono::milliseconds timeout, const std::string& output) const override {
-    DevInstanceStatus st = Load(s, ns, name)
-                               .Wait(timeout, [](const DevInstanceStatus& p) {
-                                 Progress(ToString(p.phase) + (p.message.empty() ? "" : ": " + p.message));
-                               });
+    DevInstanceStatus st = Load(s, ns, name).Wait(
+        {.timeout = timeout, .on_progress = [](const DevInstanceStatus& p) {
+           Progress(ToString(p.phase) + (p.message.empty() ? "" : ": " + p.message));
+         }});
     EndProgress();
     PrintResult(st.Table(), st.ToJson(), output);
   }
