@@ -15,7 +15,6 @@
 # CMake picks it up through TFK8S_MINIMAL_CURL (on in the presets; CMakeLists.txt).
 set -euo pipefail
 
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE_ROOT="${TFK8S_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfk8s}"
 
 log() { echo "build-curl: $*" >&2; }
@@ -84,8 +83,10 @@ if ! {
   tail -n 30 "$WORK/build.log" >&2
   exit 1
 fi
-[ -f "$PREFIX/lib/libcurl.a" ] && [ -f "$PREFIX/lib/cmake/CURL/CURLConfig.cmake" ] \
-  || { log "the build did not install lib/libcurl.a and lib/cmake/CURL under $PREFIX"; exit 1; }
+if [ ! -f "$PREFIX/lib/libcurl.a" ] || [ ! -f "$PREFIX/lib/cmake/CURL/CURLConfig.cmake" ]; then
+  log "the build did not install lib/libcurl.a and lib/cmake/CURL under $PREFIX"
+  exit 1
+fi
 touch "$PREFIX/.complete"
 # Only the installed prefix (about 5 MB) is kept. Folders of other inputs are left alone: another
 # checkout may be using one.

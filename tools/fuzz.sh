@@ -63,10 +63,10 @@ fi
 if [ -n "$seed" ]; then limits+=(-seed="$seed"); what="$what, seed $seed"; fi
 if [ ${#harnesses[@]} -eq 0 ]; then harnesses=("${ALL_HARNESSES[@]}"); fi
 for h in "${harnesses[@]}"; do
-  if [[ ! " ${ALL_HARNESSES[*]} " =~ " $h " ]]; then
-    echo "fuzz.sh: unknown harness '$h' (known: ${ALL_HARNESSES[*]})" >&2
-    exit 2
-  fi
+  case " ${ALL_HARNESSES[*]} " in
+    *" $h "*) ;;
+    *) echo "fuzz.sh: unknown harness '$h' (known: ${ALL_HARNESSES[*]})" >&2; exit 2 ;;
+  esac
 done
 
 BUILD=build/fuzz
@@ -78,6 +78,9 @@ fi
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+# How many entries a folder holds (libFuzzer's corpus and artifacts hold no hidden files).
+entries() { find "$1" -mindepth 1 -maxdepth 1 -printf . | wc -c; }
 
 failed=()
 for h in "${harnesses[@]}"; do
@@ -99,7 +102,7 @@ for h in "${harnesses[@]}"; do
     failed+=("$h")
     continue
   fi
-  before=$(ls "$artifacts" | wc -l)
+  before=$(entries "$artifacts")
   echo "== fuzz: $h ($what)"
   status=0
   # max_total_time bounds the run; the outer timeout catches a harness that never returns to
@@ -112,7 +115,8 @@ for h in "${harnesses[@]}"; do
     failed+=("$h")
     echo "FAIL: fuzz_$h exited with $status after ${stats:-?} runs; log: $log"
     grep -E 'ERROR: |FUZZ PROPERTY VIOLATED|runtime error|SUMMARY' "$log" | head -5 || true
-    if [ "$(ls "$artifacts" | wc -l)" -gt "$before" ]; then
+    if [ "$(entries "$artifacts")" -gt "$before" ]; then
+      # shellcheck disable=SC2012  # newest first (ls -t); libFuzzer's names are one word each
       for f in $(ls -t "$artifacts" | head -3); do
         echo "  reproducer: $artifacts/$f  (run: $bin $artifacts/$f)"
       done
@@ -120,7 +124,7 @@ for h in "${harnesses[@]}"; do
       echo "  the harness did not stop in time"
     fi
   else
-    echo "ok: fuzz_$h, ${stats:-?} runs, corpus $(ls "$work" | wc -l) files"
+    echo "ok: fuzz_$h, ${stats:-?} runs, corpus $(entries "$work") files"
   fi
 done
 

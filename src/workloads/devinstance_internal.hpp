@@ -45,8 +45,16 @@ std::vector<DevPort> DevPorts(const DevInstanceSpec& spec);
 /// The enabled ports to expose outside the cluster (expose.tools, or the authenticated tools).
 std::vector<DevPort> DevExposedPorts(const DevInstanceSpec& spec);
 
-/// The start script run by `/bin/sh -c` when no command is given (constant: every setting
-/// comes from TFK8S_* variables, every secret from the Secret).
+/// The start script run by `/bin/sh -c` when no command is given: src/workloads/scripts/
+/// dev_start.sh, embedded at build time (cmake/embed_text.cmake; its "#!" line left out).
+/// Every setting comes from TFK8S_* variables and every secret from the Secret as files (only
+/// hashes: argon2 for Jupyter and code-server, SHA-512 crypt for sshd), so the script is the
+/// same for every instance, holds nothing worth hiding, and no process gets the password in its
+/// environment (which /proc/<pid>/environ would show for the process's whole life). Every
+/// enabled tool must be in the image: the readiness probe waits for each one's port
+/// (ToolsReadinessProbe), so an instance missing one could never become ready. The script
+/// checks them all before starting any and stops at once naming every missing one in the
+/// termination message, which status and Wait report.
 const char* DevStartScript();
 
 /// The StatefulSet annotation where the culler records the last activity it saw (RFC 3339).
@@ -68,7 +76,10 @@ std::optional<AppliedIdlePolicy> IdlePolicyFor(const std::optional<DevIdlePolicy
 /// it now) and `reason` of `*decision`.
 void DecideCull(const AppliedIdlePolicy& policy, DevIdleAction action, const DevActivity& activity,
                 DevCullDecision* decision);
-/// The read-only `/bin/sh` probe DevInstance::Activity() runs in the pod; prints one JSON line
+/// The read-only `/bin/sh` probe DevInstance::Activity() runs in the pod: src/workloads/scripts/
+/// dev_activity_probe.sh, embedded like DevStartScript. It reads only Jupyter's activity file
+/// (written by the start script's server extension), the sshd processes serving a logged-in
+/// user ("sshd: root@pts/0") and code-server's heartbeat, and prints one JSON line
 /// {"jupyter": {...} | null, "ssh_sessions", "code_server_heartbeat": epoch | null, "now"}.
 const char* DevActivityProbe();
 /// The probe's answer as a DevActivity (`started`, `recorded` unset); nullopt with `*why`.

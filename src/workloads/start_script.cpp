@@ -1,5 +1,5 @@
 // The pod parts of tfk8s's interactive start script, shared by DevInstance and the TFCluster
-// session (the script itself: DevStartScript in devinstance_render.cpp).
+// session (the script itself: src/workloads/scripts/dev_start.sh, embedded as DevStartScript).
 
 #include "workloads/start_script.hpp"
 

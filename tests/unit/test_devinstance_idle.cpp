@@ -1,8 +1,16 @@
 // DevInstance idle detection: the probe's answer read into a DevActivity, what counts as
-// activity, and the decision table (pure parts; the probe itself runs on the real node's e2e).
+// activity, and the decision table (pure parts; the probe runs here under /bin/sh against a
+// HOME this test makes, and in a pod on the real node's e2e).
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utime.h>
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "tfk8s/devinstance.hpp"
@@ -65,6 +73,54 @@ TEST_SUITE("devinstance_idle") {
     CHECK_FALSE(a.code_server_heartbeat.has_value());
     CHECK(a.ssh_sessions == 1);
     CHECK(a.ActiveNow());
+  }
+
+  TEST_CASE("the embedded probe runs under /bin/sh and its answer parses") {
+    // The text of src/workloads/scripts/dev_activity_probe.sh after its "#!" line.
+    const std::string probe = internal::DevActivityProbe();
+    CHECK(probe.rfind("j=$(cat /tmp/tfk8s/jupyter-activity.json", 0) == 0);
+    CHECK(probe.back() == '\n');
+    // A HOME whose code-server heartbeat was last touched at a known time.
+    std::string dir = (std::filesystem::temp_directory_path() / "tfk8s-probe-XXXXXX").string();
+    REQUIRE(::mkdtemp(dir.data()) != nullptr);
+    const std::filesystem::path home = dir;
+    const std::filesystem::path beat = home / ".local/share/code-server/heartbeat";
+    std::filesystem::create_directories(beat.parent_path());
+    std::ofstream(beat).put('\n');
+    const utimbuf when{1796226000, 1796226000};
+    REQUIRE(::utime(beat.c_str(), &when) == 0);
+
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    const std::string home_env = "HOME=" + home.string();
+    char* const env[] = {const_cast<char*>(home_env.c_str()),
+                         const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+    const auto before = Clock::now();
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::execle("/bin/sh", "sh", "-c", probe.c_str(), static_cast<char*>(nullptr), env);
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string output;
+    char buf[512];
+    ssize_t n;
+    while ((n = ::read(out[0], buf, sizeof buf)) > 0) output.append(buf, static_cast<size_t>(n));
+    ::close(out[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    std::filesystem::remove_all(home);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+
+    DevActivity a = Parse(output);
+    CHECK(a.code_server_heartbeat == At(1796226000));
+    // The pod's clock (`date +%s`): this machine's, whole seconds.
+    CHECK(a.probed_at >= std::chrono::floor<std::chrono::seconds>(before));
+    CHECK(a.probed_at <= Clock::now());
   }
 
   TEST_CASE("a malformed answer is refused with the reason") {
