@@ -106,7 +106,6 @@ from tfk8s.scheduledjob import (
     ScheduledJobWatcher,
 )
 from tfk8s.fleet import Fleet, FleetChange, FleetEntry, FleetError
-from tfk8s import devinstance, fleet, quota, scheduledjob, tfcluster
 
 __all__ = [
     # client
@@ -139,7 +138,7 @@ __all__ = [
     # security
     "check_pod_security",
     "PodSecurityWarning",
-    # workloads (and, appended below, each workload module's own names)
+    # workloads
     "WorkloadLogs",
     # errors
     "Error",
@@ -166,11 +165,49 @@ __all__ = [
     "WorkloadFailed",
     "WorkloadRef",
     "__version__",
+    # each module's own __all__, written out so that type checkers and linters see the
+    # exports (tests/python/test_import.py checks these lists match):
+    # tfcluster.__all__
+    "FitResult",
+    "TFCluster",
+    "TFClusterStatus",
+    "TFClusterLogs",
+    # devinstance.__all__
+    "DevInstance",
+    "DevInstanceStatus",
+    "DevAccess",
+    "DevCredentials",
+    "DevActivity",
+    "DevCullDecision",
+    "cull_idle",
+    "create_volume",
+    "share_volume",
+    "unshare_volume",
+    "volume_grants",
+    # scheduledjob.__all__
+    "ScheduledJob",
+    "ScheduledJobRun",
+    "ScheduledJobStatus",
+    "ScheduledJobWatcher",
+    # quota.__all__
+    "QuotaUsage",
+    "Inventory",
+    "apply_quota",
+    "render_quota",
+    "delete_quota",
+    "quota_usage",
+    "list_queues",
+    "check_quota",
+    "check_placement",
+    "quota_demand",
+    "set_node_labels",
+    "remove_node_labels",
+    "update_node_labels",
+    "inventory",
+    "where_fits",
+    # fleet.__all__
+    "Fleet",
+    "FleetEntry",
+    "FleetChange",
+    "FleetError",
 ]
-# The workloads (TFCluster, DevInstance, ScheduledJob with their statuses, runs and helpers) and
-# queues, quota and placement: each module's own list.
-__all__ += tfcluster.__all__
-__all__ += devinstance.__all__
-__all__ += scheduledjob.__all__
-__all__ += quota.__all__
-__all__ += fleet.__all__

@@ -258,9 +258,9 @@ class Informer(_EventStream):
     410 Gone it lists again and yields only the differences. Transient failures (connection
     refused or reset, timeouts, 429, 5xx) are retried with backoff for ever; a
     :class:`tfk8s.TlsError`, or a :class:`tfk8s.TransportError` for an answer over the size
-    limit or one it cannot decode, is retried too, but raised once :attr:`failure_limit` of them come in a row; other errors
-    (e.g. :class:`tfk8s.Forbidden`) are raised at once. :attr:`last_error` tells what failed
-    last. Runs until :meth:`close`.
+    limit or one it cannot decode, is retried too, but raised once :attr:`failure_limit` of
+    them come in a row; other errors (e.g. :class:`tfk8s.Forbidden`) are raised at once.
+    :attr:`last_error` tells what failed last. Runs until :meth:`close`.
     """
 
     __slots__ = ()

@@ -175,7 +175,7 @@ def _own_parameters(fn: Callable[..., Any]) -> Optional[Tuple[List[str], int, Li
     positional = list(code.co_varnames[:n])
     if code.co_flags & var_positional:
         positional.append(code.co_varnames[n + k])
-    return positional, code.co_posonlyargcount, list(code.co_varnames[n : n + k])
+    return positional, code.co_posonlyargcount, list(code.co_varnames[n:n + k])
 
 
 class _SharedSignature:

@@ -98,9 +98,9 @@ class Forwards:
                 return pf
             if pf is not None:
                 pf.close()
-            pf = client.port_forward(pod, target, namespace)
-            self._open[key] = pf
-            return pf
+            fresh: PortForward = client.port_forward(pod, target, namespace)
+            self._open[key] = fresh
+            return fresh
 
     def all(self) -> List[PortForward]:
         with self._lock:

@@ -3,7 +3,7 @@ result and a forwarded port's handle (both over the API server's WebSocket strea
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 from tfk8s import _core, _html
 
@@ -67,8 +67,8 @@ class ExecResult:
 
     def _repr_html_(self) -> str:
         command = self.command if isinstance(self.command, str) else " ".join(self.command)
-        parts = [_html.header(command, "Exec", f"exit {self.exit_code}", f"pod {self.pod}",
-                              level=self.ok)]
+        parts: List[str] = [_html.header(command, "Exec", f"exit {self.exit_code}",
+                                         f"pod {self.pod}", level=self.ok)]
         for title, text in (("stdout", self.stdout), ("stderr", self.stderr)):
             if text:
                 parts.append(f"<div><b>{title}</b><pre>{_html.escape(text)}</pre></div>")
@@ -140,4 +140,3 @@ class PortForward:
             f"PortForward({self.address} -> {self.namespace}/{self.pod}:{self.remote_port}"
             f"{state})"
         )
-

@@ -81,9 +81,10 @@ def set_container(spec: Dict[str, Any], keywords: ContainerKeywords) -> Dict[str
     if keywords["image"] is not None:
         spec["image"] = keywords["image"]
     res: Dict[str, Any] = spec.setdefault("resources", {})
-    for key in ("cpu", "memory"):
-        if keywords[key] is not None:
-            res[key] = str(keywords[key])
+    if keywords["cpu"] is not None:
+        res["cpu"] = str(keywords["cpu"])
+    if keywords["memory"] is not None:
+        res["memory"] = str(keywords["memory"])
     if keywords["gpus"] is not None:
         res["gpus"] = int(keywords["gpus"])
     if keywords["pod_annotations"] is not None:
@@ -129,6 +130,7 @@ class Workload:
         for keyword, key in (("name", "name"), ("namespace", "namespace"), ("owner", "owner"),
                              ("image_pull_policy", "imagePullPolicy"),
                              ("service_account", "serviceAccount")):
+            # mypy 1.0 cannot index a TypedDict with a loop variable (a union of literals)
             if keywords[keyword] is not None:  # type: ignore[literal-required]
                 s[key] = keywords[keyword]  # type: ignore[literal-required]
         if keywords["namespace"] is None and not s.get("namespace"):

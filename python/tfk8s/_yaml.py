@@ -50,5 +50,5 @@ def dump_yaml(objects: Union[Mapping[str, Any], Iterable[Mapping[str, Any]]]) ->
     if single:
         documents = [plain(objects)]
     else:
-        documents = [plain(o) for o in objects]  # type: ignore[union-attr]
+        documents = [plain(o) for o in objects]
     return yaml.dump_all(documents, Dumper=dumper, sort_keys=False, default_flow_style=False)

@@ -26,6 +26,7 @@ __all__ = ["FitResult", "TFCluster", "TFClusterStatus"]
 # Keywords renamed to the spec keys they set (old -> new); the old names warn for one release.
 _RENAMED_KEYWORDS = {"workers": "worker", "image": "cpu_image"}
 
+
 def _optional_access(value: Any) -> Optional[DevAccess]:
     return None if value is None else DevAccess(value)
 

@@ -21,9 +21,10 @@ def chromium(*args: str) -> Tuple[str, float]:
     """Runs headless Chromium (Debian's `chromium`) with a fresh profile and home, deleted
     afterwards; returns its stdout and how long it took. Runs as root need --no-sandbox. Host
     names do not resolve (127.0.0.1 is excluded: the rules also catch IP literals, and the
-    e2e tests load pages through port-forwards there), so nothing depends on the network (Debian's nbconvert points the
-    export's require.js and MathJax at file:///usr/share/javascript/; another nbconvert's CDN
-    URLs fail at once). Past CHROMIUM_TIMEOUT its process group is killed and the test fails."""
+    e2e tests load pages through port-forwards there), so nothing depends on the network
+    (Debian's nbconvert points the export's require.js and MathJax at
+    file:///usr/share/javascript/; another nbconvert's CDN URLs fail at once). Past
+    CHROMIUM_TIMEOUT its process group is killed and the test fails."""
     binary = shutil.which("chromium")
     if binary is None:
         pytest.fail("Debian's `chromium` is not installed (tools/install-deps.sh installs it)",

@@ -28,7 +28,9 @@ def test_console_script_passes_arguments_output_and_exit_codes() -> None:
     assert r.returncode == 2 and r.stderr.startswith("error: usage:"), r.stderr
 
 
-def test_a_missing_command_is_one_error_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+def test_a_missing_command_is_one_error_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     monkeypatch.setattr(_cli, "command_path", lambda: "/nonexistent/tfk8s")
     with pytest.raises(SystemExit) as exit_info:
         _cli.main()

@@ -320,7 +320,7 @@ def test_calls_release_the_gil(client: tfk8s.Client, namespace: str) -> None:
 
     def worker(i: int) -> None:
         results.append(client.apply(dict(config_map(f"t-{i}"),
-                                          metadata={"name": f"t-{i}", "namespace": namespace})))
+                                         metadata={"name": f"t-{i}", "namespace": namespace})))
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
     for t in threads:

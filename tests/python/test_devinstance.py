@@ -9,8 +9,6 @@ import pytest
 
 import tfk8s
 
-from conftest import wait_for
-
 
 def small(client: tfk8s.Client, namespace: str) -> tfk8s.DevInstance:
     return tfk8s.DevInstance(
@@ -122,8 +120,8 @@ def test_idle_policy_keyword_and_culler_without_default(
     timed.create()
     plain.create()
     try:
-        decisions = {d.name: d for d in tfk8s.cull_idle(client, namespace=namespace,
-                                                       policy_only=True)}
+        decisions = {d.name: d
+                     for d in tfk8s.cull_idle(client, namespace=namespace, policy_only=True)}
         assert decisions["plain"].outcome == "skipped"
         assert decisions["plain"].activity is None
         # Probed under its own policy; the simulated node cannot run the probe: kept.

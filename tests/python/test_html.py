@@ -20,11 +20,9 @@ from test_records import (
     ESCAPED,
     HOSTILE,
     PASSWORD,
-    access_raw,
     dev_status_raw,
     every_record,
     fit_raw,
-    inventory_raw,
     quota_usage_raw,
     run_raw,
     schedule_raw,
@@ -263,7 +261,7 @@ SANITIZER_PROPERTIES = {
 }
 NUMBER = r"[+-]?(\d*\.)?\d+"
 LENGTH = rf"(0|{NUMBER}(px|em|rem|%))"
-COLOUR = rf"(#[0-9a-f]+|rgba\(\s*\d{{1,3}},\s*\d{{1,3}},\s*\d{{1,3}},\s*(0(\.\d+)?|1)\s*\)|white)"
+COLOUR = r"(#[0-9a-f]+|rgba\(\s*\d{1,3},\s*\d{1,3},\s*\d{1,3},\s*(0(\.\d+)?|1)\s*\)|white)"
 VALUES = {
     "background": COLOUR, "color": COLOUR, "border": r"1px solid", "opacity": r"0(\.\d+)?|1",
     "border-collapse": "collapse", "display": "inline-block|block", "overflow": "hidden",

@@ -48,6 +48,18 @@ def test_all_names_exist() -> None:
         assert hasattr(tfk8s.validation, name), name
 
 
+def test_all_lists_each_module_export() -> None:
+    # tfk8s.__all__ writes out each module's __all__ (so that type checkers see the exports):
+    # every name a module exports is the package's too, as the same object.
+    for module in (tfk8s.tfcluster, tfk8s.devinstance, tfk8s.scheduledjob, tfk8s.quota,
+                   tfk8s.fleet):
+        missing = [n for n in module.__all__ if n not in tfk8s.__all__]
+        assert missing == [], f"{module.__name__}.__all__ not in tfk8s.__all__: {missing}"
+        for name in module.__all__:
+            assert getattr(tfk8s, name) is getattr(module, name), name
+    assert len(tfk8s.__all__) == len(set(tfk8s.__all__))
+
+
 def test_help_reads_well() -> None:
     assert "kubeconfig" in (tfk8s.Client.__doc__ or "")
     for name in ["get", "list", "create", "replace", "patch", "apply", "apply_all", "delete",

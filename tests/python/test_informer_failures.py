@@ -1,6 +1,7 @@
 """Informer and Fleet failures from Python (issue #35), against the local cluster: a failure
-retrying cannot fix (a list over the client's size limit) is raised by the informer after its failure limit, with ``last_error`` telling each attempt; the
-Fleet reports it through ``last_error`` / ``error`` and raises it from ``changes()``."""
+retrying cannot fix (a list over the client's size limit) is raised by the informer after its
+failure limit, with ``last_error`` telling each attempt; the Fleet reports it through
+``last_error`` / ``error`` and raises it from ``changes()``."""
 
 from __future__ import annotations
 

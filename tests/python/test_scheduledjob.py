@@ -12,7 +12,9 @@ import pytest
 import tfk8s
 
 
-def task(client: tfk8s.Client, namespace: str, name: str, exit_code: str, **kw: Any) -> tfk8s.ScheduledJob:
+def task(
+    client: tfk8s.Client, namespace: str, name: str, exit_code: str, **kw: Any
+) -> tfk8s.ScheduledJob:
     return tfk8s.ScheduledJob(
         client, name=name, namespace=namespace, image="python:3.11-slim",
         exec_command="python3", entry_path="tasks/train.py", args=["--lr", "0.1; rm -rf /"],

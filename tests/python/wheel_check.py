@@ -50,10 +50,11 @@ def main():
             env["TFK8S_WHEEL_PREBUILT_DIR"] = os.path.abspath(a.build_dir)
         dist = os.path.join(work, "dist")
         # Run from the scratch folder: a `build/` folder in the source tree would shadow modules.
-        step("pip wheel", [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
-                           "--no-index", "-w", dist, SOURCE], env=env, cwd=work)
+        step("pip wheel", [sys.executable, "-m", "pip", "wheel", "--no-build-isolation",
+                           "--no-deps", "--no-index", "-w", dist, SOURCE], env=env, cwd=work)
         wheels = [f for f in os.listdir(dist) if f.startswith("tfk8s-") and f.endswith(".whl")]
-        expect("the wheel", len(wheels) == 1, "expected one tfk8s wheel in %s, found %s" % (dist, wheels))
+        expect("the wheel", len(wheels) == 1,
+               "expected one tfk8s wheel in %s, found %s" % (dist, wheels))
         wheel = os.path.join(dist, wheels[0])
         with zipfile.ZipFile(wheel) as z:
             names = z.namelist()
@@ -63,7 +64,8 @@ def main():
             expect("the wheel's command", stat.S_ISREG(mode) and mode & 0o111,
                    "tfk8s/bin/tfk8s is not an executable regular file in the zip (mode %o)" % mode)
             entry = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
-            expect("the console script", entry and "tfk8s = _tfk8s_command:main" in z.read(entry[0]).decode(),
+            expect("the console script",
+                   entry and "tfk8s = _tfk8s_command:main" in z.read(entry[0]).decode(),
                    "entry_points.txt does not declare it")
 
         venv = os.path.join(work, "venv")
@@ -79,12 +81,14 @@ def main():
                            stderr=subprocess.PIPE, text=True, env=env, cwd=work, timeout=60)
         expect("a usage error through the console script",
                r.returncode == 2 and r.stderr.startswith("error: usage:"), (r.returncode, r.stderr))
-        r = subprocess.run([script, "tfcluster", "render", "-f", "-"], input="name: w\nps: {replicas: 1}\nworker: {replicas: 1}\n",
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=work,
-                           timeout=60)
+        r = subprocess.run([script, "tfcluster", "render", "-f", "-"],
+                           input="name: w\nps: {replicas: 1}\nworker: {replicas: 1}\n",
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                           cwd=work, timeout=60)
         expect("tfk8s tfcluster render", r.returncode == 0 and "name: w-worker-0" in r.stdout,
                (r.returncode, r.stderr))
-        r = step("import tfk8s", [python, "-c", "import tfk8s, os; print(os.path.dirname(tfk8s.__file__))"],
+        r = step("import tfk8s",
+                 [python, "-c", "import tfk8s, os; print(os.path.dirname(tfk8s.__file__))"],
                  env=env, cwd=work)
         expect("import tfk8s", r.stdout.strip().startswith(venv),
                "imported from %s, not from the virtual environment" % r.stdout.strip())
