@@ -174,9 +174,12 @@ int FloorApply(const std::string& kubeconfig, const std::string& objects_path) {
     std::string kind = o["kind"];
     std::string api = o["apiVersion"];
     static const std::map<std::string, std::string> plural = {
-        {"ConfigMap", "configmaps"},   {"Service", "services"},
-        {"Job", "jobs"},               {"StatefulSet", "statefulsets"},
-        {"Deployment", "deployments"}, {"ReplicaSet", "replicasets"},
+        {"ConfigMap", "configmaps"},
+        {"Service", "services"},
+        {"Job", "jobs"},
+        {"StatefulSet", "statefulsets"},
+        {"Deployment", "deployments"},
+        {"ReplicaSet", "replicasets"},
         {"PersistentVolumeClaim", "persistentvolumeclaims"}};
     std::string base = api.find('/') == std::string::npos ? "/api/" + api : "/apis/" + api;
     internal::HttpRequest r;
@@ -247,21 +250,21 @@ int StsRunning(const std::string& kubeconfig, const std::string& ns, const std::
   EnsureNamespace(c, ns);
   WaitForDefaultServiceAccount(c, ns);  // as in WaitRunning
   c.ServerVersion();
-  Json sts = {{"apiVersion", "apps/v1"},
-              {"kind", "StatefulSet"},
-              {"metadata", {{"name", name}, {"namespace", ns}}},
-              {"spec",
-               {{"serviceName", name},
-                {"replicas", replicas},
-                {"podManagementPolicy", policy},
-                {"selector", {{"matchLabels", {{"bench", name}}}}},
-                {"template",
-                 {{"metadata", {{"labels", {{"bench", name}}}}},
-                  {"spec",
-                   {{"containers", Json::array({{{"name", "tf"},
-                                                 {"image", "tensorflow/tensorflow:2.4.0"},
-                                                 {"resources",
-                                                  {{"requests", {{"cpu", "10m"}}}}}}})}}}}}}}};
+  Json sts = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "StatefulSet"},
+      {"metadata", {{"name", name}, {"namespace", ns}}},
+      {"spec",
+       {{"serviceName", name},
+        {"replicas", replicas},
+        {"podManagementPolicy", policy},
+        {"selector", {{"matchLabels", {{"bench", name}}}}},
+        {"template",
+         {{"metadata", {{"labels", {{"bench", name}}}}},
+          {"spec",
+           {{"containers", Json::array({{{"name", "tf"},
+                                         {"image", "tensorflow/tensorflow:2.4.0"},
+                                         {"resources", {{"requests", {{"cpu", "10m"}}}}}}})}}}}}}}};
   if (!start_delay.empty()) {
     sts["spec"]["template"]["metadata"]["annotations"] = {
         {"sim.tfk8s.io/start-delay", start_delay}};
@@ -282,7 +285,8 @@ int StsRunning(const std::string& kubeconfig, const std::string& ns, const std::
     auto ev = pods.Next(std::chrono::seconds(1));
     if (!ev) continue;
     bool is_ready = false;
-    for (const auto& cond : ev->object.value("status", Json::object()).value("conditions", Json::array())) {
+    for (const auto& cond :
+         ev->object.value("status", Json::object()).value("conditions", Json::array())) {
       if (cond.value("type", "") == "Ready" && cond.value("status", "") == "True") is_ready = true;
     }
     ready[ev->object["metadata"]["name"]] = ev->type != WatchEventType::kDeleted && is_ready;
@@ -304,18 +308,20 @@ int CreatePods(const std::string& kubeconfig, const std::string& ns, int count) 
          {"metadata",
           {{"name", "bench-pod-" + std::to_string(i)},
            {"namespace", ns},
-           {"labels", {{"app", "bench"}, {"tfk8s.io/cluster", "bench"}, {"index", std::to_string(i)}}},
+           {"labels",
+            {{"app", "bench"}, {"tfk8s.io/cluster", "bench"}, {"index", std::to_string(i)}}},
            {"annotations", {{"description", "a pod of the list benchmark with a typical size"}}}}},
          {"spec",
           {{"schedulerName", "tfk8s-bench-none"},
            {"containers",
-            Json::array({{{"name", "tensorflow"},
-                          {"image", "tensorflow/tensorflow:2.4.0-gpu"},
-                          {"command", Json::array({"python", "/data/train.py"})},
-                          {"env", Json::array({{{"name", "TASK_INDEX"}, {"value", std::to_string(i)}},
-                                               {{"name", "TASK_NAME"}, {"value", "bench"}}})},
-                          {"ports", Json::array({{{"containerPort", 2222}, {"protocol", "TCP"}}})},
-                          {"resources", {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}})}}}});
+            Json::array(
+                {{{"name", "tensorflow"},
+                  {"image", "tensorflow/tensorflow:2.4.0-gpu"},
+                  {"command", Json::array({"python", "/data/train.py"})},
+                  {"env", Json::array({{{"name", "TASK_INDEX"}, {"value", std::to_string(i)}},
+                                       {{"name", "TASK_NAME"}, {"value", "bench"}}})},
+                  {"ports", Json::array({{{"containerPort", 2222}, {"protocol", "TCP"}}})},
+                  {"resources", {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}})}}}});
   }
   WaitForDefaultServiceAccount(c, ns);
   auto t0 = Clock::now();
@@ -335,7 +341,8 @@ int List(const std::string& kubeconfig, const std::string& ns) {
   Json list = c.ListAll(kPods, ns, {}, 0);
   // "Decode": touch every pod's typed fields as a caller would.
   std::size_t names = 0;
-  for (const auto& p : list["items"]) names += p["metadata"]["name"].get_ref<const std::string&>().size() > 0;
+  for (const auto& p : list["items"])
+    names += p["metadata"]["name"].get_ref<const std::string&>().size() > 0;
   std::cout << Json{{"ms", Ms(t0)}, {"items", names}}.dump() << "\n";
   return 0;
 }
@@ -362,8 +369,9 @@ int FloorList(const std::string& kubeconfig, const std::string& ns) {
   auto t0 = Clock::now();
   auto resp = transport->Send(r).get();
   Json list = Json::parse(resp.body);
-  std::cout << Json{{"ms", Ms(t0)}, {"items", list["items"].size()}, {"bytes", resp.body.size()}}.dump()
-            << "\n";
+  std::cout
+      << Json{{"ms", Ms(t0)}, {"items", list["items"].size()}, {"bytes", resp.body.size()}}.dump()
+      << "\n";
   return 0;
 }
 
@@ -381,13 +389,14 @@ int Watch(const std::string& kubeconfig, const std::string& ns, int count, int r
   for (int round = 0; round < rounds; ++round) {
     std::vector<Json> objects;
     for (int i = 0; i < count; ++i) {
-      objects.push_back({{"apiVersion", "v1"},
-                         {"kind", "ConfigMap"},
-                         {"metadata",
-                          {{"name", "w-" + std::to_string(i)},
-                           {"namespace", ns},
-                           {"labels", {{"bench", "watch"}}}}},
-                         {"data", {{"round", std::to_string(round)}, {"payload", std::string(512, 'x')}}}});
+      objects.push_back(
+          {{"apiVersion", "v1"},
+           {"kind", "ConfigMap"},
+           {"metadata",
+            {{"name", "w-" + std::to_string(i)},
+             {"namespace", ns},
+             {"labels", {{"bench", "watch"}}}}},
+           {"data", {{"round", std::to_string(round)}, {"payload", std::string(512, 'x')}}}});
     }
     auto apply = std::async(std::launch::async, [&] { writer.ApplyAll(objects, {}, 32); });
     int events = 0;
@@ -475,7 +484,6 @@ int DeleteNamespace(const std::string& kubeconfig, const std::string& ns) {
   return 1;
 }
 
-
 // ---- the fleet scenario --------------------------------------------------------------------
 
 std::string TeamNamespace(const std::string& prefix, int i) {
@@ -495,10 +503,11 @@ int FleetFixture(const std::string& kubeconfig, const std::string& prefix, int n
   auto t0 = Clock::now();
   std::vector<Json> ns_objects;
   for (int i = 0; i < namespaces; ++i) {
-    ns_objects.push_back({{"apiVersion", "v1"},
-                          {"kind", "Namespace"},
-                          {"metadata", {{"name", TeamNamespace(prefix, i)},
-                                        {"labels", {{"tfk8s-bench", prefix}}}}}});
+    ns_objects.push_back(
+        {{"apiVersion", "v1"},
+         {"kind", "Namespace"},
+         {"metadata",
+          {{"name", TeamNamespace(prefix, i)}, {"labels", {{"tfk8s-bench", prefix}}}}}});
   }
   auto report_failures = [](const std::vector<ApplyResult>& results, const char* what) {
     int failed = 0;
@@ -561,8 +570,12 @@ int FleetFixture(const std::string& kubeconfig, const std::string& prefix, int n
     if (running >= pods) break;
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
-  std::cout << Json{{"ms", Ms(t0)},           {"render_ms", rendered}, {"applied_ms", applied_ms},
-                    {"objects", objects.size()}, {"failed", failed},     {"pods", pods},
+  std::cout << Json{{"ms", Ms(t0)},
+                    {"render_ms", rendered},
+                    {"applied_ms", applied_ms},
+                    {"objects", objects.size()},
+                    {"failed", failed},
+                    {"pods", pods},
                     {"running", running}}
                    .dump()
             << "\n";
@@ -645,8 +658,8 @@ FloorResult FloorFleetLists(const ClientConfig& cfg,
   std::vector<std::future<void>> kinds;
   for (const auto& [type, selector] : lists) {
     kinds.push_back(std::async(std::launch::async, [&, type = type, selector = selector] {
-      std::string prefix = type.group.empty() ? "/api/" + type.version
-                                              : "/apis/" + type.group + "/" + type.version;
+      std::string prefix =
+          type.group.empty() ? "/api/" + type.version : "/apis/" + type.group + "/" + type.version;
       std::string cont;
       do {
         internal::HttpRequest r = base;
@@ -774,8 +787,7 @@ int FleetRun(const std::string& kubeconfig, int changes) {
     Json patch = {{"metadata", {{"labels", {{kOwnerLabel, owner}}}}}};
     bool dev = e.kind == FleetKind::kDevInstance;
     auto sent = Clock::now();
-    c.Patch(dev ? kStatefulSets : kConfigMaps, e.namespace_name,
-            e.name, PatchType::kMerge, patch);
+    c.Patch(dev ? kStatefulSets : kConfigMaps, e.namespace_name, e.name, PatchType::kMerge, patch);
     auto answered = Clock::now();
     std::unique_lock lock(mu);
     if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return seen.has_value(); })) {
@@ -833,9 +845,11 @@ int main(int argc, char** argv) {
     if (a.size() == 4 && a[0] == "create-pods") return CreatePods(a[1], a[2], std::stoi(a[3]));
     if (a.size() == 3 && a[0] == "list") return List(a[1], a[2]);
     if (a.size() == 3 && a[0] == "floor-list") return FloorList(a[1], a[2]);
-    if (a.size() == 5 && a[0] == "watch") return Watch(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]));
+    if (a.size() == 5 && a[0] == "watch")
+      return Watch(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]));
     if (a.size() == 4 && a[0] == "changes") return Changes(a[1], a[2], std::stoi(a[3]));
-    if (a.size() == 5 && a[0] == "watch-replay") return WatchReplay(a[1], a[2], a[3], std::stoi(a[4]));
+    if (a.size() == 5 && a[0] == "watch-replay")
+      return WatchReplay(a[1], a[2], a[3], std::stoi(a[4]));
     if (a.size() == 3 && a[0] == "delete-ns") return DeleteNamespace(a[1], a[2]);
     if ((a.size() == 6 || a.size() == 7) && a[0] == "fleet-fixture") {
       return FleetFixture(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]), std::stoi(a[5]),

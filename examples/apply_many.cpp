@@ -13,10 +13,11 @@ int main(int argc, char** argv) {
     tfk8s::Client client = tfk8s::Client::FromDefault();
     std::vector<tfk8s::Json> objects;
     for (int i = 0; i < count; ++i) {
-      objects.push_back({{"apiVersion", "v1"},
-                         {"kind", "ConfigMap"},
-                         {"metadata", {{"name", "example-" + std::to_string(i)}, {"namespace", ns}}},
-                         {"data", {{"index", std::to_string(i)}}}});
+      objects.push_back(
+          {{"apiVersion", "v1"},
+           {"kind", "ConfigMap"},
+           {"metadata", {{"name", "example-" + std::to_string(i)}, {"namespace", ns}}},
+           {"data", {{"index", std::to_string(i)}}}});
     }
     int failed = 0;
     auto results = client.ApplyAll(objects);

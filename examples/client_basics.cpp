@@ -22,28 +22,27 @@ const tfk8s::ResourceType kPods{"", "v1", "Pod", "pods", true};
 
 tfk8s::Json Deployment(const std::string& ns) {
   using tfk8s::Json;
-  return {
-      {"apiVersion", "apps/v1"},
-      {"kind", "Deployment"},
-      {"metadata",
-       {{"name", "hello"},
-        {"namespace", ns},
-        {"labels", {{"app.kubernetes.io/managed-by", "tfk8s"}}}}},
-      {"spec",
-       {{"replicas", 3},
-        {"selector", {{"matchLabels", {{"app", "hello"}}}}},
-        {"template",
-         {{"metadata",
-           {{"labels", {{"app", "hello"}}},
-            // Read by the local cluster's node simulator: what the "container" prints.
-            {"annotations", {{"sim.tfk8s.io/log-lines", "hello from tfk8s\nready to train"}}}}},
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata",
+           {{"name", "hello"},
+            {"namespace", ns},
+            {"labels", {{"app.kubernetes.io/managed-by", "tfk8s"}}}}},
           {"spec",
-           {{"containers",
-             Json::array({{{"name", "main"},
-                           {"image", "tensorflow/tensorflow:2.4.0"},
-                           {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}},
-                           {"ports", Json::array({{{"containerPort", 2222},
-                                                   {"protocol", "TCP"}}})}}})}}}}}}}};
+           {{"replicas", 3},
+            {"selector", {{"matchLabels", {{"app", "hello"}}}}},
+            {"template",
+             {{"metadata",
+               {{"labels", {{"app", "hello"}}},
+                // Read by the local cluster's node simulator: what the "container" prints.
+                {"annotations", {{"sim.tfk8s.io/log-lines", "hello from tfk8s\nready to train"}}}}},
+              {"spec",
+               {{"containers",
+                 Json::array({{{"name", "main"},
+                               {"image", "tensorflow/tensorflow:2.4.0"},
+                               {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}},
+                               {"ports", Json::array({{{"containerPort", 2222},
+                                                       {"protocol", "TCP"}}})}}})}}}}}}}};
 }
 
 }  // namespace
@@ -52,9 +51,12 @@ int main(int argc, char** argv) {
   tfk8s::KubeconfigOptions options;
   std::string ns = "tfk8s-quickstart";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--kubeconfig")) options.path = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--context")) options.context = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--namespace")) ns = argv[i + 1];
+    if (!std::strcmp(argv[i], "--kubeconfig"))
+      options.path = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--context"))
+      options.context = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--namespace"))
+      ns = argv[i + 1];
     else {
       std::cerr << "usage: client_basics [--kubeconfig PATH] [--context NAME] [--namespace NAME]\n";
       return 2;
@@ -93,9 +95,11 @@ int main(int argc, char** argv) {
       std::cerr << "pods did not become Running in time\n";
       return 1;
     }
-    std::cout << std::left << std::setw(34) << "POD" << std::setw(12) << "PHASE" << "NODE\n";
+    std::cout << std::left << std::setw(34) << "POD" << std::setw(12) << "PHASE"
+              << "NODE\n";
     for (const auto& [name, pod] : running) {
-      std::cout << std::setw(34) << name << std::setw(12) << pod["status"]["phase"].get<std::string>()
+      std::cout << std::setw(34) << name << std::setw(12)
+                << pod["status"]["phase"].get<std::string>()
                 << pod["spec"]["nodeName"].get<std::string>() << "\n";
     }
 

@@ -49,11 +49,10 @@ int main(int argc, char** argv) {
     tfk8s::DevInstance notebook(client, spec);  // validated here; nothing sent yet
     // Grants, quota and placement are checked first; nothing is created if they fail.
     tfk8s::DevStartResult started = notebook.Create();
-    auto status = notebook.Wait({.timeout = std::chrono::minutes(3),
-                                 .on_progress = [](const tfk8s::DevInstanceStatus& s) {
-                                   std::cout << tfk8s::ToString(s.phase) << ": " << s.message
-                                             << "\n";
-                                 }});
+    auto status = notebook.Wait(
+        {.timeout = std::chrono::minutes(3), .on_progress = [](const tfk8s::DevInstanceStatus& s) {
+           std::cout << tfk8s::ToString(s.phase) << ": " << s.message << "\n";
+         }});
     std::cout << status.Table() << started.access.Table();
     // The password is shown to its user once; tfk8s never logs it (ToString() redacts it).
     std::cout << "password for " << started.access.user << ": " << started.password << "\n";

@@ -77,8 +77,9 @@ int main(int argc, char** argv) {
       spec.ps.resources = {"1", "2Gi", "", "", 0};
       spec.worker.resources = {"2", "4Gi", "", "", 1};  // one GPU each: GPU image, GPU nodes
       spec.worker.script = "python /data/mnist.py --epochs 3";
-      spec.worker.pod_annotations = {{"sim.tfk8s.io/log-lines",
-                                      "epoch 1/3 loss=0.41\nepoch 2/3 loss=0.18\nepoch 3/3 loss=0.09"}};
+      spec.worker.pod_annotations = {
+          {"sim.tfk8s.io/log-lines",
+           "epoch 1/3 loss=0.41\nepoch 2/3 loss=0.18\nepoch 3/3 loss=0.09"}};
       spec.tensorboard = tfk8s::TFTensorBoardSpec{};
       spec.storage = tfk8s::TFStorageSpec{};
       spec.storage->size = "5Gi";
@@ -92,12 +93,12 @@ int main(int argc, char** argv) {
     cluster.Apply();                         // quota + placement pre-flight, concurrent apply
     std::cout << "applied TFCluster " << ns << "/mnist; waiting for its replicas\n";
     // Real training: until the chief has finished; simulated: until every replica runs.
-    auto status = cluster.Wait(
-        {.until = real ? tfk8s::WaitUntil::kFinished : tfk8s::WaitUntil::kReady,
-         .timeout = std::chrono::minutes(real ? 10 : 3),
-         .on_progress = [](const tfk8s::TFClusterStatus& s) {
-           std::cout << "  " << s.message << "\n";
-         }});
+    auto status =
+        cluster.Wait({.until = real ? tfk8s::WaitUntil::kFinished : tfk8s::WaitUntil::kReady,
+                      .timeout = std::chrono::minutes(real ? 10 : 3),
+                      .on_progress = [](const tfk8s::TFClusterStatus& s) {
+                        std::cout << "  " << s.message << "\n";
+                      }});
     std::cout << status.Table();
 
     std::cout << "merged logs:\n";

@@ -14,26 +14,46 @@ namespace tfk8s {
 
 std::string_view ToString(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kValidation: return "ValidationError";
-    case ErrorKind::kConfig: return "ConfigError";
-    case ErrorKind::kTransport: return "TransportError";
-    case ErrorKind::kTls: return "TlsError";
-    case ErrorKind::kCancelled: return "Cancelled";
-    case ErrorKind::kBadRequest: return "BadRequest";
-    case ErrorKind::kUnauthorized: return "Unauthorized";
-    case ErrorKind::kForbidden: return "Forbidden";
-    case ErrorKind::kQuotaExceeded: return "QuotaExceeded";
-    case ErrorKind::kNotFound: return "NotFound";
-    case ErrorKind::kMethodNotAllowed: return "MethodNotAllowed";
-    case ErrorKind::kAlreadyExists: return "AlreadyExists";
-    case ErrorKind::kConflict: return "Conflict";
-    case ErrorKind::kGone: return "Gone";
-    case ErrorKind::kInvalid: return "Invalid";
-    case ErrorKind::kTooManyRequests: return "TooManyRequests";
-    case ErrorKind::kTimeout: return "Timeout";
-    case ErrorKind::kServerError: return "ServerError";
-    case ErrorKind::kWorkloadFailed: return "WorkloadFailed";
-    case ErrorKind::kUnknown: return "Unknown";
+    case ErrorKind::kValidation:
+      return "ValidationError";
+    case ErrorKind::kConfig:
+      return "ConfigError";
+    case ErrorKind::kTransport:
+      return "TransportError";
+    case ErrorKind::kTls:
+      return "TlsError";
+    case ErrorKind::kCancelled:
+      return "Cancelled";
+    case ErrorKind::kBadRequest:
+      return "BadRequest";
+    case ErrorKind::kUnauthorized:
+      return "Unauthorized";
+    case ErrorKind::kForbidden:
+      return "Forbidden";
+    case ErrorKind::kQuotaExceeded:
+      return "QuotaExceeded";
+    case ErrorKind::kNotFound:
+      return "NotFound";
+    case ErrorKind::kMethodNotAllowed:
+      return "MethodNotAllowed";
+    case ErrorKind::kAlreadyExists:
+      return "AlreadyExists";
+    case ErrorKind::kConflict:
+      return "Conflict";
+    case ErrorKind::kGone:
+      return "Gone";
+    case ErrorKind::kInvalid:
+      return "Invalid";
+    case ErrorKind::kTooManyRequests:
+      return "TooManyRequests";
+    case ErrorKind::kTimeout:
+      return "Timeout";
+    case ErrorKind::kServerError:
+      return "ServerError";
+    case ErrorKind::kWorkloadFailed:
+      return "WorkloadFailed";
+    case ErrorKind::kUnknown:
+      return "Unknown";
   }
   return "Unknown";
 }
@@ -70,11 +90,21 @@ std::string QuoteForMessage(std::string_view value) {
   out.push_back('"');
   for (unsigned char c : value) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           out += fmt::format("\\x{:02x}", c);
@@ -91,15 +121,14 @@ std::string QuoteForMessage(std::string_view value) {
 
 ValidationError::ValidationError(std::string field, std::string value, std::string why)
     : Error(ErrorKind::kValidation,
-            fmt::format("invalid {} {}: {}", field, QuoteForMessage(value), why), 0,
-            "Invalid", why, {StatusCause{"FieldValueInvalid", why, field}}),
+            fmt::format("invalid {} {}: {}", field, QuoteForMessage(value), why), 0, "Invalid", why,
+            {StatusCause{"FieldValueInvalid", why, field}}),
       field_(std::move(field)),
       value_(std::move(value)) {}
 
 ConfigError::ConfigError(std::string source, std::string field, std::string why)
-    : Error(ErrorKind::kConfig,
-            field.empty() ? fmt::format("{}: {}", source, why)
-                          : fmt::format("{}: {}: {}", source, field, why)),
+    : Error(ErrorKind::kConfig, field.empty() ? fmt::format("{}: {}", source, why)
+                                              : fmt::format("{}: {}: {}", source, field, why)),
       source_(std::move(source)),
       field_(std::move(field)) {}
 
@@ -133,8 +162,8 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
     s.remove_prefix(1);
   }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' ||
-                        s.back() == ',')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == ',')) {
     s.remove_suffix(1);
   }
   return s;
@@ -171,17 +200,28 @@ ErrorKind KindFor(int http_code, std::string_view reason) {
   if (reason == "AlreadyExists") return ErrorKind::kAlreadyExists;
   if (reason == "Expired" || reason == "Gone") return ErrorKind::kGone;
   switch (http_code) {
-    case 400: return ErrorKind::kBadRequest;
-    case 401: return ErrorKind::kUnauthorized;
-    case 403: return ErrorKind::kForbidden;
-    case 404: return ErrorKind::kNotFound;
-    case 405: return ErrorKind::kMethodNotAllowed;
-    case 409: return ErrorKind::kConflict;
-    case 410: return ErrorKind::kGone;
-    case 422: return ErrorKind::kInvalid;
-    case 429: return ErrorKind::kTooManyRequests;
-    case 504: return ErrorKind::kTimeout;
-    default: break;
+    case 400:
+      return ErrorKind::kBadRequest;
+    case 401:
+      return ErrorKind::kUnauthorized;
+    case 403:
+      return ErrorKind::kForbidden;
+    case 404:
+      return ErrorKind::kNotFound;
+    case 405:
+      return ErrorKind::kMethodNotAllowed;
+    case 409:
+      return ErrorKind::kConflict;
+    case 410:
+      return ErrorKind::kGone;
+    case 422:
+      return ErrorKind::kInvalid;
+    case 429:
+      return ErrorKind::kTooManyRequests;
+    case 504:
+      return ErrorKind::kTimeout;
+    default:
+      break;
   }
   if (reason == "Timeout" || reason == "ServerTimeout") return ErrorKind::kTimeout;
   if (http_code >= 500) return ErrorKind::kServerError;
@@ -245,8 +285,8 @@ std::exception_ptr MakeApiError(int http_code, std::string_view body, std::strin
           }
         }
       }
-      if (auto code = j.find("code"); code != j.end() && code->is_number_integer() &&
-                                      http_code == 0) {
+      if (auto code = j.find("code");
+          code != j.end() && code->is_number_integer() && http_code == 0) {
         http_code = code->get<int>();
       }
     }
@@ -263,8 +303,9 @@ std::exception_ptr MakeApiError(int http_code, std::string_view body, std::strin
   }
 
   ErrorKind kind = KindFor(http_code, reason);
-  std::string what = fmt::format("{}: {} ({}{}{})", context, message.empty() ? "no message" : message,
-                                 http_code, reason.empty() ? "" : " ", reason);
+  std::string what =
+      fmt::format("{}: {} ({}{}{})", context, message.empty() ? "no message" : message, http_code,
+                  reason.empty() ? "" : " ", reason);
   for (const auto& cause : causes) {
     if (!cause.field.empty()) what += fmt::format("; {}: {}", cause.field, cause.message);
   }

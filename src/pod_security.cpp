@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
-#include <span>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -657,8 +657,8 @@ Json PodSecurityViolation::ToJson() const {
 
 bool IsPodCarrier(const Json& object) {
   static const std::set<std::string, std::less<>> kKinds = {
-      "Pod",        "PodTemplate", "Deployment",            "StatefulSet", "DaemonSet",
-      "ReplicaSet", "Job",         "ReplicationController", "CronJob"};
+      "Pod", "PodTemplate",           "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet",
+      "Job", "ReplicationController", "CronJob"};
   if (!object.is_object()) return false;
   auto kind = object.find("kind");
   return kind != object.end() && kind->is_string() && kKinds.count(kind->get<std::string>()) > 0;

@@ -60,11 +60,24 @@ struct Suffix {
 std::optional<Suffix> InterpretSuffix(std::string_view s) {
   using F = Quantity::Format;
   static constexpr std::array<std::pair<std::string_view, int>, 10> kDecimal = {{
-      {"n", -9}, {"u", -6}, {"m", -3}, {"", 0}, {"k", 3},
-      {"M", 6}, {"G", 9}, {"T", 12}, {"P", 15}, {"E", 18},
+      {"n", -9},
+      {"u", -6},
+      {"m", -3},
+      {"", 0},
+      {"k", 3},
+      {"M", 6},
+      {"G", 9},
+      {"T", 12},
+      {"P", 15},
+      {"E", 18},
   }};
   static constexpr std::array<std::pair<std::string_view, int>, 6> kBinary = {{
-      {"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}, {"Pi", 50}, {"Ei", 60},
+      {"Ki", 10},
+      {"Mi", 20},
+      {"Gi", 30},
+      {"Ti", 40},
+      {"Pi", 50},
+      {"Ei", 60},
   }};
   for (const auto& [name, exp] : kDecimal) {
     if (s == name) return Suffix{Suffix::Base::kTen, exp, F::kDecimalSI};
@@ -355,8 +368,7 @@ Quantity& Quantity::operator+=(const Quantity& other) {
 
 Quantity& Quantity::operator-=(const Quantity& other) {
   Int128 difference = 0;
-  if (__builtin_sub_overflow(nanos_, other.nanos_, &difference) ||
-      Abs(difference) > kMaxAbsNanos) {
+  if (__builtin_sub_overflow(nanos_, other.nanos_, &difference) || Abs(difference) > kMaxAbsNanos) {
     ThrowRange(ToString() + " - " + other.ToString());
   }
   if (nanos_ == 0) format_ = other.format_;
@@ -431,9 +443,12 @@ std::string FormatBytes(const Quantity& bytes) {
 
 std::string FormatAmount(std::string_view resource, const Quantity& amount) {
   switch (MeasureOf(resource)) {
-    case Measure::kCpu: return FormatCores(amount);
-    case Measure::kBytes: return FormatBytes(amount);
-    case Measure::kCount: break;
+    case Measure::kCpu:
+      return FormatCores(amount);
+    case Measure::kBytes:
+      return FormatBytes(amount);
+    case Measure::kCount:
+      break;
   }
   if (amount.MilliValue() % 1000 != 0) return amount.ToString();
   return std::to_string(amount.Value());

@@ -365,16 +365,15 @@ void ValidatePodOptions(std::string_view prefix, const PodOptions& o) {
                           "must be Always, IfNotPresent, Never or empty (Kubernetes' default)");
   }
   for (std::size_t i = 0; i < o.image_pull_secrets.size(); ++i) {
-    RequireDns1123Subdomain(fmt::format("{}imagePullSecrets[{}]", at, i),
-                            o.image_pull_secrets[i]);
+    RequireDns1123Subdomain(fmt::format("{}imagePullSecrets[{}]", at, i), o.image_pull_secrets[i]);
   }
   if (!o.service_account.empty()) RequireDns1123Subdomain(at + "serviceAccount", o.service_account);
 
   const SecurityContext& c = o.security_context;
   const std::string sc = at + "securityContext";
-  for (const auto& [leaf, id] : {std::pair{"runAsUser", &c.run_as_user},
-                                 std::pair{"runAsGroup", &c.run_as_group},
-                                 std::pair{"fsGroup", &c.fs_group}}) {
+  for (const auto& [leaf, id] :
+       {std::pair{"runAsUser", &c.run_as_user}, std::pair{"runAsGroup", &c.run_as_group},
+        std::pair{"fsGroup", &c.fs_group}}) {
     if (*id && **id < 0) {
       throw ValidationError(Child(sc, leaf), std::to_string(**id), "must be a numeric id >= 0");
     }

@@ -24,9 +24,10 @@ namespace {
 // Strings that a YAML 1.1 reader would take for something else must be quoted.
 bool NeedsQuotes(const std::string& s) {
   if (s.empty()) return true;
-  static const char* kSpecial[] = {"true", "false", "yes", "no", "on", "off", "null", "~",
-                                   "True", "False", "Yes", "No", "On", "Off", "Null", "NULL",
-                                   "TRUE", "FALSE", "YES", "NO", "ON", "OFF", "y", "n", "Y", "N"};
+  static const char* kSpecial[] = {"true", "false", "yes",   "no",    "on",  "off", "null",
+                                   "~",    "True",  "False", "Yes",   "No",  "On",  "Off",
+                                   "Null", "NULL",  "TRUE",  "FALSE", "YES", "NO",  "ON",
+                                   "OFF",  "y",     "n",     "Y",     "N"};
   for (const char* k : kSpecial) {
     if (s == k) return true;
   }
@@ -234,8 +235,8 @@ class JsonBuilder : public YAML::EventHandler {
     Spend(cost);
     RequireUtf8(value);
     // Quoted in the source ("!") or tagged !!str: always a string.
-    nlohmann::json j = tag == "!" || tag == "tag:yaml.org,2002:str" ? nlohmann::json(value)
-                                                                      : PlainScalar(value);
+    nlohmann::json j =
+        tag == "!" || tag == "tag:yaml.org,2002:str" ? nlohmann::json(value) : PlainScalar(value);
     Add(std::move(j), value, anchor, cost);
   }
 
@@ -282,8 +283,8 @@ class JsonBuilder : public YAML::EventHandler {
   }
 
   // Places a finished value: into the open sequence or map, or as the root.
-  void Add(nlohmann::json value, const std::string& raw, YAML::anchor_t anchor,
-           std::size_t cost, bool scalar = true) {
+  void Add(nlohmann::json value, const std::string& raw, YAML::anchor_t anchor, std::size_t cost,
+           bool scalar = true) {
     if (anchor != YAML::NullAnchor) anchors_[anchor] = Anchored{value, raw, cost, scalar};
     if (stack_.empty()) {
       root_ = std::move(value);
@@ -342,8 +343,8 @@ nlohmann::json FromYaml(std::string_view text) {
   auto docs = FromYamlDocuments(text);
   if (docs.empty()) return nlohmann::json::object();
   if (docs.size() > 1) {
-    throw ValidationError("yaml", "", "expected one YAML document, found " +
-                                          std::to_string(docs.size()));
+    throw ValidationError("yaml", "",
+                          "expected one YAML document, found " + std::to_string(docs.size()));
   }
   return docs.front();
 }

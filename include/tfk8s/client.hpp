@@ -30,11 +30,11 @@ class HttpTransport;
 
 /// One kind of resource as the server serves it (from discovery or written by hand).
 struct ResourceType {
-  std::string group;      ///< "" for the core group.
-  std::string version;    ///< e.g. "v1".
-  std::string kind;       ///< e.g. "StatefulSet".
-  std::string plural;     ///< URL segment, e.g. "statefulsets".
-  bool namespaced = true; ///< Whether objects live in a namespace.
+  std::string group;       ///< "" for the core group.
+  std::string version;     ///< e.g. "v1".
+  std::string kind;        ///< e.g. "StatefulSet".
+  std::string plural;      ///< URL segment, e.g. "statefulsets".
+  bool namespaced = true;  ///< Whether objects live in a namespace.
 
   /// "apps/v1", or "v1" for the core group.
   [[nodiscard]] std::string ApiVersion() const;
@@ -58,26 +58,26 @@ struct ResourceType {
 
 /// Options of list calls.
 struct ListOptions {
-  std::string label_selector;        ///< e.g. "app=web,tier!=db".
-  std::string field_selector;        ///< e.g. "spec.nodeName=node-1".
-  std::int64_t limit = 0;            ///< Page size; 0 = server default (no paging).
-  std::string continue_token;        ///< From the previous page's metadata.continue.
-  std::string resource_version;      ///< "" (most recent, quorum read), "0" (any, cache) or a RV.
-  std::string resource_version_match;///< "NotOlderThan" or "Exact" (with resource_version).
-  std::optional<int> timeout_seconds;///< Server-side bound of the call.
+  std::string label_selector;          ///< e.g. "app=web,tier!=db".
+  std::string field_selector;          ///< e.g. "spec.nodeName=node-1".
+  std::int64_t limit = 0;              ///< Page size; 0 = server default (no paging).
+  std::string continue_token;          ///< From the previous page's metadata.continue.
+  std::string resource_version;        ///< "" (most recent, quorum read), "0" (any, cache) or a RV.
+  std::string resource_version_match;  ///< "NotOlderThan" or "Exact" (with resource_version).
+  std::optional<int> timeout_seconds;  ///< Server-side bound of the call.
 };
 
 /// Options shared by write calls.
 struct WriteOptions {
-  bool dry_run = false;              ///< Send dryRun=All: validated and admitted, not persisted.
-  std::string field_manager;         ///< Recorded in managedFields; "" = server default.
+  bool dry_run = false;       ///< Send dryRun=All: validated and admitted, not persisted.
+  std::string field_manager;  ///< Recorded in managedFields; "" = server default.
 };
 
 /// Options of server-side apply.
 struct ApplyOptions {
-  std::string field_manager = "tfk8s";///< The owner of the applied fields.
-  bool force = false;                 ///< Take over fields owned by other managers.
-  bool dry_run = false;               ///< dryRun=All.
+  std::string field_manager = "tfk8s";  ///< The owner of the applied fields.
+  bool force = false;                   ///< Take over fields owned by other managers.
+  bool dry_run = false;                 ///< dryRun=All.
 };
 
 /// How a patch body is interpreted.
@@ -85,10 +85,10 @@ enum class PatchType { kMerge, kStrategicMerge, kJson };
 
 /// Options of delete calls.
 struct DeleteOptions {
-  std::string propagation_policy;              ///< "Foreground", "Background", "Orphan" or "".
+  std::string propagation_policy;  ///< "Foreground", "Background", "Orphan" or "".
   std::optional<std::int64_t> grace_period_seconds;
-  std::string precondition_uid;                ///< Delete only this incarnation.
-  std::string precondition_resource_version;   ///< Delete only this version.
+  std::string precondition_uid;               ///< Delete only this incarnation.
+  std::string precondition_resource_version;  ///< Delete only this version.
   bool dry_run = false;
 };
 
@@ -99,8 +99,8 @@ struct LogOptions {
   std::optional<std::int64_t> tail_lines;  ///< Only the last N lines.
   std::optional<std::int64_t> since_seconds;
   std::optional<std::int64_t> limit_bytes;
-  bool timestamps = false;                 ///< Prefix each line with an RFC 3339 timestamp.
-  bool previous = false;                   ///< The previous (crashed) instance.
+  bool timestamps = false;  ///< Prefix each line with an RFC 3339 timestamp.
+  bool previous = false;    ///< The previous (crashed) instance.
 };
 
 /// Options of Client::Exec.
@@ -160,15 +160,15 @@ struct WatchEvent {
 struct WatchOptions {
   std::string label_selector;
   std::string field_selector;
-  std::string resource_version;      ///< Start after this version ("" = list first / now).
-  bool allow_bookmarks = true;       ///< Ask for BOOKMARK events (kept internally for resume).
-  std::optional<int> timeout_seconds;///< Server-side duration of one watch request.
+  std::string resource_version;        ///< Start after this version ("" = list first / now).
+  bool allow_bookmarks = true;         ///< Ask for BOOKMARK events (kept internally for resume).
+  std::optional<int> timeout_seconds;  ///< Server-side duration of one watch request.
 };
 
 /// One result of ApplyAll().
 struct ApplyResult {
-  Json object;                 ///< What the server returned (empty on error).
-  std::exception_ptr error;    ///< Set when this object failed.
+  Json object;               ///< What the server returned (empty on error).
+  std::exception_ptr error;  ///< Set when this object failed.
   [[nodiscard]] bool ok() const { return !error; }
   /// The error's message, or "".
   [[nodiscard]] std::string error_message() const;
@@ -251,8 +251,8 @@ class Client {
   Json Delete(const ResourceType& type, std::string_view ns, std::string_view name,
               const DeleteOptions& options = {});
   /// DELETE every object matching the selectors in a namespace (deletecollection).
-  Json DeleteCollection(const ResourceType& type, std::string_view ns,
-                        const ListOptions& selectors, const DeleteOptions& options = {});
+  Json DeleteCollection(const ResourceType& type, std::string_view ns, const ListOptions& selectors,
+                        const DeleteOptions& options = {});
   /// Server-side apply of one complete object (apiVersion, kind, metadata.name required).
   Json Apply(const Json& object, const ApplyOptions& options = {});
   /// Server-side apply of many objects at once, concurrently (bounded by `max_in_flight` and the

@@ -146,10 +146,10 @@ struct DevInstanceSpec {
   /// container's environment (and turns `$$` into `$`). Off by default: the command reaches
   /// the process exactly as written.
   bool expand_variable_references = false;
-  Resources resources;  ///< cpu and memory (required, positive) and GPUs.
-  std::string notebook_tag;                            ///< NOTEBOOK_TAG; empty = the instance name.
-  std::string hadoop_user;                             ///< HADOOP_USER; empty = the owner.
-  std::vector<EnvVar> env;                             ///< Extra environment (no secrets).
+  Resources resources;       ///< cpu and memory (required, positive) and GPUs.
+  std::string notebook_tag;  ///< NOTEBOOK_TAG; empty = the instance name.
+  std::string hadoop_user;   ///< HADOOP_USER; empty = the owner.
+  std::vector<EnvVar> env;   ///< Extra environment (no secrets).
   std::map<std::string, std::string> pod_annotations;  ///< Added to the pod.
   DevTools tools;                                      ///< Which tools run, on which ports.
   DevHomeVolume home;                                  ///< The owner's default volume at /root.
@@ -174,9 +174,9 @@ struct DevInstanceSpec {
   /// refuse it elsewhere with a ValidationError on "launchWorkloads", before anything is sent,
   /// because an account that may create pods can mount every Secret and volume of its namespace.
   bool launch_workloads = false;
-  Placement placement;           ///< Node labels the pod requires.
-  DevSecurity security;          ///< SSH login modes.
-  DevExposeSpec expose;          ///< Exposure outside the cluster.
+  Placement placement;   ///< Node labels the pod requires.
+  DevSecurity security;  ///< SSH login modes.
+  DevExposeSpec expose;  ///< Exposure outside the cluster.
   /// Its own idle policy; empty: the culler's default (DevCullOptions::idle_after) applies.
   std::optional<DevIdlePolicy> idle;
 
@@ -197,14 +197,14 @@ std::string HomeClaimName(const std::string& owner);
 
 /// The credential material of one start. Printing it shows REDACTED for every field.
 struct DevCredentials {
-  std::string password;      ///< Plaintext (192 bits, base64url).
+  std::string password;  ///< Plaintext (192 bits, base64url).
   /// `argon2:$argon2id$v=19$m=10240,t=10,p=8$<salt>$<hash>` for Jupyter (jupyter_server's
   /// format); the part after `argon2:` is code-server's hashed password.
   std::string jupyter_hash;
   /// `sha512:<salt>:<hex>`, for a Jupyter that cannot verify argon2 (no argon2-cffi in the
   /// image). Empty in Secrets written before tfk8s used argon2 (their jupyter_hash is this form).
   std::string jupyter_fallback_hash;
-  std::string ssh_hash;      ///< `$6$<salt>$<hash>` for chpasswd -e.
+  std::string ssh_hash;  ///< `$6$<salt>$<hash>` for chpasswd -e.
   /// Fresh credentials from the CSPRNG (new password, new salts).
   static DevCredentials Generate();
   /// "DevCredentials{password=REDACTED, …}".
@@ -275,15 +275,15 @@ struct DevStartResult {
 
 /// Status of an instance.
 struct DevInstanceStatus {
-  DevPhase phase = DevPhase::kUnknown;   ///< Stopped, Pending, Running, Failed or Unknown.
-  std::string pod;                       ///< `<name>-0` when it exists.
-  std::string node;                      ///< Where it runs.
-  int restarts = 0;                      ///< Container restarts.
+  DevPhase phase = DevPhase::kUnknown;  ///< Stopped, Pending, Running, Failed or Unknown.
+  std::string pod;                      ///< `<name>-0` when it exists.
+  std::string node;                     ///< Where it runs.
+  int restarts = 0;                     ///< Container restarts.
   /// Tools whose port accepts connections: the pod is Ready, and its readiness probe checks
   /// every enabled tool's port (custom ports are the user's own and never listed).
   std::vector<std::string> ready_tools;
-  std::string reason;                    ///< Why it is not running (Unschedulable: …, …).
-  std::string message;                   ///< One-line summary.
+  std::string reason;   ///< Why it is not running (Unschedulable: …, …).
+  std::string message;  ///< One-line summary.
   /// A short text table.
   [[nodiscard]] std::string Table() const;
   /// The fields and the text table ("table") as JSON with snake_case keys (what the Python

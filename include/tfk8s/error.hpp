@@ -17,26 +17,26 @@ namespace tfk8s {
 /// What went wrong, as one enumerator per exception class (handy for switch statements and for
 /// the Python bindings, which map each kind to one exception class).
 enum class ErrorKind {
-  kValidation,      ///< Client-side check failed before anything was sent.
-  kConfig,          ///< Configuration could not be loaded or is inconsistent.
-  kTransport,       ///< Connection, DNS, proxy or protocol failure (no HTTP status).
-  kTls,             ///< TLS handshake or certificate verification failed.
-  kCancelled,       ///< The operation was cancelled by the caller.
-  kBadRequest,      ///< HTTP 400.
-  kUnauthorized,    ///< HTTP 401.
-  kForbidden,       ///< HTTP 403 other than quota.
-  kQuotaExceeded,   ///< HTTP 403 "exceeded quota".
-  kNotFound,        ///< HTTP 404.
-  kMethodNotAllowed,///< HTTP 405.
-  kAlreadyExists,   ///< HTTP 409, reason AlreadyExists.
-  kConflict,        ///< HTTP 409, reason Conflict (stale resourceVersion and the like).
-  kGone,            ///< HTTP 410 (resourceVersion too old: relist).
-  kInvalid,         ///< HTTP 422.
-  kTooManyRequests, ///< HTTP 429.
-  kTimeout,         ///< HTTP 504, reason Timeout, or a client-side deadline.
-  kServerError,     ///< Any other 5xx.
-  kWorkloadFailed,  ///< A workload failed or cannot start (TFCluster::Wait and the like).
-  kUnknown,         ///< Any other status.
+  kValidation,        ///< Client-side check failed before anything was sent.
+  kConfig,            ///< Configuration could not be loaded or is inconsistent.
+  kTransport,         ///< Connection, DNS, proxy or protocol failure (no HTTP status).
+  kTls,               ///< TLS handshake or certificate verification failed.
+  kCancelled,         ///< The operation was cancelled by the caller.
+  kBadRequest,        ///< HTTP 400.
+  kUnauthorized,      ///< HTTP 401.
+  kForbidden,         ///< HTTP 403 other than quota.
+  kQuotaExceeded,     ///< HTTP 403 "exceeded quota".
+  kNotFound,          ///< HTTP 404.
+  kMethodNotAllowed,  ///< HTTP 405.
+  kAlreadyExists,     ///< HTTP 409, reason AlreadyExists.
+  kConflict,          ///< HTTP 409, reason Conflict (stale resourceVersion and the like).
+  kGone,              ///< HTTP 410 (resourceVersion too old: relist).
+  kInvalid,           ///< HTTP 422.
+  kTooManyRequests,   ///< HTTP 429.
+  kTimeout,           ///< HTTP 504, reason Timeout, or a client-side deadline.
+  kServerError,       ///< Any other 5xx.
+  kWorkloadFailed,    ///< A workload failed or cannot start (TFCluster::Wait and the like).
+  kUnknown,           ///< Any other status.
 };
 
 /// Stable name of a kind, e.g. "NotFound".
@@ -187,11 +187,11 @@ class ApiError : public Error {
   using Error::Error;
 };
 
-#define TFK8S_DECLARE_API_ERROR(Name)  \
-  /** API error: see ErrorKind. */     \
-  class Name : public ApiError {       \
-   public:                             \
-    using ApiError::ApiError;          \
+#define TFK8S_DECLARE_API_ERROR(Name) \
+  /** API error: see ErrorKind. */    \
+  class Name : public ApiError {      \
+   public:                            \
+    using ApiError::ApiError;         \
   };
 TFK8S_DECLARE_API_ERROR(BadRequest)
 TFK8S_DECLARE_API_ERROR(Unauthorized)

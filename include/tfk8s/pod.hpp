@@ -62,14 +62,14 @@ struct VolumeMount {
 /// group, non-root, fsGroup and seccomp are rendered on the pod; privilege escalation,
 /// capabilities and the read-only root file system on each container.
 struct SecurityContext {
-  std::optional<std::int64_t> run_as_user;      ///< Numeric user of the processes.
-  std::optional<std::int64_t> run_as_group;     ///< Numeric primary group.
-  std::optional<bool> run_as_non_root;          ///< The kubelet refuses to start root processes.
-  std::optional<std::int64_t> fs_group;         ///< Group owning mounted volumes.
+  std::optional<std::int64_t> run_as_user;         ///< Numeric user of the processes.
+  std::optional<std::int64_t> run_as_group;        ///< Numeric primary group.
+  std::optional<bool> run_as_non_root;             ///< The kubelet refuses to start root processes.
+  std::optional<std::int64_t> fs_group;            ///< Group owning mounted volumes.
   std::optional<bool> allow_privilege_escalation;  ///< setuid binaries may gain privileges.
   std::optional<bool> read_only_root_filesystem;   ///< The image's file system is read-only.
-  std::vector<std::string> drop_capabilities;   ///< e.g. {"ALL"}.
-  std::vector<std::string> add_capabilities;    ///< e.g. {"NET_BIND_SERVICE"}.
+  std::vector<std::string> drop_capabilities;      ///< e.g. {"ALL"}.
+  std::vector<std::string> add_capabilities;       ///< e.g. {"NET_BIND_SERVICE"}.
   /// "" (unset), "RuntimeDefault" or "Unconfined".
   std::string seccomp_profile;
   bool operator==(const SecurityContext&) const = default;

@@ -33,11 +33,11 @@ struct RetryPolicy {
 
   /// What happened on one attempt (input of Decide()).
   struct Attempt {
-    int number = 1;                        ///< 1 for the first attempt.
-    bool idempotent = false;               ///< GET/HEAD/list/watch/log.
-    int http_code = 0;                     ///< 0 when no response was received.
-    bool request_may_have_been_sent = true;///< For transport errors (false: refused, DNS).
-    std::optional<int> retry_after_seconds;///< Server's Retry-After.
+    int number = 1;                          ///< 1 for the first attempt.
+    bool idempotent = false;                 ///< GET/HEAD/list/watch/log.
+    int http_code = 0;                       ///< 0 when no response was received.
+    bool request_may_have_been_sent = true;  ///< For transport errors (false: refused, DNS).
+    std::optional<int> retry_after_seconds;  ///< Server's Retry-After.
     /// Time left before the call's deadline; nullopt when the call has none.
     std::optional<std::chrono::milliseconds> time_left;
   };

@@ -45,13 +45,13 @@ ConcurrencyPolicy ParseConcurrencyPolicy(std::string_view text);
 /// `cd <workDir> && <execCommand> /root/<entryPath> <runArgs>`; CommandLine() prints that form,
 /// correctly quoted, for people and logs.
 struct ScheduledJobSpec {
-  std::string name;                             ///< DNS label of at most 52 characters.
-  std::string namespace_name = "default";       ///< The team's namespace (queue).
+  std::string name;                        ///< DNS label of at most 52 characters.
+  std::string namespace_name = "default";  ///< The team's namespace (queue).
   /// The user the task belongs to (a DNS-1123 label; "" for none): the label `tfk8s.io/owner`
   /// on the CronJob, its Jobs and pods, so ListRefs(client, "", owner) finds a user's tasks.
   std::string owner;
-  std::map<std::string, std::string> labels;    ///< Added to the CronJob, its Jobs and pods.
-  std::string image;                            ///< Container image (required).
+  std::map<std::string, std::string> labels;  ///< Added to the CronJob, its Jobs and pods.
+  std::string image;                          ///< Container image (required).
   /// Pull policy and secrets, service account, security context (tfk8s/pod.hpp).
   PodOptions pod;
   /// The Pod Security Standards level of the runs' pods (JSON `podSecurity`), as for
@@ -59,10 +59,10 @@ struct ScheduledJobSpec {
   /// RestrictedSecurityContext(); rendering refuses pods that break the level.
   PodSecurityLevel pod_security = PodSecurityLevel::kRestricted;
 
-  std::string home_claim;           ///< The user's PVC mounted at home_path ("" = none).
-  std::string home_path = "/root";  ///< Where home_claim is mounted; entry_path is under it.
-  bool home_read_only = false;      ///< Mount the home claim read-only.
-  std::vector<VolumeMount> volumes; ///< More claims (any claim, any path).
+  std::string home_claim;            ///< The user's PVC mounted at home_path ("" = none).
+  std::string home_path = "/root";   ///< Where home_claim is mounted; entry_path is under it.
+  bool home_read_only = false;       ///< Mount the home claim read-only.
+  std::vector<VolumeMount> volumes;  ///< More claims (any claim, any path).
 
   std::string working_dir;             ///< Relative to home_path, or absolute; "" = home_path.
   std::string exec_command;            ///< Interpreter or executable, e.g. "python3" ("" = run
@@ -74,9 +74,9 @@ struct ScheduledJobSpec {
   /// the container's environment (and turns `$$` into `$`). Off by default: every word reaches
   /// execve() exactly as written.
   bool expand_variable_references = false;
-  std::vector<EnvVar> env;             ///< Environment variables.
-  Resources resources;                 ///< cpu, memory, nvidia.com/gpu.
-  Placement placement;                 ///< Node labels (gputype needs resources.gpus > 0).
+  std::vector<EnvVar> env;  ///< Environment variables.
+  Resources resources;      ///< cpu, memory, nvidia.com/gpu.
+  Placement placement;      ///< Node labels (gputype needs resources.gpus > 0).
   std::map<std::string, std::string> pod_annotations;  ///< Added to every run's pod.
 
   int backoff_limit = 0;  ///< Retries after a failed attempt (the seed's 0: fail at once).
@@ -337,9 +337,9 @@ class ScheduledJob {
                   const std::function<bool()>& cancelled = {});
   /// A run's logs as a pull stream of lines whose source is the attempt ("attempt-2"): with
   /// `follow`, FollowLogs() (until the run finished); without, what Logs() returns, in order.
-  [[nodiscard]] WorkloadLogStream StreamLogs(const std::string& job_name, bool follow = true,
-                                             std::chrono::milliseconds pending_wait =
-                                                 std::chrono::minutes(2));
+  [[nodiscard]] WorkloadLogStream StreamLogs(
+      const std::string& job_name, bool follow = true,
+      std::chrono::milliseconds pending_wait = std::chrono::minutes(2));
   /// What Apply() (a schedule: the CronJob) or RunNow() (an on-demand task: its Job) sends,
   /// in the API versions the client's server serves: CronJob batch/v1, or batch/v1beta1 where
   /// the server has no batch/v1 CronJob (Kubernetes < 1.21). Sends at most discovery requests

@@ -22,7 +22,8 @@ namespace tfk8s {
 
 /// How the TensorFlow program distributes work (decides which roles are allowed).
 enum class TFStrategy {
-  kParameterServer,      ///< ps + workers, optional chief (tf.distribute.experimental.ParameterServerStrategy).
+  kParameterServer,      ///< ps + workers, optional chief
+                         ///< (tf.distribute.experimental.ParameterServerStrategy).
   kMultiWorkerMirrored,  ///< workers, optional chief, no ps (MultiWorkerMirroredStrategy).
 };
 
@@ -48,30 +49,30 @@ std::string ToString(TFTopology t);
 
 /// One TensorFlow role (ps, worker, chief or evaluator).
 struct TFRoleSpec {
-  int replicas = 0;                   ///< 0 disables the role (chief and evaluator: 0 or 1).
-  std::string image;                  ///< Empty: the cluster's gpu_image when gpus > 0, else cpu_image.
+  int replicas = 0;   ///< 0 disables the role (chief and evaluator: 0 or 1).
+  std::string image;  ///< Empty: the cluster's gpu_image when gpus > 0, else cpu_image.
   /// The program (empty: the launcher's default for the role — see TFLauncherSpec — or, with
   /// the launcher off, the image's entrypoint).
   std::vector<std::string> command;
-  std::vector<std::string> args;      ///< Its arguments.
-  std::string script;                 ///< Alternative to command: run with `/bin/sh -c`.
-  std::vector<EnvVar> env;            ///< Extra environment (after the TF variables).
+  std::vector<std::string> args;  ///< Its arguments.
+  std::string script;             ///< Alternative to command: run with `/bin/sh -c`.
+  std::vector<EnvVar> env;        ///< Extra environment (after the TF variables).
   std::map<std::string, std::string> pod_annotations;  ///< Added to the replicas' pods.
   Resources resources;
-  int port = 2222;                    ///< gRPC port.
+  int port = 2222;                           ///< gRPC port.
   std::string restart_policy = "OnFailure";  ///< OnFailure or Never (per-replica topology).
-  int backoff_limit = 3;              ///< Retries of a replica's Job (per-replica topology).
-  std::string cputype;                ///< placement.cputype for this role ("" = the cluster's).
-  std::string gputype;                ///< placement.gputype for this role ("" = the cluster's).
+  int backoff_limit = 3;                     ///< Retries of a replica's Job (per-replica topology).
+  std::string cputype;  ///< placement.cputype for this role ("" = the cluster's).
+  std::string gputype;  ///< placement.gputype for this role ("" = the cluster's).
 };
 
 /// Shared storage mounted in every pod.
 struct TFStorageSpec {
-  std::string existing_claim;         ///< Mount this PVC; empty: create `<cluster>-data`.
-  std::string size = "10Gi";          ///< For a created PVC.
-  std::string storage_class;          ///< For a created PVC; empty = cluster default.
+  std::string existing_claim;  ///< Mount this PVC; empty: create `<cluster>-data`.
+  std::string size = "10Gi";   ///< For a created PVC.
+  std::string storage_class;   ///< For a created PVC; empty = cluster default.
   std::vector<std::string> access_modes{"ReadWriteMany"};  ///< For a created PVC.
-  std::string mount_path = "/data";   ///< Where every pod sees it.
+  std::string mount_path = "/data";                        ///< Where every pod sees it.
 };
 
 /// The seed's client: a Job running Jupyter and sshd with two Services. Without a command it
@@ -81,7 +82,7 @@ struct TFStorageSpec {
 /// the password and the addresses). The image needs Jupyter and sshd (e.g. tfk8s.local/dev:1);
 /// without Jupyter the session stops at once with the reason, which Wait reports.
 struct TFSessionSpec {
-  std::string image;                  ///< Empty: the cluster's cpu_image.
+  std::string image;  ///< Empty: the cluster's cpu_image.
   /// Empty: tfk8s's start script (above). Given: run as written (for images with their own
   /// start script, as in the seed), with the password in the root-only file named by
   /// TFK8S_PASSWORD_FILE (from the credentials Secret).
@@ -98,11 +99,11 @@ struct TFSessionSpec {
 
 /// TensorBoard: a Deployment (or ReplicaSet, as in the seed) plus a Service.
 struct TFTensorBoardSpec {
-  std::string image;                  ///< Empty: the cluster's cpu_image.
-  std::string log_dir = "logs";       ///< Relative to the storage mount path (or absolute).
+  std::string image;             ///< Empty: the cluster's cpu_image.
+  std::string log_dir = "logs";  ///< Relative to the storage mount path (or absolute).
   int port = 6006;
   std::string service_type = "ClusterIP";
-  bool use_replicaset = false;        ///< Render a ReplicaSet like the seed instead of a Deployment.
+  bool use_replicaset = false;  ///< Render a ReplicaSet like the seed instead of a Deployment.
   Resources resources;
 };
 
@@ -162,7 +163,7 @@ struct TFClusterSpec {
   /// `tfk8s.io/owner` on every object, so ListRefs(client, "", owner) finds a user's clusters
   /// in every namespace.
   std::string owner;
-  std::map<std::string, std::string> labels;   ///< Added to every object.
+  std::map<std::string, std::string> labels;  ///< Added to every object.
   TFStrategy strategy = TFStrategy::kParameterServer;
   TFTopology topology = TFTopology::kPerReplica;
   std::string cpu_image = "tensorflow/tensorflow:2.4.0";
@@ -231,11 +232,11 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
 struct TFReplicaStatus {
   std::string role;
   int index = 0;
-  std::string pod;        ///< Empty while no pod exists.
-  std::string phase;      ///< Pending, Running, Succeeded, Failed, or "Missing".
+  std::string pod;    ///< Empty while no pod exists.
+  std::string phase;  ///< Pending, Running, Succeeded, Failed, or "Missing".
   std::string node;
   int restarts = 0;
-  std::string reason;     ///< Why it is not running (Unschedulable: …, ImagePullBackOff, …).
+  std::string reason;  ///< Why it is not running (Unschedulable: …, ImagePullBackOff, …).
 };
 
 /// The cluster's condition.
@@ -245,8 +246,8 @@ std::string ToString(TFClusterPhase phase);
 
 /// Status of the whole cluster.
 struct TFClusterStatus {
-  std::string name;                       ///< The cluster's name.
-  std::string namespace_name;             ///< Its namespace.
+  std::string name;            ///< The cluster's name.
+  std::string namespace_name;  ///< Its namespace.
   TFClusterPhase phase = TFClusterPhase::kUnknown;
   std::string message;                    ///< Why (first failing replica, or progress).
   std::vector<TFReplicaStatus> replicas;  ///< ps, worker, chief, evaluator, then session.
@@ -265,24 +266,24 @@ struct TFClusterStatus {
 
 /// Options of TFCluster::Apply.
 struct TFApplyOptions {
-  bool dry_run = false;        ///< Server-side dry run of every object; nothing is stored.
-  bool preflight = true;       ///< Check quota and node placement before creating anything.
-  bool prune = true;           ///< Delete objects of the cluster no longer rendered (scale down).
+  bool dry_run = false;   ///< Server-side dry run of every object; nothing is stored.
+  bool preflight = true;  ///< Check quota and node placement before creating anything.
+  bool prune = true;      ///< Delete objects of the cluster no longer rendered (scale down).
   /// The pre-flight against the namespace's Pod Security labels (refuse, or warn).
   PodSecurityPreflight pod_security;
 };
 
 /// Options of TFCluster::Delete.
 struct TFDeleteOptions {
-  bool foreground = false;     ///< Foreground cascading (the root goes last) instead of background.
-  bool keep_storage = false;   ///< Keep the created PVC (it is released from the cluster first).
+  bool foreground = false;    ///< Foreground cascading (the root goes last) instead of background.
+  bool keep_storage = false;  ///< Keep the created PVC (it is released from the cluster first).
   std::optional<std::chrono::milliseconds> wait;  ///< Wait until every object is gone.
 };
 
 /// Options of TFCluster::Logs.
 struct TFLogOptions {
-  std::string role;            ///< Empty: every replica; else one role.
-  int index = -1;              ///< With role: one replica.
+  std::string role;  ///< Empty: every replica; else one role.
+  int index = -1;    ///< With role: one replica.
   bool follow = false;
   std::optional<std::int64_t> tail_lines;
   std::optional<std::int64_t> since_seconds;

@@ -1,9 +1,9 @@
 #pragma once
 /// @file
 /// What every workload's lifecycle shares: the labels tfk8s puts on what it manages, a
-/// pre-flight's verdict (FitResult: quota and placement), the options of a wait (driven by watches, no
-/// polling; reports progress; can be cancelled from another thread), a log pull stream, and
-/// the reference a listing across namespaces returns.
+/// pre-flight's verdict (FitResult: quota and placement), the options of a wait (driven by watches,
+/// no polling; reports progress; can be cancelled from another thread), a log pull stream, and the
+/// reference a listing across namespaces returns.
 
 #include <chrono>
 #include <cstddef>

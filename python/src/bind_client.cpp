@@ -196,8 +196,7 @@ void BindClient(py::module_& m) {
           "GET one object by apiVersion and kind.")
       .def(
           "list",
-          [](Client& c, const ResourceType& type, std::string_view ns,
-             const ListOptions& options) {
+          [](Client& c, const ResourceType& type, std::string_view ns, const ListOptions& options) {
             std::string text;
             {
               py::gil_scoped_release release;

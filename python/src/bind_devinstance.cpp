@@ -120,7 +120,8 @@ void BindDevInstance(py::module_& m) {
           "message}.")
       .def(
           "create",
-          [](DevInstance& d, bool start, bool preflight, const std::string& pod_security_admission) {
+          [](DevInstance& d, bool start, bool preflight,
+             const std::string& pod_security_admission) {
             PodSecurityWarnings warnings(pod_security_admission);
             DevCreateOptions options;
             options.start = start;
@@ -162,15 +163,13 @@ void BindDevInstance(py::module_& m) {
           py::arg("delete_home_volume") = false, py::arg("wait") = py::none(),
           "Deletes the instance; `wait` seconds for it to be gone.")
       .def(
-          "status",
-          [](DevInstance& d) { return CallNoGil([&] { return d.Status(); }).ToJson(); },
+          "status", [](DevInstance& d) { return CallNoGil([&] { return d.Status(); }).ToJson(); },
           "{phase, pod, node, restarts, ready_tools, reason, message, table}.")
       .def("wait", &Wait, py::arg("timeout") = py::none(), py::arg("on_progress") = py::none(),
            "Waits on a worker thread until the tools are ready; Ctrl-C cancels it. Raises "
            "WorkloadFailed (with .status) when the pod cannot start, Timeout when time is up.")
       .def(
-          "access",
-          [](DevInstance& d) { return CallNoGil([&] { return d.Access(); }).ToJson(); },
+          "access", [](DevInstance& d) { return CallNoGil([&] { return d.Access(); }).ToJson(); },
           "{user, endpoints, table}: where each tool is reached (no password).")
       .def(
           "logs",

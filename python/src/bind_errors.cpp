@@ -214,8 +214,8 @@ void BindErrors(py::module_& m) {
   for (const auto& a : api_classes)
     at(a.kind) = NewClass(m, a.name, a.doc, one(c.api), a.kind, py::dict());
   // Classes with one attribute of their own (its default on the class).
-  auto with_attribute = [&](ErrorKind kind, const char* name, const char* doc,
-                            PyObject* parent, const char* attribute, py::object value) {
+  auto with_attribute = [&](ErrorKind kind, const char* name, const char* doc, PyObject* parent,
+                            const char* attribute, py::object value) {
     py::dict attrs;
     attrs[attribute] = std::move(value);
     at(kind) = NewClass(m, name, doc, one(parent), kind, attrs);

@@ -94,8 +94,8 @@ void BindQuota(py::module_& m) {
   m.def("update_node_labels", &UpdateNodeLabels, py::arg("client"), py::arg("node"), py::arg("set"),
         py::arg("remove"), NoGil(), "Sets and removes node labels in one patch; returns the node.");
   m.def(
-      "inventory", [](Client& client) { return GetInventory(client).ToJson(); },
-      py::arg("client"), NoGil(),
+      "inventory", [](Client& client) { return GetInventory(client).ToJson(); }, py::arg("client"),
+      NoGil(),
       "Nodes with allocatable, requested and free resources, grouped by gputype, cputype, pool.");
   m.def(
       "where_fits",
@@ -107,6 +107,5 @@ void BindQuota(py::module_& m) {
       py::arg("client"), py::arg("requests"), py::arg("node_selector") = StringMap{}, NoGil(),
       "Names of the nodes where one pod with these requests fits right now.");
 }
-
 
 }  // namespace tfk8s::python

@@ -301,11 +301,10 @@ void BindScheduledJob(py::module_& m) {
             if (wait) options.wait = Ms(static_cast<std::int64_t>(std::max(0.0, *wait) * 1000));
             CallNoGil([&] { t.Delete(options); });
           },
-          py::arg("foreground") = false, py::arg("keep_runs") = false,
-          py::arg("wait") = py::none(), "Deletes the CronJob and its runs.")
+          py::arg("foreground") = false, py::arg("keep_runs") = false, py::arg("wait") = py::none(),
+          "Deletes the CronJob and its runs.")
       .def(
-          "status",
-          [](ScheduledJob& t) { return CallNoGil([&] { return t.Status(); }).ToJson(); },
+          "status", [](ScheduledJob& t) { return CallNoGil([&] { return t.Status(); }).ToJson(); },
           "The schedule's state; times are seconds since the epoch.")
       .def(
           "history",
@@ -345,10 +344,10 @@ void BindScheduledJob(py::module_& m) {
       .def(
           "stream_logs",
           [](ScheduledJob& t, const std::string& run, bool follow, double pending_wait) {
-            return WrapWorkloadLogs(t.StreamLogs(
-                run, follow,
-                std::chrono::milliseconds(
-                    static_cast<std::int64_t>(std::max(0.0, pending_wait) * 1000.0))));
+            return WrapWorkloadLogs(
+                t.StreamLogs(run, follow,
+                             std::chrono::milliseconds(
+                                 static_cast<std::int64_t>(std::max(0.0, pending_wait) * 1000.0))));
           },
           py::arg("run"), py::arg("follow") = true, py::arg("pending_wait") = 120.0,
           "A run's logs as a WorkloadLogs iterator of (attempt, line); with `follow`, until the "

@@ -61,7 +61,6 @@ py::object Wait(TFCluster& cluster, const std::string& until, std::optional<doub
       ToJsonOf<TFClusterStatus>, on_progress, RaiseStored);
 }
 
-
 }  // namespace
 
 void BindTFCluster(py::module_& m) {

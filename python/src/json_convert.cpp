@@ -291,9 +291,8 @@ py::object JsonTextToPython(std::string text, const std::string& context) {
     return py::module_::import("json").attr("loads")(unicode);
   } catch (py::error_already_set& e) {
     if (!e.matches(PyExc_ValueError)) throw;
-    throw TransportError(context + ": the server's answer is not JSON (" + std::to_string(size) +
-                             " bytes)",
-                         true);
+    throw TransportError(
+        context + ": the server's answer is not JSON (" + std::to_string(size) + " bytes)", true);
   }
 }
 

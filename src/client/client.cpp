@@ -72,12 +72,18 @@ std::string ResourceType::ObjectPath(std::string_view ns, std::string_view name,
 
 std::string_view ToString(WatchEventType type) {
   switch (type) {
-    case WatchEventType::kAdded: return "ADDED";
-    case WatchEventType::kModified: return "MODIFIED";
-    case WatchEventType::kDeleted: return "DELETED";
-    case WatchEventType::kBookmark: return "BOOKMARK";
-    case WatchEventType::kError: return "ERROR";
-    case WatchEventType::kUnknown: break;
+    case WatchEventType::kAdded:
+      return "ADDED";
+    case WatchEventType::kModified:
+      return "MODIFIED";
+    case WatchEventType::kDeleted:
+      return "DELETED";
+    case WatchEventType::kBookmark:
+      return "BOOKMARK";
+    case WatchEventType::kError:
+      return "ERROR";
+    case WatchEventType::kUnknown:
+      break;
   }
   return "UNKNOWN";
 }
@@ -104,8 +110,7 @@ std::string ApplyResult::error_message() const {
 
 // ---- construction ---------------------------------------------------------------------------
 
-Client::Client(ClientConfig config)
-    : Client(std::move(config), internal::MakeCurlTransport()) {}
+Client::Client(ClientConfig config) : Client(std::move(config), internal::MakeCurlTransport()) {}
 
 Client::Client(ClientConfig config, std::shared_ptr<internal::HttpTransport> transport)
     : conn_(std::make_shared<Connection>(std::move(config), std::move(transport))) {}
@@ -360,9 +365,8 @@ ResourceType Client::ResolvePreferred(std::string_view group, std::string_view k
     std::lock_guard lock(conn_->discovery_mu);
     LoadGroups(*conn_);
     auto it = conn_->versions_by_group.find(std::string(group));
-    std::vector<std::string> served = it == conn_->versions_by_group.end()
-                                          ? std::vector<std::string>{}
-                                          : it->second;
+    std::vector<std::string> served =
+        it == conn_->versions_by_group.end() ? std::vector<std::string>{} : it->second;
     for (const auto& v : versions) {
       if (std::find(served.begin(), served.end(), v) == served.end()) continue;
       for (const auto& r : ResourcesFor(*conn_, std::string(group), v)) {
@@ -443,8 +447,7 @@ Json Client::List(const ResourceType& type, std::string_view ns, const ListOptio
 
 std::string Client::ListText(const ResourceType& type, std::string_view ns,
                              const ListOptions& options) {
-  return std::move(
-      conn_->Execute(ListRequest(type, ns, options, config().request_timeout)).body);
+  return std::move(conn_->Execute(ListRequest(type, ns, options, config().request_timeout)).body);
 }
 
 void Client::ListPages(const ResourceType& type, std::string_view ns, ListOptions options,
@@ -534,11 +537,15 @@ Json Client::Patch(const ResourceType& type, std::string_view ns, std::string_vi
   RequestSpec spec = WriteRequest("PATCH", type.ObjectPath(n, name, subresource), options);
   spec.body = patch.dump();
   switch (patch_type) {
-    case PatchType::kMerge: spec.content_type = "application/merge-patch+json"; break;
+    case PatchType::kMerge:
+      spec.content_type = "application/merge-patch+json";
+      break;
     case PatchType::kStrategicMerge:
       spec.content_type = "application/strategic-merge-patch+json";
       break;
-    case PatchType::kJson: spec.content_type = "application/json-patch+json"; break;
+    case PatchType::kJson:
+      spec.content_type = "application/json-patch+json";
+      break;
   }
   spec.context = Describe("patch", type, n, name);
   return ParseBody(conn_->Execute(spec), spec.context);

@@ -53,12 +53,12 @@ std::string UrlEncode(std::string_view text);
 /// A request to send through Connection::Execute.
 struct RequestSpec {
   std::string method = "GET";
-  std::string path;                 ///< Path and query, e.g. "/api/v1/pods?limit=5".
+  std::string path;  ///< Path and query, e.g. "/api/v1/pods?limit=5".
   std::string body;
-  std::string content_type;         ///< For bodies.
+  std::string content_type;  ///< For bodies.
   std::string accept = "application/json";
-  bool idempotent = false;          ///< Reads: may be retried after 5xx / connection failures.
-  std::string context;              ///< For error messages, e.g. "get pods default/web-0".
+  bool idempotent = false;  ///< Reads: may be retried after 5xx / connection failures.
+  std::string context;      ///< For error messages, e.g. "get pods default/web-0".
   std::chrono::milliseconds timeout{-1};  ///< -1: the config's request_timeout; 0: none.
 };
 

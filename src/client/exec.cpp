@@ -67,8 +67,8 @@ int ExitCodeFromStatus(std::string_view status_json, std::string_view context) {
 int PortPrefix(std::string_view message, unsigned char channel, std::string_view context) {
   if (message.size() != 3 || static_cast<unsigned char>(message[0]) != channel) {
     throw TransportError(
-        fmt::format("{}: expected the port on stream {} first, got {} bytes on stream {}",
-                    context, channel, message.size(),
+        fmt::format("{}: expected the port on stream {} first, got {} bytes on stream {}", context,
+                    channel, message.size(),
                     message.empty() ? -1 : static_cast<unsigned char>(message[0])),
         true);
   }
@@ -104,17 +104,18 @@ ExecResult RunExec(WebSocket& ws, const ExecOptions& options, std::string_view c
   while (true) {
     auto wait = std::chrono::milliseconds(60'000);
     if (deadline) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline -
-                                                                        SteadyClock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now());
       if (left.count() <= 0) timed_out();
       wait = std::min(wait, left);
     }
     if (options.cancelled) {
       if (options.cancelled()) {
         ws.Close();
-        throw CancelledError(fmt::format("{}: cancelled (the command may still run in the "
-                                         "container)",
-                                         context));
+        throw CancelledError(
+            fmt::format("{}: cancelled (the command may still run in the "
+                        "container)",
+                        context));
       }
       wait = std::min(wait, std::chrono::milliseconds(100));
     }

@@ -9,10 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -166,9 +166,9 @@ struct PortForward::Impl {
       }
       int port = internal::PortPrefix(message, channel, context);
       if (port != remote_port) {
-        throw TransportError(fmt::format("{}: the server announced port {}, not {}", context,
-                                         port, remote_port),
-                             true);
+        throw TransportError(
+            fmt::format("{}: the server announced port {}, not {}", context, port, remote_port),
+            true);
       }
     }
     return ws;
@@ -291,9 +291,9 @@ PortForward Client::ForwardPort(std::string_view ns, std::string_view pod, int r
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<std::uint16_t>(options.local_port));
   if (::bind(impl->listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    throw TransportError(fmt::format("{}: {} (127.0.0.1:{})", impl->context, Errno("bind"),
-                                     options.local_port),
-                         false);
+    throw TransportError(
+        fmt::format("{}: {} (127.0.0.1:{})", impl->context, Errno("bind"), options.local_port),
+        false);
   }
   if (::listen(impl->listen_fd, 64) != 0) {
     throw TransportError(impl->context + ": " + Errno("listen"), false);

@@ -249,8 +249,7 @@ std::optional<std::string> LogStream::NextLine(std::chrono::milliseconds timeout
   }
 }
 
-LogStream Client::StreamLogs(std::string_view ns, std::string_view pod,
-                             const LogOptions& options) {
+LogStream Client::StreamLogs(std::string_view ns, std::string_view pod, const LogOptions& options) {
   std::string n = ns.empty() ? default_namespace() : std::string(ns);
   const ClientConfig& cfg = config();
   auto impl = std::make_unique<LogStream::Impl>();
@@ -370,12 +369,12 @@ struct Informer::Impl {
   bool keep_objects = true;              // false: the store keeps names and versions only
   bool backoff_before_watch = false;     // the watch opened right after a list failed
 
-  mutable std::mutex mu;                 // guards store, resource_version, watch
-  std::map<std::string, Json> store;     // what the caller has been told about
+  mutable std::mutex mu;              // guards store, resource_version, watch
+  std::map<std::string, Json> store;  // what the caller has been told about
   std::string resource_version;
   std::optional<WatchStream> watch;
   std::atomic<bool> cancelled{false};
-  std::deque<WatchEvent> pending;        // events produced by a (re)list
+  std::deque<WatchEvent> pending;  // events produced by a (re)list
   bool listed = false;
   // Set when the watch's version is gone (410): the next step is a relist, retried (with
   // backoff) until it succeeds, never a watch from the expired version.
@@ -477,8 +476,8 @@ struct Informer::Impl {
     w.allow_bookmarks = true;
     // Spread reconnects of many informers, like client-go's reflector.
     auto min = min_watch_timeout.count();
-    w.timeout_seconds = static_cast<int>(min + static_cast<long>(
-                                                   client.connection()->Random01() * min));
+    w.timeout_seconds =
+        static_cast<int>(min + static_cast<long>(client.connection()->Random01() * min));
     WatchStream s = client.Watch(type, ns, w);
     std::lock_guard lock(mu);
     watch_opened = std::chrono::steady_clock::now();
@@ -508,8 +507,8 @@ struct Informer::Impl {
         initial_backoff * (1 << std::min(consecutive_failures - 1, 6)), max_backoff);
     // Jitter in [0.5, 1.5) spreads the reconnects of many informers.
     return std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(static_cast<std::int64_t>(
-            base.count() * (0.5 + client.connection()->Random01()))),
+        std::chrono::milliseconds(
+            static_cast<std::int64_t>(base.count() * (0.5 + client.connection()->Random01()))),
         max_backoff);
   }
 
@@ -543,9 +542,9 @@ struct Informer::Impl {
     // A transient failure between two others means the server's state changed (a restart
     // cutting a handshake, say): the run of failures that retrying cannot fix starts over.
     bounded_in_a_row = failure.transient ? 0 : bounded_in_a_row + 1;
-    failure.fatal = may_throw && (what_to_do == FailureClass::kFatal ||
-                                  (what_to_do == FailureClass::kBounded &&
-                                   bounded_in_a_row >= failure_limit));
+    failure.fatal =
+        may_throw && (what_to_do == FailureClass::kFatal ||
+                      (what_to_do == FailureClass::kBounded && bounded_in_a_row >= failure_limit));
     if (failure.fatal && what_to_do == FailureClass::kBounded) {
       try {
         std::rethrow_exception(error);
@@ -587,7 +586,8 @@ struct Informer::Impl {
     std::string rv = VersionOf(ev.object);
     if (!rv.empty()) resource_version = rv;
     switch (ev.type) {
-      case WatchEventType::kBookmark: return false;
+      case WatchEventType::kBookmark:
+        return false;
       case WatchEventType::kAdded:
       case WatchEventType::kModified: {
         std::string key = KeyOf(ev.object);
@@ -729,13 +729,13 @@ std::optional<WatchEvent> Informer::Next(std::chrono::milliseconds timeout) {
           bool short_lived = !d.watch_delivered && lived < Impl::kShortWatch;
           d.DropWatch();
           if (short_lived && !d.cancelled) {
-            d.Failed(std::make_exception_ptr(TransportError(
-                         fmt::format("watch {}: the server ended it after {} ms without an event",
-                                     d.type.plural,
-                                     std::chrono::duration_cast<std::chrono::milliseconds>(lived)
-                                         .count()),
-                         /*sent_request=*/true)),
-                     /*may_throw=*/false);
+            d.Failed(
+                std::make_exception_ptr(TransportError(
+                    fmt::format(
+                        "watch {}: the server ended it after {} ms without an event", d.type.plural,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(lived).count()),
+                    /*sent_request=*/true)),
+                /*may_throw=*/false);
             d.Backoff();
           }
         }

@@ -300,8 +300,8 @@ class CurlTransport final : public HttpTransport,
       // Connect to the real address but speak TLS (SNI + name check) for tls_server_name.
       UrlParts parts = SplitUrl(req.url);
       url = parts.scheme + "://" + tls->tls_server_name + ":" + parts.port + parts.rest;
-      std::string mapping = tls->tls_server_name + ":" + parts.port + ":" + parts.host + ":" +
-                            parts.port;
+      std::string mapping =
+          tls->tls_server_name + ":" + parts.port + ":" + parts.host + ":" + parts.port;
       t->connect_to.reset(curl_slist_append(nullptr, mapping.c_str()));
       curl_easy_setopt(e, CURLOPT_CONNECT_TO, t->connect_to.get());
     }
@@ -347,16 +347,15 @@ class CurlTransport final : public HttpTransport,
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
       } else if (!tls->ca_pem.empty()) {
-        curl_blob ca{const_cast<char*>(tls->ca_pem.data()), tls->ca_pem.size(),
-                     CURL_BLOB_COPY};
+        curl_blob ca{const_cast<char*>(tls->ca_pem.data()), tls->ca_pem.size(), CURL_BLOB_COPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
         // Only the given CA: no system bundle or directory next to it.
         curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);
       }
       if (!tls->client_cert_pem.empty()) {
         // Key material goes to OpenSSL from memory; nothing is written to disk.
-        curl_blob cert{const_cast<char*>(tls->client_cert_pem.data()),
-                       tls->client_cert_pem.size(), CURL_BLOB_COPY};
+        curl_blob cert{const_cast<char*>(tls->client_cert_pem.data()), tls->client_cert_pem.size(),
+                       CURL_BLOB_COPY};
         curl_blob key{const_cast<char*>(tls->client_key_pem.data()), tls->client_key_pem.size(),
                       CURL_BLOB_COPY};
         curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
@@ -381,8 +380,7 @@ class CurlTransport final : public HttpTransport,
       curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
       if (!req.body.empty() || req.method == "POST" || req.method == "PUT" ||
           req.method == "PATCH") {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-                         static_cast<curl_off_t>(req.body.size()));
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, req.body.data());
       }
     }

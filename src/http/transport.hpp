@@ -26,10 +26,10 @@ UrlParts SplitUrl(const std::string& url);
 
 /// TLS material and checks for one request. Shared (immutable) between requests.
 struct TlsSettings {
-  std::string ca_pem;             ///< Empty: the system trust store.
+  std::string ca_pem;  ///< Empty: the system trust store.
   bool insecure_skip_verify = false;
-  std::string tls_server_name;    ///< SNI and certificate name override.
-  std::string client_cert_pem;    ///< Empty: no client certificate.
+  std::string tls_server_name;  ///< SNI and certificate name override.
+  std::string client_cert_pem;  ///< Empty: no client certificate.
   std::string client_key_pem;
 };
 
@@ -39,7 +39,7 @@ struct HttpRequest {
   std::string url;
   std::vector<std::string> headers;  ///< "Name: value" lines.
   std::string body;
-  std::chrono::milliseconds timeout{0};          ///< Whole transfer; 0 = none (streams).
+  std::chrono::milliseconds timeout{0};               ///< Whole transfer; 0 = none (streams).
   std::chrono::milliseconds connect_timeout{30'000};  ///< TCP connect (DNS excluded).
   /// TLS handshake, from TCP connected to handshake done; 0: only the connect bound applies.
   std::chrono::milliseconds tls_handshake_timeout{10'000};
@@ -50,7 +50,7 @@ struct HttpRequest {
   /// with the status and headers (HttpResponse::body_truncated) instead of ResponseTooLarge.
   /// For callers that judge an answer by its status alone (webhooks).
   bool truncate_body = false;
-  std::string proxy;                              ///< Empty: no proxy (environment ignored).
+  std::string proxy;              ///< Empty: no proxy (environment ignored).
   bool accept_compressed = true;  ///< Ask for gzip/deflate/... (Accept-Encoding) and inflate.
   std::shared_ptr<const TlsSettings> tls;
 };

@@ -11,9 +11,8 @@ UrlParts SplitUrl(const std::string& url) {
     host_start = scheme_end + 3;
   }
   auto path_start = url.find('/', host_start);
-  std::string authority = url.substr(host_start, path_start == std::string::npos
-                                                     ? std::string::npos
-                                                     : path_start - host_start);
+  std::string authority = url.substr(
+      host_start, path_start == std::string::npos ? std::string::npos : path_start - host_start);
   p.rest = path_start == std::string::npos ? "" : url.substr(path_start);
   if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
     auto close = authority.find(']');

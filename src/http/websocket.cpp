@@ -7,6 +7,9 @@
 // while the receive queue holds more than kHighWater bytes, so a slow reader bounds memory.
 #include "http/websocket.hpp"
 
+#include <fmt/format.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -17,9 +20,6 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
-#include <fmt/format.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include <condition_variable>
 #include <deque>
@@ -96,8 +96,8 @@ void ConfigureTls(ssl::context& ctx, const TlsSettings& tls, const std::string& 
       ctx.use_private_key(asio::buffer(tls.client_key_pem), ssl::context::pem);
     }
   } catch (const boost::system::system_error& e) {
-    throw TlsError(fmt::format("TLS: {}: cannot use the TLS settings: {}", where,
-                               OpenSslErrors(e.code())));
+    throw TlsError(
+        fmt::format("TLS: {}: cannot use the TLS settings: {}", where, OpenSslErrors(e.code())));
   }
 }
 
@@ -130,13 +130,19 @@ class BeastWebSocket final : public WebSocket {
     // Resolve and connect (one deadline for both, like the HTTP transport's connect bound).
     tcp::resolver resolver(ioc_);
     tcp::resolver::results_type endpoints;
-    Step(request_.connect_timeout, "connect", [&](auto done) {
-      resolver.async_resolve(host, url.port, [&, done](error_code ec, auto results) {
-        if (ec) return done(ec);
-        endpoints = results;
-        lowest.async_connect(endpoints, [done](error_code ec2, auto) { done(ec2); });
-      });
-    }, [&] { resolver.cancel(); lowest.close(); });
+    Step(
+        request_.connect_timeout, "connect",
+        [&](auto done) {
+          resolver.async_resolve(host, url.port, [&, done](error_code ec, auto results) {
+            if (ec) return done(ec);
+            endpoints = results;
+            lowest.async_connect(endpoints, [done](error_code ec2, auto) { done(ec2); });
+          });
+        },
+        [&] {
+          resolver.cancel();
+          lowest.close();
+        });
     lowest.socket().set_option(tcp::no_delay(true));
 
     if constexpr (kTls) {
@@ -151,9 +157,10 @@ class BeastWebSocket final : public WebSocket {
                                    : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
         if (ok != 1) throw TlsError(fmt::format("TLS: {}: bad server name {:?}", where_, name));
       }
-      Step(request_.tls_handshake_timeout, "TLS handshake", [&](auto done) {
-        ws_->next_layer().async_handshake(ssl::stream_base::client, done);
-      }, [&] { lowest.close(); }, /*tls_step=*/true);
+      Step(
+          request_.tls_handshake_timeout, "TLS handshake",
+          [&](auto done) { ws_->next_layer().async_handshake(ssl::stream_base::client, done); },
+          [&] { lowest.close(); }, /*tls_step=*/true);
     }
 
     // The upgrade. Beast reads the whole answer, body included, when the server refuses.
@@ -169,21 +176,20 @@ class BeastWebSocket final : public WebSocket {
     }));
     ws_->read_message_max(kMaxMessage);
     websocket::response_type response;
-    const std::string host_header = url.port == (kTls ? "443" : "80")
-                                        ? url.host
-                                        : url.host + ":" + url.port;
+    const std::string host_header =
+        url.port == (kTls ? "443" : "80") ? url.host : url.host + ":" + url.port;
     std::string target = url.rest.empty() ? "/" : url.rest;
-    error_code upgrade = Step(request_.upgrade_timeout, "upgrade", [&](auto done) {
-      ws_->async_handshake(response, host_header, target, done);
-    }, [&] { lowest.close(); }, false, /*throw_on_error=*/false);
+    error_code upgrade = Step(
+        request_.upgrade_timeout, "upgrade",
+        [&](auto done) { ws_->async_handshake(response, host_header, target, done); },
+        [&] { lowest.close(); }, false, /*throw_on_error=*/false);
     if (upgrade) {
       if (upgrade == websocket::error::upgrade_declined && response.result_int() != 0) {
-        std::rethrow_exception(MakeApiError(static_cast<int>(response.result_int()),
-                                            response.body(), where_));
+        std::rethrow_exception(
+            MakeApiError(static_cast<int>(response.result_int()), response.body(), where_));
       }
-      throw TransportError(fmt::format("{}: WebSocket upgrade failed: {}", where_,
-                                       upgrade.message()),
-                           true);
+      throw TransportError(
+          fmt::format("{}: WebSocket upgrade failed: {}", where_, upgrade.message()), true);
     }
     auto chosen = response.find(http::field::sec_websocket_protocol);
     protocol_ = chosen == response.end() ? "" : std::string(chosen->value());
@@ -288,9 +294,9 @@ class BeastWebSocket final : public WebSocket {
       abort();
       ioc_.restart();
       ioc_.run();  // let the cancelled operation complete
-      throw TransportError(fmt::format("{}: {} timed out after {} ms", where_, what,
-                                       timeout.count()),
-                           std::string_view(what) == "upgrade");
+      throw TransportError(
+          fmt::format("{}: {} timed out after {} ms", where_, what, timeout.count()),
+          std::string_view(what) == "upgrade");
     }
     if (*result && throw_on_error) {
       const UrlParts url = SplitUrl(request_.url);
@@ -350,8 +356,7 @@ class BeastWebSocket final : public WebSocket {
         std::lock_guard lock(mu_);
         if (!write_error_) {
           write_error_ = std::make_exception_ptr(TransportError(
-              fmt::format("{}: writing to the WebSocket failed: {}", where_, ec.message()),
-              true));
+              fmt::format("{}: writing to the WebSocket failed: {}", where_, ec.message()), true));
         }
         return;
       }
@@ -413,9 +418,9 @@ std::unique_ptr<WebSocket> OpenWebSocket(const WebSocketRequest& request) {
     ws->Open();
     return ws;
   }
-  throw TransportError(fmt::format("{}: unsupported URL scheme {:?} for a WebSocket",
-                                   request.context, url.scheme),
-                       false);
+  throw TransportError(
+      fmt::format("{}: unsupported URL scheme {:?} for a WebSocket", request.context, url.scheme),
+      false);
 }
 
 }  // namespace tfk8s::internal

@@ -21,8 +21,8 @@ struct WebSocketRequest {
   std::chrono::milliseconds connect_timeout{30'000};        ///< TCP connect.
   std::chrono::milliseconds tls_handshake_timeout{10'000};  ///< TLS handshake.
   std::chrono::milliseconds upgrade_timeout{30'000};        ///< The HTTP upgrade exchange.
-  std::shared_ptr<const TlsSettings> tls;  ///< For https:// URLs.
-  std::string context;                     ///< For error messages, e.g. "exec in pod ns/p".
+  std::shared_ptr<const TlsSettings> tls;                   ///< For https:// URLs.
+  std::string context;  ///< For error messages, e.g. "exec in pod ns/p".
 };
 
 /// One open WebSocket. Thread-safe: one thread may Receive while others Send and Close.

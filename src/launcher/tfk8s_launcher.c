@@ -59,7 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
+extern char** environ;
 
 static const char USAGE[] =
     "usage: tfk8s-launcher [-h] [--python PYTHON] [--] [PROGRAM [ARGS...]]\n"
@@ -125,12 +125,12 @@ static const char TF_IMPORTABLE_CODE[] =
 /* ---- strings ------------------------------------------------------------------------------ */
 
 typedef struct {
-  char *s;
+  char* s;
   size_t n, cap;
 } Str;
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
+static void* xmalloc(size_t n) {
+  void* p = malloc(n ? n : 1);
   if (!p) {
     static const char oom[] = "tfk8s: launcher: out of memory\n";
     (void)!write(2, oom, sizeof oom - 1);
@@ -139,11 +139,11 @@ static void *xmalloc(size_t n) {
   return p;
 }
 
-static void str_reserve(Str *b, size_t extra) {
+static void str_reserve(Str* b, size_t extra) {
   if (b->n + extra + 1 <= b->cap) return;
   size_t cap = b->cap ? b->cap : 64;
   while (cap < b->n + extra + 1) cap *= 2;
-  char *s = xmalloc(cap);
+  char* s = xmalloc(cap);
   if (b->s) memcpy(s, b->s, b->n);
   free(b->s);
   b->s = s;
@@ -151,16 +151,16 @@ static void str_reserve(Str *b, size_t extra) {
   b->s[b->n] = 0;
 }
 
-static void str_addn(Str *b, const char *s, size_t n) {
+static void str_addn(Str* b, const char* s, size_t n) {
   str_reserve(b, n);
   memcpy(b->s + b->n, s, n);
   b->n += n;
   b->s[b->n] = 0;
 }
 
-static void str_add(Str *b, const char *s) { str_addn(b, s, strlen(s)); }
+static void str_add(Str* b, const char* s) { str_addn(b, s, strlen(s)); }
 
-static void str_vaddf(Str *b, const char *fmt, va_list ap) {
+static void str_vaddf(Str* b, const char* fmt, va_list ap) {
   va_list copy;
   va_copy(copy, ap);
   int n = vsnprintf(NULL, 0, fmt, copy);
@@ -171,23 +171,23 @@ static void str_vaddf(Str *b, const char *fmt, va_list ap) {
   b->n += (size_t)n;
 }
 
-static void str_addf(Str *b, const char *fmt, ...) {
+static void str_addf(Str* b, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   str_vaddf(b, fmt, ap);
   va_end(ap);
 }
 
-static char *xstrndup(const char *s, size_t n) {
-  char *out = xmalloc(n + 1);
+static char* xstrndup(const char* s, size_t n) {
+  char* out = xmalloc(n + 1);
   memcpy(out, s, n);
   out[n] = 0;
   return out;
 }
 
-static char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
+static char* xstrdup(const char* s) { return xstrndup(s, strlen(s)); }
 
-static char *fmt(const char *f, ...) {
+static char* fmt(const char* f, ...) {
   Str b = {0};
   va_list ap;
   va_start(ap, f);
@@ -200,7 +200,7 @@ static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* Python's str.strip() for ASCII whitespace: a new string. */
-static char *strip(const char *s) {
+static char* strip(const char* s) {
   size_t a = 0, b = strlen(s);
   while (a < b && is_space(s[a])) ++a;
   while (b > a && is_space(s[b - 1])) --b;
@@ -208,7 +208,7 @@ static char *strip(const char *s) {
 }
 
 /* Whether s is a non-empty run of ASCII digits. */
-static int all_digits(const char *s) {
+static int all_digits(const char* s) {
   if (!*s) return 0;
   for (; *s; ++s) {
     if (!is_digit(*s)) return 0;
@@ -217,7 +217,7 @@ static int all_digits(const char *s) {
 }
 
 /* A run of digits as a number, -1 when it is larger than `max`. */
-static long digits_value(const char *s, long max) {
+static long digits_value(const char* s, long max) {
   while (*s == '0' && s[1]) ++s; /* leading zeros count for nothing, as in Python's int() */
   if (strlen(s) > 12) return -1;
   long v = strtol(s, NULL, 10);
@@ -225,18 +225,18 @@ static long digits_value(const char *s, long max) {
 }
 
 /* Characters (code points) of UTF-8 text, as Python's len() counts them. */
-static size_t char_count(const char *s, size_t n) {
+static size_t char_count(const char* s, size_t n) {
   size_t count = 0;
   for (size_t i = 0; i < n; ++i) count += ((unsigned char)s[i] & 0xC0) != 0x80;
   return count;
 }
 
 /* Python's repr() of a str: 'text' (or "text" when it holds ' but no "). */
-static char *py_repr(const char *s) {
+static char* py_repr(const char* s) {
   char quote = strchr(s, '\'') && !strchr(s, '"') ? '"' : '\'';
   Str b = {0};
   str_addn(&b, &quote, 1);
-  for (const unsigned char *p = (const unsigned char *)s; *p; ++p) {
+  for (const unsigned char* p = (const unsigned char*)s; *p; ++p) {
     if (*p == '\\' || *p == (unsigned char)quote) {
       str_addf(&b, "\\%c", *p);
     } else if (*p == '\n') {
@@ -248,7 +248,7 @@ static char *py_repr(const char *s) {
     } else if (*p < 0x20 || *p == 0x7f) {
       str_addf(&b, "\\x%02x", *p);
     } else {
-      str_addn(&b, (const char *)p, 1);
+      str_addn(&b, (const char*)p, 1);
     }
   }
   str_addn(&b, &quote, 1);
@@ -256,17 +256,17 @@ static char *py_repr(const char *s) {
 }
 
 /* A JSON string as Python's json.dumps writes it (ensure_ascii: \uXXXX for non-ASCII). */
-static void json_string(Str *b, const char *s) {
+static void json_string(Str* b, const char* s) {
   str_add(b, "\"");
-  const unsigned char *p = (const unsigned char *)s;
+  const unsigned char* p = (const unsigned char*)s;
   while (*p) {
     unsigned c = *p;
     if (c == '"' || c == '\\') {
       str_addf(b, "\\%c", c);
       ++p;
     } else if (c < 0x20) {
-      static const char *const named[] = {[8] = "\\b", [9] = "\\t", [10] = "\\n", [12] = "\\f",
-                                          [13] = "\\r"};
+      static const char* const named[] = {
+          [8] = "\\b", [9] = "\\t", [10] = "\\n", [12] = "\\f", [13] = "\\r"};
       if (c < 14 && named[c]) {
         str_add(b, named[c]);
       } else {
@@ -274,7 +274,7 @@ static void json_string(Str *b, const char *s) {
       }
       ++p;
     } else if (c < 0x80) {
-      str_addn(b, (const char *)p, 1);
+      str_addn(b, (const char*)p, 1);
       ++p;
     } else {
       int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
@@ -294,24 +294,34 @@ static void json_string(Str *b, const char *s) {
 
 /* glibc's texts for the errors whose musl text differs (messages match the Python launcher's,
  * which used the image's glibc). */
-static const char *error_text(int e) {
+static const char* error_text(int e) {
   switch (e) {
-    case EADDRINUSE: return "Address already in use";
-    case EADDRNOTAVAIL: return "Cannot assign requested address";
-    case ENOMEM: return "Cannot allocate memory";
-    case ELOOP: return "Too many levels of symbolic links";
-    case ENAMETOOLONG: return "File name too long";
-    case ETIMEDOUT: return "Connection timed out";
-    case ECONNRESET: return "Connection reset by peer";
-    case EHOSTUNREACH: return "No route to host";
-    case ENETUNREACH: return "Network is unreachable";
-    default: return strerror(e);
+    case EADDRINUSE:
+      return "Address already in use";
+    case EADDRNOTAVAIL:
+      return "Cannot assign requested address";
+    case ENOMEM:
+      return "Cannot allocate memory";
+    case ELOOP:
+      return "Too many levels of symbolic links";
+    case ENAMETOOLONG:
+      return "File name too long";
+    case ETIMEDOUT:
+      return "Connection timed out";
+    case ECONNRESET:
+      return "Connection reset by peer";
+    case EHOSTUNREACH:
+      return "No route to host";
+    case ENETUNREACH:
+      return "Network is unreachable";
+    default:
+      return strerror(e);
   }
 }
 
 /* Python's signal.Signals(n).name, else "signal N". */
-static const char *signal_name(int signum) {
-  static const char *const names[] = {
+static const char* signal_name(int signum) {
+  static const char* const names[] = {
       [SIGHUP] = "SIGHUP",       [SIGINT] = "SIGINT",       [SIGQUIT] = "SIGQUIT",
       [SIGILL] = "SIGILL",       [SIGTRAP] = "SIGTRAP",     [SIGABRT] = "SIGABRT",
       [SIGBUS] = "SIGBUS",       [SIGFPE] = "SIGFPE",       [SIGKILL] = "SIGKILL",
@@ -331,7 +341,7 @@ static const char *signal_name(int signum) {
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
-static void write_all(int fd, const char *s, size_t n) {
+static void write_all(int fd, const char* s, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, s, n);
     if (w < 0 && errno == EINTR) continue;
@@ -342,7 +352,7 @@ static void write_all(int fd, const char *s, size_t n) {
 }
 
 /* One informational line on stderr (one write, so lines of threads never mix). */
-static void say(const char *f, ...) {
+static void say(const char* f, ...) {
   Str b = {0};
   str_add(&b, PREFIX);
   va_list ap;
@@ -354,9 +364,9 @@ static void say(const char *f, ...) {
   free(b.s);
 }
 
-static const char *termination_log; /* NULL: none */
+static const char* termination_log; /* NULL: none */
 
-static void write_termination_log(const char *message) {
+static void write_termination_log(const char* message) {
   if (!termination_log) return;
   size_t n = strlen(message);
   Str b = {0};
@@ -382,7 +392,7 @@ static void write_termination_log(const char *message) {
 }
 
 /* The termination log's current content ("" when there is none). */
-static char *read_termination_log(void) {
+static char* read_termination_log(void) {
   Str b = {0};
   str_add(&b, "");
   if (!termination_log) return b.s;
@@ -402,7 +412,7 @@ static char *read_termination_log(void) {
 }
 
 /* Reports a failure (stderr and the termination log) and returns its exit code. */
-static int fail(const char *message, int code) {
+static int fail(const char* message, int code) {
   Str b = {0};
   str_add(&b, message);
   str_add(&b, "\n");
@@ -413,9 +423,9 @@ static int fail(const char *message, int code) {
 }
 
 /* A configuration error: "tfk8s: <why>", exit 2. */
-static char *config_error;
+static char* config_error;
 
-static int config_fail(const char *f, ...) {
+static int config_fail(const char* f, ...) {
   Str b = {0};
   va_list ap;
   va_start(ap, f);
@@ -431,31 +441,31 @@ typedef enum { J_NULL, J_FALSE, J_TRUE, J_NUMBER, J_STRING, J_ARRAY, J_OBJECT } 
 
 typedef struct Json {
   JType type;
-  char *text;        /* a string's decoded value; a number's, an array's or object's source */
-  struct Json **items; /* array items, or object values */
-  char **keys;       /* object keys */
+  char* text;          /* a string's decoded value; a number's, an array's or object's source */
+  struct Json** items; /* array items, or object values */
+  char** keys;         /* object keys */
   size_t n;
 } Json;
 
 typedef struct {
   const char *doc, *p;
-  const char *error;
-  const char *error_at;
+  const char* error;
+  const char* error_at;
   int depth;
 } JParser;
 
-static Json *jnew(JType type) {
-  Json *j = xmalloc(sizeof *j);
+static Json* jnew(JType type) {
+  Json* j = xmalloc(sizeof *j);
   memset(j, 0, sizeof *j);
   j->type = type;
   return j;
 }
 
-static void jskip(JParser *q) {
+static void jskip(JParser* q) {
   while (*q->p == ' ' || *q->p == '\t' || *q->p == '\n' || *q->p == '\r') ++q->p;
 }
 
-static Json *jerror(JParser *q, const char *what, const char *at) {
+static Json* jerror(JParser* q, const char* what, const char* at) {
   if (!q->error) {
     q->error = what;
     q->error_at = at;
@@ -463,21 +473,25 @@ static Json *jerror(JParser *q, const char *what, const char *at) {
   return NULL;
 }
 
-static int hex4(const char *p, unsigned *out) {
+static int hex4(const char* p, unsigned* out) {
   unsigned v = 0;
   for (int i = 0; i < 4; ++i) {
     char c = p[i];
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-    else return 0;
+    if (c >= '0' && c <= '9')
+      v |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= (unsigned)(c - 'A' + 10);
+    else
+      return 0;
   }
   *out = v;
   return 1;
 }
 
-static void utf8(Str *b, unsigned cp) {
+static void utf8(Str* b, unsigned cp) {
   char o[4];
   if (cp < 0x80) {
     o[0] = (char)cp;
@@ -501,8 +515,8 @@ static void utf8(Str *b, unsigned cp) {
 }
 
 /* A string starting at the opening quote; returns its decoded value or NULL. */
-static char *jstring(JParser *q) {
-  const char *start = q->p++;
+static char* jstring(JParser* q) {
+  const char* start = q->p++;
   Str b = {0};
   str_add(&b, "");
   for (;;) {
@@ -523,9 +537,9 @@ static char *jstring(JParser *q) {
       str_addn(&b, q->p++, 1);
       continue;
     }
-    const char *esc = q->p;
+    const char* esc = q->p;
     char e = q->p[1];
-    const char *simple = strchr("\"\\/bfnrt", e);
+    const char* simple = strchr("\"\\/bfnrt", e);
     if (e && simple) {
       static const char out[] = "\"\\/\b\f\n\r\t";
       str_addn(&b, &out[simple - "\"\\/bfnrt"], 1);
@@ -543,8 +557,8 @@ static char *jstring(JParser *q) {
     }
     q->p += 6;
     unsigned low;
-    if (cp >= 0xD800 && cp < 0xDC00 && q->p[0] == '\\' && q->p[1] == 'u' &&
-        hex4(q->p + 2, &low) && low >= 0xDC00 && low < 0xE000) {
+    if (cp >= 0xD800 && cp < 0xDC00 && q->p[0] == '\\' && q->p[1] == 'u' && hex4(q->p + 2, &low) &&
+        low >= 0xDC00 && low < 0xE000) {
       cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
       q->p += 6;
     }
@@ -552,11 +566,11 @@ static char *jstring(JParser *q) {
   }
 }
 
-static Json *jvalue(JParser *q);
+static Json* jvalue(JParser* q);
 
-static Json *jcontainer(JParser *q, int object) {
-  const char *start = q->p++;
-  Json *j = jnew(object ? J_OBJECT : J_ARRAY);
+static Json* jcontainer(JParser* q, int object) {
+  const char* start = q->p++;
+  Json* j = jnew(object ? J_OBJECT : J_ARRAY);
   size_t cap = 0;
   if (++q->depth > 256) return jerror(q, "Nesting too deep at", start);
   jskip(q);
@@ -565,7 +579,7 @@ static Json *jcontainer(JParser *q, int object) {
     ++q->p;
   } else {
     for (;;) {
-      char *key = NULL;
+      char* key = NULL;
       if (object) {
         jskip(q);
         if (*q->p != '"') {
@@ -576,12 +590,12 @@ static Json *jcontainer(JParser *q, int object) {
         if (*q->p != ':') return jerror(q, "Expecting ':' delimiter", q->p);
         ++q->p;
       }
-      Json *v = jvalue(q);
+      Json* v = jvalue(q);
       if (!v) return NULL;
       if (j->n == cap) {
         cap = cap ? cap * 2 : 4;
-        Json **items = xmalloc(cap * sizeof *items);
-        char **keys = xmalloc(cap * sizeof *keys);
+        Json** items = xmalloc(cap * sizeof *items);
+        char** keys = xmalloc(cap * sizeof *keys);
         if (j->n) {
           memcpy(items, j->items, j->n * sizeof *items);
           memcpy(keys, j->keys, j->n * sizeof *keys);
@@ -605,33 +619,33 @@ static Json *jcontainer(JParser *q, int object) {
   return j;
 }
 
-static Json *jvalue(JParser *q) {
+static Json* jvalue(JParser* q) {
   jskip(q);
-  const char *p = q->p;
+  const char* p = q->p;
   static const struct {
-    const char *word;
+    const char* word;
     JType type;
-  } words[] = {{"null", J_NULL}, {"true", J_TRUE}, {"false", J_FALSE},
+  } words[] = {{"null", J_NULL},  {"true", J_TRUE},       {"false", J_FALSE},
                {"NaN", J_NUMBER}, {"Infinity", J_NUMBER}, {"-Infinity", J_NUMBER}};
   for (size_t i = 0; i < sizeof words / sizeof *words; ++i) {
     size_t n = strlen(words[i].word);
     if (strncmp(p, words[i].word, n) == 0) {
-      Json *j = jnew(words[i].type);
+      Json* j = jnew(words[i].type);
       j->text = xstrndup(p, n);
       q->p += n;
       return j;
     }
   }
   if (*p == '"') {
-    char *s = jstring(q);
+    char* s = jstring(q);
     if (!s) return NULL;
-    Json *j = jnew(J_STRING);
+    Json* j = jnew(J_STRING);
     j->text = s;
     return j;
   }
   if (*p == '{' || *p == '[') return jcontainer(q, *p == '{');
   /* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)? */
-  const char *e = p;
+  const char* e = p;
   if (*e == '-') ++e;
   if (*e == '0') {
     ++e;
@@ -649,16 +663,16 @@ static Json *jvalue(JParser *q) {
     e += 2;
     while (is_digit(*e)) ++e;
   }
-  Json *j = jnew(J_NUMBER);
+  Json* j = jnew(J_NUMBER);
   j->text = xstrndup(p, (size_t)(e - p));
   q->p = e;
   return j;
 }
 
 /* Parses a whole document; NULL with *error set ("<what>: line L column C (char N)"). */
-static Json *json_parse(const char *doc, char **error) {
+static Json* json_parse(const char* doc, char** error) {
   JParser q = {doc, doc, NULL, NULL, 0};
-  Json *j = jvalue(&q);
+  Json* j = jvalue(&q);
   if (j) {
     jskip(&q);
     if (*q.p) j = jerror(&q, "Extra data", q.p);
@@ -666,7 +680,7 @@ static Json *json_parse(const char *doc, char **error) {
   if (!j) {
     size_t pos = char_count(doc, (size_t)(q.error_at - doc));
     size_t line = 1, line_start = 0;
-    for (const char *c = doc; c < q.error_at; ++c) {
+    for (const char* c = doc; c < q.error_at; ++c) {
       if (*c == '\n') {
         ++line;
         line_start = char_count(doc, (size_t)(c - doc)) + 1;
@@ -678,8 +692,8 @@ static Json *json_parse(const char *doc, char **error) {
 }
 
 /* obj.get(key): the last value of that key (as Python's dict keeps), or NULL. */
-static Json *json_get(const Json *obj, const char *key) {
-  Json *found = NULL;
+static Json* json_get(const Json* obj, const char* key) {
+  Json* found = NULL;
   for (size_t i = 0; i < obj->n; ++i) {
     if (strcmp(obj->keys[i], key) == 0) found = obj->items[i];
   }
@@ -687,49 +701,58 @@ static Json *json_get(const Json *obj, const char *key) {
 }
 
 /* Python's truth value of a JSON value. */
-static int json_truthy(const Json *j) {
+static int json_truthy(const Json* j) {
   switch (j->type) {
     case J_NULL:
-    case J_FALSE: return 0;
-    case J_TRUE: return 1;
-    case J_NUMBER: return strtod(j->text, NULL) != 0 || strcmp(j->text, "NaN") == 0;
-    case J_STRING: return j->text[0] != 0;
-    default: return j->n > 0;
+    case J_FALSE:
+      return 0;
+    case J_TRUE:
+      return 1;
+    case J_NUMBER:
+      return strtod(j->text, NULL) != 0 || strcmp(j->text, "NaN") == 0;
+    case J_STRING:
+      return j->text[0] != 0;
+    default:
+      return j->n > 0;
   }
 }
 
 /* Python's str() of a JSON value (strings as they are, true as True, ...). */
-static const char *json_str(const Json *j) {
+static const char* json_str(const Json* j) {
   switch (j->type) {
-    case J_NULL: return "None";
-    case J_FALSE: return "False";
-    case J_TRUE: return "True";
-    default: return j->text;
+    case J_NULL:
+      return "None";
+    case J_FALSE:
+      return "False";
+    case J_TRUE:
+      return "True";
+    default:
+      return j->text;
   }
 }
 
 /* ---- configuration -------------------------------------------------------------------------- */
 
 typedef struct {
-  char *role;
-  char **addresses;
+  char* role;
+  char** addresses;
   size_t n;
 } Role;
 
 typedef struct {
-  Role *roles;
+  Role* roles;
   size_t n;
 } Cluster;
 
 typedef struct {
   Cluster cluster;
-  char *role;
+  char* role;
   long index;
-  const char *source;
-  char *tf_config; /* TF_CONFIG as given (exported unchanged), or NULL to build it */
+  const char* source;
+  char* tf_config; /* TF_CONFIG as given (exported unchanged), or NULL to build it */
 } Topology;
 
-static Role *cluster_role(const Cluster *c, const char *role) {
+static Role* cluster_role(const Cluster* c, const char* role) {
   for (size_t i = 0; i < c->n; ++i) {
     if (strcmp(c->roles[i].role, role) == 0) return &c->roles[i];
   }
@@ -737,10 +760,10 @@ static Role *cluster_role(const Cluster *c, const char *role) {
 }
 
 /* Adds a role (or replaces the addresses of one already there, keeping its place). */
-static Role *cluster_put(Cluster *c, const char *role) {
-  Role *r = cluster_role(c, role);
+static Role* cluster_put(Cluster* c, const char* role) {
+  Role* r = cluster_role(c, role);
   if (r) return r;
-  Role *roles = xmalloc((c->n + 1) * sizeof *roles);
+  Role* roles = xmalloc((c->n + 1) * sizeof *roles);
   if (c->n) memcpy(roles, c->roles, c->n * sizeof *roles);
   c->roles = roles;
   r = &c->roles[c->n++];
@@ -750,44 +773,44 @@ static Role *cluster_put(Cluster *c, const char *role) {
   return r;
 }
 
-static void role_add(Role *r, char *address) {
-  char **a = xmalloc((r->n + 1) * sizeof *a);
+static void role_add(Role* r, char* address) {
+  char** a = xmalloc((r->n + 1) * sizeof *a);
   if (r->n) memcpy(a, r->addresses, r->n * sizeof *a);
   r->addresses = a;
   r->addresses[r->n++] = address;
 }
 
 /* The order roles are listed in: chief, ps, worker, evaluator, then the others sorted. */
-static const char *const ROLE_ORDER[] = {"chief", "ps", "worker", "evaluator"};
+static const char* const ROLE_ORDER[] = {"chief", "ps", "worker", "evaluator"};
 
-static int role_rank(const char *role) {
+static int role_rank(const char* role) {
   for (int i = 0; i < 4; ++i) {
     if (strcmp(role, ROLE_ORDER[i]) == 0) return i;
   }
   return 4;
 }
 
-static const Cluster *sort_cluster;
+static const Cluster* sort_cluster;
 
-static int compare_roles(const void *a, const void *b) {
-  const Role *x = &sort_cluster->roles[*(const size_t *)a];
-  const Role *y = &sort_cluster->roles[*(const size_t *)b];
+static int compare_roles(const void* a, const void* b) {
+  const Role* x = &sort_cluster->roles[*(const size_t*)a];
+  const Role* y = &sort_cluster->roles[*(const size_t*)b];
   int rx = role_rank(x->role), ry = role_rank(y->role);
   if (rx != ry) return rx - ry;
   return strcmp(x->role, y->role);
 }
 
 /* The indexes of c->roles in role order. */
-static size_t *ordered_roles(const Cluster *c) {
-  size_t *order = xmalloc(c->n * sizeof *order);
+static size_t* ordered_roles(const Cluster* c) {
+  size_t* order = xmalloc(c->n * sizeof *order);
   for (size_t i = 0; i < c->n; ++i) order[i] = i;
   sort_cluster = c;
   qsort(order, c->n, sizeof *order, compare_roles);
   return order;
 }
 
-static char *role_list(const Cluster *c) {
-  size_t *order = ordered_roles(c);
+static char* role_list(const Cluster* c) {
+  size_t* order = ordered_roles(c);
   Str b = {0};
   str_add(&b, "");
   for (size_t i = 0; i < c->n; ++i) {
@@ -799,9 +822,9 @@ static char *role_list(const Cluster *c) {
 }
 
 /* "host:port" (or "[v6]:port") -> host and port; NULL host on error. */
-static char *split_address(const char *address, int *port) {
-  char *text = strip(address);
-  char *colon = strrchr(text, ':');
+static char* split_address(const char* address, int* port) {
+  char* text = strip(address);
+  char* colon = strrchr(text, ':');
   if (!colon) return NULL;
   *colon = 0;
   char *host = text, *port_text = colon + 1;
@@ -818,7 +841,7 @@ static char *split_address(const char *address, int *port) {
 }
 
 /* Checks a role's addresses (host:port each). */
-static int check_role(const Role *r, const char *where) {
+static int check_role(const Role* r, const char* where) {
   for (size_t k = 0; k < r->n; ++k) {
     int port;
     if (!split_address(r->addresses[k], &port)) {
@@ -830,20 +853,19 @@ static int check_role(const Role *r, const char *where) {
 }
 
 /* A cluster map from JSON (TF_CONFIG's "cluster", or TF_CLUSTER), checked role by role. */
-static int cluster_from_json(const Json *j, const char *where, Cluster *out) {
+static int cluster_from_json(const Json* j, const char* where, Cluster* out) {
   if (!j || j->type != J_OBJECT || j->n == 0) {
     return config_fail("%s: the cluster must be a non-empty map of role -> addresses", where);
   }
   /* Duplicate keys: the last value counts, at the first one's place (Python's dict). */
   for (size_t i = 0; i < j->n; ++i) cluster_put(out, j->keys[i]);
   for (size_t i = 0; i < out->n; ++i) {
-    Role *r = &out->roles[i];
-    const Json *list = json_get(j, r->role);
+    Role* r = &out->roles[i];
+    const Json* list = json_get(j, r->role);
     int ok = list->type == J_ARRAY;
     for (size_t k = 0; ok && k < list->n; ++k) ok = list->items[k]->type == J_STRING;
     if (!ok) {
-      return config_fail("%s: role %s must list its addresses as strings", where,
-                         py_repr(r->role));
+      return config_fail("%s: role %s must list its addresses as strings", where, py_repr(r->role));
     }
     for (size_t k = 0; k < list->n; ++k) role_add(r, list->items[k]->text);
     if (check_role(r, where)) return -1;
@@ -851,23 +873,23 @@ static int cluster_from_json(const Json *j, const char *where, Cluster *out) {
   return 0;
 }
 
-static int parse_json(const char *text, const char *where, Json **out) {
-  char *error = NULL;
+static int parse_json(const char* text, const char* where, Json** out) {
+  char* error = NULL;
   *out = json_parse(text, &error);
   if (!*out) return config_fail("%s is not valid JSON: %s", where, error);
   return 0;
 }
 
 /* The seed's CLUSTER_SPEC: "ps|h0:2222;h1:2222,worker|h0:2222". */
-static int parse_cluster_spec(const char *spec, Cluster *out) {
-  char *text = strip(spec);
-  char *part = text;
+static int parse_cluster_spec(const char* spec, Cluster* out) {
+  char* text = strip(spec);
+  char* part = text;
   for (;;) {
-    char *end = strchr(part, ',');
+    char* end = strchr(part, ',');
     if (end) *end = 0;
-    char *entry = strip(part);
-    char *bar = strchr(entry, '|');
-    char *role = NULL;
+    char* entry = strip(part);
+    char* bar = strchr(entry, '|');
+    char* role = NULL;
     if (bar) {
       *bar = 0;
       role = strip(entry);
@@ -879,12 +901,12 @@ static int parse_cluster_spec(const char *spec, Cluster *out) {
     if (cluster_role(out, role)) {
       return config_fail("CLUSTER_SPEC: role %s appears twice", py_repr(role));
     }
-    Role *r = cluster_put(out, role);
-    char *addresses = bar + 1;
+    Role* r = cluster_put(out, role);
+    char* addresses = bar + 1;
     for (;;) {
-      char *semi = strchr(addresses, ';');
+      char* semi = strchr(addresses, ';');
       if (semi) *semi = 0;
-      char *a = strip(addresses);
+      char* a = strip(addresses);
       if (*a) role_add(r, a);
       if (!semi) break;
       addresses = semi + 1;
@@ -899,8 +921,8 @@ static int parse_cluster_spec(const char *spec, Cluster *out) {
 }
 
 /* A non-negative replica index. */
-static int parse_index(const char *given, const char *where, long *index) {
-  char *text = strip(given);
+static int parse_index(const char* given, const char* where, long* index) {
+  char* text = strip(given);
   if (!all_digits(text) || (*index = digits_value(text, INT_MAX)) < 0) {
     return config_fail("%s: bad task index %s", where, py_repr(text));
   }
@@ -909,44 +931,45 @@ static int parse_index(const char *given, const char *where, long *index) {
 
 /* The replica index: the last '-'-separated field of the hostname ("c-worker-2" -> 2; a
  * domain part is ignored). */
-static int index_from_hostname(const char *hostname, long *index) {
-  char *short_name = strip(hostname);
-  char *dot = strchr(short_name, '.');
+static int index_from_hostname(const char* hostname, long* index) {
+  char* short_name = strip(hostname);
+  char* dot = strchr(short_name, '.');
   if (dot) *dot = 0;
-  char *dash = strrchr(short_name, '-');
-  char *field = dash ? dash + 1 : short_name;
+  char* dash = strrchr(short_name, '-');
+  char* field = dash ? dash + 1 : short_name;
   if (!all_digits(field) || (*index = digits_value(field, INT_MAX)) < 0) {
-    return config_fail("cannot find the replica index in the hostname %s "
-                       "(expected <name>-<role>-<index>)",
-                       py_repr(hostname));
+    return config_fail(
+        "cannot find the replica index in the hostname %s "
+        "(expected <name>-<role>-<index>)",
+        py_repr(hostname));
   }
   return 0;
 }
 
-static const char *env(const char *name) {
-  const char *v = getenv(name);
+static const char* env(const char* name) {
+  const char* v = getenv(name);
   return v ? v : "";
 }
 
 /* This replica's topology from its environment. Precedence: TF_CONFIG, else TF_CLUSTER, else
  * CLUSTER_SPEC; with the last two the role is RESOURCE_NAME and the index TASK_INDEX or else
  * the hostname's. */
-static int resolve_topology(const char *hostname, Topology *t) {
+static int resolve_topology(const char* hostname, Topology* t) {
   memset(t, 0, sizeof *t);
-  char *tf_config = strip(env("TF_CONFIG"));
-  char *role = strip(env("RESOURCE_NAME"));
+  char* tf_config = strip(env("TF_CONFIG"));
+  char* role = strip(env("RESOURCE_NAME"));
   int have_index = 0;
   if (*tf_config) {
-    Json *config;
+    Json* config;
     if (parse_json(tf_config, "TF_CONFIG", &config)) return -1;
     if (config->type != J_OBJECT) return config_fail("TF_CONFIG must be a JSON object");
     if (cluster_from_json(json_get(config, "cluster"), "TF_CONFIG", &t->cluster)) return -1;
-    Json *task = json_get(config, "task");
+    Json* task = json_get(config, "task");
     if (task && json_truthy(task)) {
       if (task->type != J_OBJECT) return config_fail("TF_CONFIG: task must be an object");
-      Json *type = json_get(task, "type");
+      Json* type = json_get(task, "type");
       if (type && json_truthy(type)) role = xstrdup(json_str(type));
-      Json *index = json_get(task, "index");
+      Json* index = json_get(task, "index");
       if (index && index->type != J_NULL) {
         if (parse_index(json_str(index), "TF_CONFIG", &t->index)) return -1;
         have_index = 1;
@@ -955,7 +978,7 @@ static int resolve_topology(const char *hostname, Topology *t) {
     t->source = "TF_CONFIG";
     t->tf_config = tf_config;
   } else if (*strip(env("TF_CLUSTER"))) {
-    Json *cluster;
+    Json* cluster;
     if (parse_json(env("TF_CLUSTER"), "TF_CLUSTER", &cluster)) return -1;
     if (cluster_from_json(cluster, "TF_CLUSTER", &t->cluster)) return -1;
     t->source = "TF_CLUSTER";
@@ -976,27 +999,27 @@ static int resolve_topology(const char *hostname, Topology *t) {
       return -1;
     }
   }
-  const Role *r = cluster_role(&t->cluster, role);
+  const Role* r = cluster_role(&t->cluster, role);
   if (r) {
     if ((size_t)t->index >= r->n) {
-      return config_fail("%s: %s-%ld is out of range: the cluster has %zu %s replica(s)",
-                         t->source, role, t->index, r->n, role);
+      return config_fail("%s: %s-%ld is out of range: the cluster has %zu %s replica(s)", t->source,
+                         role, t->index, r->n, role);
     }
   } else if (strcmp(role, "evaluator") != 0) {
-    return config_fail("%s: role %s is not in the cluster (roles: %s)", t->source,
-                       py_repr(role), role_list(&t->cluster));
+    return config_fail("%s: role %s is not in the cluster (roles: %s)", t->source, py_repr(role),
+                       role_list(&t->cluster));
   }
   return 0;
 }
 
 /* TF_CONFIG for the program: the one given, or TensorFlow's format built from the cluster,
  * role and index (as Python's json.dumps writes it). */
-static char *tf_config_json(const Topology *t) {
+static char* tf_config_json(const Topology* t) {
   if (t->tf_config) return t->tf_config;
   Str b = {0};
   str_add(&b, "{\"cluster\": {");
   for (size_t i = 0; i < t->cluster.n; ++i) {
-    const Role *r = &t->cluster.roles[i];
+    const Role* r = &t->cluster.roles[i];
     if (i) str_add(&b, ", ");
     json_string(&b, r->role);
     str_add(&b, ": [");
@@ -1013,13 +1036,13 @@ static char *tf_config_json(const Topology *t) {
 }
 
 /* A non-negative number of seconds from the environment. */
-static int env_seconds(const char *name, double fallback, double *out) {
-  char *text = strip(env(name));
+static int env_seconds(const char* name, double fallback, double* out) {
+  char* text = strip(env(name));
   if (!*text) {
     *out = fallback;
     return 0;
   }
-  char *end;
+  char* end;
   errno = 0;
   double value = strtod(text, &end);
   /* Python's float(): decimal only (no hex), the whole text. */
@@ -1043,7 +1066,7 @@ static void on_signal(int signum) {
   errno = saved;
 }
 
-static void forwarded_set(sigset_t *set) {
+static void forwarded_set(sigset_t* set) {
   sigemptyset(set);
   for (int i = 0; i < 3; ++i) sigaddset(set, FORWARDED[i]);
 }
@@ -1067,12 +1090,12 @@ static double now(void) {
 /* ---- the start-up barrier ------------------------------------------------------------------- */
 
 typedef struct {
-  char *name;    /* "worker-1" */
-  char *address; /* as given */
+  char* name;    /* "worker-1" */
+  char* address; /* as given */
   int reached;
-  int holding; /* reached a placeholder: the peer was still in its barrier */
+  int holding;                /* reached a placeholder: the peer was still in its barrier */
   struct sockaddr_storage ip; /* the address reached (its port is ignored) */
-  char reason[200]; /* "" while no attempt has failed */
+  char reason[200];           /* "" while no attempt has failed */
 } Peer;
 
 static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1082,18 +1105,29 @@ enum { MAX_PROBES = 16 };
 static sem_t probe_slots;
 
 /* A short reason for a failed connect. */
-static void connect_error(int e, char *out, size_t n) {
-  const char *text;
+static void connect_error(int e, char* out, size_t n) {
+  const char* text;
   switch (e) {
-    case ECONNREFUSED: text = "connection refused"; break;
-    case EHOSTUNREACH: text = "no route to host"; break;
-    case ENETUNREACH: text = "network unreachable"; break;
-    case ETIMEDOUT: text = "connection timed out"; break;
-    case ECONNRESET: text = "connection reset"; break;
-    default: text = error_text(e);
+    case ECONNREFUSED:
+      text = "connection refused";
+      break;
+    case EHOSTUNREACH:
+      text = "no route to host";
+      break;
+    case ENETUNREACH:
+      text = "network unreachable";
+      break;
+    case ETIMEDOUT:
+      text = "connection timed out";
+      break;
+    case ECONNRESET:
+      text = "connection reset";
+      break;
+    default:
+      text = error_text(e);
   }
   snprintf(out, n, "%s", text);
-  for (char *c = out; *c; ++c) {
+  for (char* c = out; *c; ++c) {
     if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
   }
 }
@@ -1102,7 +1136,8 @@ static void connect_error(int e, char *out, size_t n) {
 static int closed_at_once(int fd) {
   struct pollfd p = {fd, POLLIN, 0};
   int r;
-  do r = poll(&p, 1, PLACEHOLDER_WAIT_MS); while (r < 0 && errno == EINTR);
+  do r = poll(&p, 1, PLACEHOLDER_WAIT_MS);
+  while (r < 0 && errno == EINTR);
   if (r <= 0) return 0;
   char byte;
   ssize_t got = recv(fd, &byte, 1, MSG_DONTWAIT);
@@ -1111,9 +1146,9 @@ static int closed_at_once(int fd) {
 
 /* The connected socket when `address` resolves and accepts a TCP connection (`*ip`: the
  * address reached), else -1 and why not. */
-static int probe(const char *address, char *reason, size_t n, struct sockaddr_storage *ip) {
+static int probe(const char* address, char* reason, size_t n, struct sockaddr_storage* ip) {
   int port;
-  char *host = split_address(address, &port);
+  char* host = split_address(address, &port);
   if (!host) {
     snprintf(reason, n, "bad address");
     return -1;
@@ -1126,9 +1161,8 @@ static int probe(const char *address, char *reason, size_t n, struct sockaddr_st
   snprintf(reason, n, "does not resolve");
   if (getaddrinfo(host, service, &hints, &infos) != 0) return -1;
   int connected = -1;
-  for (struct addrinfo *ai = infos; ai && connected < 0; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                    ai->ai_protocol);
+  for (struct addrinfo* ai = infos; ai && connected < 0; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) {
       connect_error(errno, reason, n);
       continue;
@@ -1139,7 +1173,8 @@ static int probe(const char *address, char *reason, size_t n, struct sockaddr_st
       if (e == EINPROGRESS || e == EINTR) {
         struct pollfd p = {fd, POLLOUT, 0};
         int r;
-        do r = poll(&p, 1, CONNECT_TIMEOUT_MS); while (r < 0 && errno == EINTR);
+        do r = poll(&p, 1, CONNECT_TIMEOUT_MS);
+        while (r < 0 && errno == EINTR);
         if (r == 0) {
           e = ETIMEDOUT;
         } else {
@@ -1162,8 +1197,8 @@ static int probe(const char *address, char *reason, size_t n, struct sockaddr_st
 }
 
 /* Probes one peer until it answers once; keeps the last reason. */
-static void *watch_peer(void *arg) {
-  Peer *peer = arg;
+static void* watch_peer(void* arg) {
+  Peer* peer = arg;
   char reason[sizeof peer->reason];
   struct sockaddr_storage ip;
   for (;;) {
@@ -1191,7 +1226,7 @@ static void *watch_peer(void *arg) {
 }
 
 /* "a, b, c" cut to about `limit` characters with "and N more". */
-static char *peer_list(char **items, size_t n, long limit) {
+static char* peer_list(char** items, size_t n, long limit) {
   Str b = {0};
   str_add(&b, "");
   long used = 0;
@@ -1209,7 +1244,7 @@ static char *peer_list(char **items, size_t n, long limit) {
 }
 
 /* "worker-1 (host:port: reason)" for every peer not reached yet, in order. */
-static size_t missing_peers(Peer *peers, size_t n, char **out) {
+static size_t missing_peers(Peer* peers, size_t n, char** out) {
   size_t count = 0;
   pthread_mutex_lock(&peers_lock);
   for (size_t i = 0; i < n; ++i) {
@@ -1222,7 +1257,7 @@ static size_t missing_peers(Peer *peers, size_t n, char **out) {
 }
 
 /* Listens on the replica's own port; -1 and why not. */
-static int open_listener(int port, const char **why) {
+static int open_listener(int port, const char** why) {
   *why = "no address family";
   for (int family = 0; family < 2; ++family) {
     int fd = socket(family ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1240,8 +1275,8 @@ static int open_listener(int port, const char **why) {
     v4.sin_port = htons((unsigned short)port);
     v6.sin6_family = AF_INET6;
     v6.sin6_port = htons((unsigned short)port);
-    int r = family ? bind(fd, (struct sockaddr *)&v6, sizeof v6)
-                   : bind(fd, (struct sockaddr *)&v4, sizeof v4);
+    int r = family ? bind(fd, (struct sockaddr*)&v6, sizeof v6)
+                   : bind(fd, (struct sockaddr*)&v4, sizeof v4);
     if (r == 0 && listen(fd, 128) == 0) return fd;
     *why = error_text(errno);
     close(fd);
@@ -1261,18 +1296,18 @@ typedef struct {
   Ip ip;
   size_t count;
 } Seen;
-static Seen *seen;
+static Seen* seen;
 static size_t seen_n, seen_cap;
 
 /* The IP of a socket address; an IPv4-mapped IPv6 address reads as the IPv4 one. */
-static Ip ip_of(const struct sockaddr_storage *a) {
+static Ip ip_of(const struct sockaddr_storage* a) {
   Ip ip;
   memset(&ip, 0, sizeof ip);
   if (a->ss_family == AF_INET) {
-    memcpy(ip.bytes, &((const struct sockaddr_in *)a)->sin_addr, 4);
+    memcpy(ip.bytes, &((const struct sockaddr_in*)a)->sin_addr, 4);
     ip.n = 4;
   } else if (a->ss_family == AF_INET6) {
-    const unsigned char *b = ((const struct sockaddr_in6 *)a)->sin6_addr.s6_addr;
+    const unsigned char* b = ((const struct sockaddr_in6*)a)->sin6_addr.s6_addr;
     static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     if (memcmp(b, mapped, 12) == 0) {
       memcpy(ip.bytes, b + 12, 4);
@@ -1295,7 +1330,7 @@ static size_t seen_from(Ip ip) {
   return 0;
 }
 
-static void remember(const struct sockaddr_storage *a) {
+static void remember(const struct sockaddr_storage* a) {
   Ip ip = ip_of(a);
   if (ip.n == 0) return;
   for (size_t i = 0; i < seen_n; ++i) {
@@ -1330,7 +1365,7 @@ static void serve_for(int listener, double seconds) {
     for (;;) {
       struct sockaddr_storage from;
       socklen_t len = sizeof from;
-      int fd = accept4(listener, (struct sockaddr *)&from, &len, SOCK_CLOEXEC);
+      int fd = accept4(listener, (struct sockaddr*)&from, &len, SOCK_CLOEXEC);
       if (fd < 0) break;
       remember(&from);
       close(fd);
@@ -1341,7 +1376,7 @@ static void serve_for(int listener, double seconds) {
 /* "worker-1" for every peer that was still in its barrier when this replica reached it and has
  * not reached this replica since: the k-th such peer of an address is missing while fewer than k
  * connections came from that address. */
-static size_t peers_still_holding(Peer *peers, size_t n, char **out) {
+static size_t peers_still_holding(Peer* peers, size_t n, char** out) {
   size_t count = 0;
   pthread_mutex_lock(&peers_lock);
   for (size_t i = 0; i < n; ++i) {
@@ -1359,8 +1394,8 @@ static size_t peers_still_holding(Peer *peers, size_t n, char **out) {
 
 /* After the barrier: keeps the placeholder open until every peer still in its own barrier has
  * reached this replica, at most `linger` seconds. -1, or an exit code on a signal. */
-static int hold_for_peers(const char *name, int listener, Peer *peers, size_t n, double linger,
-                          double report_every, char **names) {
+static int hold_for_peers(const char* name, int listener, Peer* peers, size_t n, double linger,
+                          double report_every, char** names) {
   double start = now(), next_report = start + report_every;
   for (;;) {
     size_t m = peers_still_holding(peers, n, names);
@@ -1368,8 +1403,8 @@ static int hold_for_peers(const char *name, int listener, Peer *peers, size_t n,
     if (m == 0) return -1;
     if (first_signal) return 128 + first_signal;
     if (t_now - start >= linger) {
-      say("%s starts its program without hearing from %zu peer(s) after %g s: %s", name, m,
-          linger, peer_list(names, m, 2000));
+      say("%s starts its program without hearing from %zu peer(s) after %g s: %s", name, m, linger,
+          peer_list(names, m, 2000));
       return -1;
     }
     if (t_now >= next_report) {
@@ -1383,15 +1418,15 @@ static int hold_for_peers(const char *name, int listener, Peer *peers, size_t n,
 }
 
 /* The start-up barrier: -1 once every peer answered, or an exit code. */
-static int run_barrier(const Topology *t, double timeout, double report_every, double linger) {
-  char *name = fmt("%s-%ld", t->role, t->index);
-  size_t *order = ordered_roles(&t->cluster);
+static int run_barrier(const Topology* t, double timeout, double report_every, double linger) {
+  char* name = fmt("%s-%ld", t->role, t->index);
+  size_t* order = ordered_roles(&t->cluster);
   size_t total = 0;
   for (size_t i = 0; i < t->cluster.n; ++i) total += t->cluster.roles[i].n;
-  Peer *peers = xmalloc((total ? total : 1) * sizeof *peers);
+  Peer* peers = xmalloc((total ? total : 1) * sizeof *peers);
   size_t n = 0;
   for (size_t i = 0; i < t->cluster.n; ++i) {
-    const Role *r = &t->cluster.roles[order[i]];
+    const Role* r = &t->cluster.roles[order[i]];
     for (size_t k = 0; k < r->n; ++k) {
       if (strcmp(r->role, t->role) == 0 && (long)k == t->index) continue;
       memset(&peers[n], 0, sizeof peers[n]);
@@ -1406,11 +1441,11 @@ static int run_barrier(const Topology *t, double timeout, double report_every, d
     return -1;
   }
   int listener = -1;
-  const Role *own_role = cluster_role(&t->cluster, t->role);
+  const Role* own_role = cluster_role(&t->cluster, t->role);
   if (own_role && (size_t)t->index < own_role->n) {
     int port = 0;
     split_address(own_role->addresses[t->index], &port);
-    const char *why;
+    const char* why;
     listener = open_listener(port, &why);
     if (listener < 0) {
       say("%s cannot listen on port %d during the barrier (%s); waiting anyway", name, port, why);
@@ -1431,13 +1466,12 @@ static int run_barrier(const Topology *t, double timeout, double report_every, d
     int e = pthread_create(&thread, &attr, watch_peer, &peers[i]);
     if (e != 0) {
       pthread_sigmask(SIG_SETMASK, &old, NULL);
-      return fail(fmt("tfk8s: cannot start the start-up barrier: %s", error_text(e)),
-                  EXIT_CONFIG);
+      return fail(fmt("tfk8s: cannot start the start-up barrier: %s", error_text(e)), EXIT_CONFIG);
     }
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   double next_report = start + report_every;
-  char **missing = xmalloc(n * sizeof *missing);
+  char** missing = xmalloc(n * sizeof *missing);
   int code = -1;
   for (;;) {
     size_t m = missing_peers(peers, n, missing);
@@ -1449,8 +1483,8 @@ static int run_barrier(const Topology *t, double timeout, double report_every, d
       break;
     }
     if (t_now - start >= timeout) {
-      char *head = fmt("tfk8s: start-up barrier timed out after %g s; unreachable peers: ",
-                       timeout);
+      char* head =
+          fmt("tfk8s: start-up barrier timed out after %g s; unreachable peers: ", timeout);
       long limit = TERMINATION_MESSAGE_LIMIT - 200 - (long)strlen(head);
       code = fail(fmt("%s%s", head, peer_list(missing, m, limit)), EXIT_BARRIER);
       break;
@@ -1466,8 +1500,8 @@ static int run_barrier(const Topology *t, double timeout, double report_every, d
   }
   if (code < 0) {
     say("%s passed the start-up barrier in %.1f s (%zu peers)", name, now() - start, n);
-    if (listener >= 0 && linger > 0) code = hold_for_peers(name, listener, peers, n, linger,
-                                                           report_every, missing);
+    if (listener >= 0 && linger > 0)
+      code = hold_for_peers(name, listener, peers, n, linger, report_every, missing);
   }
   if (listener >= 0) close(listener);
   return code;
@@ -1478,22 +1512,22 @@ static int run_barrier(const Topology *t, double timeout, double report_every, d
 /* Starts argv[0] (looked up in the PATH of `envp` when it has no '/', as Python's subprocess
  * does) with `envp`; returns its pid, or -1 with *error set to why exec failed. With `quiet`
  * its stdout and stderr go to /dev/null. */
-static pid_t spawn(char *const argv[], char *const envp[], int quiet, int *error) {
+static pid_t spawn(char* const argv[], char* const envp[], int quiet, int* error) {
   /* Everything the child needs is prepared before fork (no allocation after it). */
-  const char *path = "/bin:/usr/bin";
-  for (char *const *e = envp; *e; ++e) {
+  const char* path = "/bin:/usr/bin";
+  for (char* const* e = envp; *e; ++e) {
     if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
   }
   size_t dirs = 1;
-  for (const char *c = path; *c; ++c) dirs += *c == ':';
-  char **candidates = xmalloc((dirs + 1) * sizeof *candidates);
+  for (const char* c = path; *c; ++c) dirs += *c == ':';
+  char** candidates = xmalloc((dirs + 1) * sizeof *candidates);
   size_t nc = 0;
   if (strchr(argv[0], '/')) {
     candidates[nc++] = argv[0];
   } else {
-    const char *dir = path;
+    const char* dir = path;
     for (;;) {
-      const char *end = strchr(dir, ':');
+      const char* end = strchr(dir, ':');
       size_t len = end ? (size_t)(end - dir) : strlen(dir);
       candidates[nc++] = len ? fmt("%.*s/%s", (int)len, dir, argv[0]) : argv[0];
       if (!end) break;
@@ -1527,8 +1561,8 @@ static pid_t spawn(char *const argv[], char *const envp[], int quiet, int *error
     if (syscall(SYS_close_range, 3u, (unsigned)w - 1, 0u) != 0 ||
         syscall(SYS_close_range, (unsigned)w + 1, ~0u, 0u) != 0) {
       struct rlimit rl;
-      long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (long)rl.rlim_cur
-                                                                            : 65536;
+      long max =
+          getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (long)rl.rlim_cur : 65536;
       for (long fd = 3; fd < max; ++fd) {
         if (fd != w) close((int)fd);
       }
@@ -1551,7 +1585,8 @@ static pid_t spawn(char *const argv[], char *const envp[], int quiet, int *error
   }
   int e = 0;
   ssize_t r;
-  do r = read(pipefd[0], &e, sizeof e); while (r < 0 && errno == EINTR);
+  do r = read(pipefd[0], &e, sizeof e);
+  while (r < 0 && errno == EINTR);
   close(pipefd[0]);
   if (r == (ssize_t)sizeof e) {
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
@@ -1582,8 +1617,8 @@ static int wait_child(pid_t pid) {
   }
 }
 
-static int tensorflow_importable(const char *python) {
-  char *argv[] = {(char *)python, "-c", (char *)TF_IMPORTABLE_CODE, NULL};
+static int tensorflow_importable(const char* python) {
+  char* argv[] = {(char*)python, "-c", (char*)TF_IMPORTABLE_CODE, NULL};
   int error;
   pid_t pid = spawn(argv, environ, 1, &error);
   if (pid < 0) return 0;
@@ -1595,10 +1630,10 @@ static int tensorflow_importable(const char *python) {
 }
 
 /* The program's environment: ours plus TF_CONFIG, TASK_INDEX and TASK_TYPE. */
-static char **child_env(const Topology *t) {
+static char** child_env(const Topology* t) {
   size_t n = 0;
   while (environ[n]) ++n;
-  char **out = xmalloc((n + 4) * sizeof *out);
+  char** out = xmalloc((n + 4) * sizeof *out);
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {
     if (strncmp(environ[i], "TF_CONFIG=", 10) == 0 || strncmp(environ[i], "TASK_INDEX=", 11) == 0 ||
@@ -1615,9 +1650,9 @@ static char **child_env(const Topology *t) {
 }
 
 /* Runs the program as a child, forwards signals, returns its exit code. */
-static int run_program(char **argv, const Topology *t) {
-  char *before = read_termination_log();
-  char **envp = child_env(t);
+static int run_program(char** argv, const Topology* t) {
+  char* before = read_termination_log();
+  char** envp = child_env(t);
   /* The forwarded signals wait until the child is known, then reach it. */
   sigset_t forwarded, old;
   forwarded_set(&forwarded);
@@ -1638,8 +1673,8 @@ static int run_program(char **argv, const Topology *t) {
     Str text = {0};
     str_addf(&text, "%s-%ld: program exited with code %d", t->role, t->index, code);
     if (code > 128 && code - 128 < 65) str_addf(&text, " (killed by %s)", signal_name(code - 128));
-    char *after = read_termination_log();
-    char *stripped = strip(after);
+    char* after = read_termination_log();
+    char* stripped = strip(after);
     if (*stripped && strcmp(after, before) != 0) {
       /* The program left its own termination message: keep it after ours. */
       str_addf(&text, "\n%s", after);
@@ -1651,12 +1686,12 @@ static int run_program(char **argv, const Topology *t) {
 
 /* ---- main ----------------------------------------------------------------------------------- */
 
-int main(int argc, char **argv) {
-  const char *python = "python3";
-  char **program = NULL;
+int main(int argc, char** argv) {
+  const char* python = "python3";
+  char** program = NULL;
   int i = 1;
   while (i < argc) {
-    const char *a = argv[i];
+    const char* a = argv[i];
     if (strcmp(a, "--") == 0) {
       if (i + 1 < argc) program = argv + i + 1;
       break;
@@ -1684,7 +1719,7 @@ int main(int argc, char **argv) {
     program = argv + i;
     break;
   }
-  const char *log = getenv("TFK8S_TERMINATION_LOG");
+  const char* log = getenv("TFK8S_TERMINATION_LOG");
   if (log) {
     termination_log = *log ? log : NULL;
   } else if (access(DEFAULT_TERMINATION_LOG, W_OK) == 0) {
@@ -1692,7 +1727,7 @@ int main(int argc, char **argv) {
   }
   install_signals();
   char host[256] = "";
-  const char *hostname = getenv("HOSTNAME");
+  const char* hostname = getenv("HOSTNAME");
   if (!hostname || !*hostname) {
     gethostname(host, sizeof host - 1);
     hostname = host;
@@ -1705,11 +1740,11 @@ int main(int argc, char **argv) {
     return fail(fmt("tfk8s: %s", config_error), EXIT_CONFIG);
   }
   if (report_every == 0) report_every = 5;
-  char *name = fmt("%s-%ld", t.role, t.index);
-  char *server[] = {(char *)python, "-c", (char *)TF_SERVER_CODE, NULL};
+  char* name = fmt("%s-%ld", t.role, t.index);
+  char* server[] = {(char*)python, "-c", (char*)TF_SERVER_CODE, NULL};
   if (!program) {
-    char *strategy = strip(env("TFK8S_STRATEGY"));
-    for (char *c = strategy; *c; ++c) {
+    char* strategy = strip(env("TFK8S_STRATEGY"));
+    for (char* c = strategy; *c; ++c) {
       if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
     }
     if (strcmp(t.role, "ps") == 0 ||

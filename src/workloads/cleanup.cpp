@@ -34,8 +34,8 @@ std::string ToString(TFCleanupPolicy policy) {
 }
 
 TFCleanupPolicy ParseTFCleanupPolicy(std::string_view text) {
-  for (auto p : {TFCleanupPolicy::kNone, TFCleanupPolicy::kDeleteAll,
-                 TFCleanupPolicy::kKeepSession, TFCleanupPolicy::kKeepLogs}) {
+  for (auto p : {TFCleanupPolicy::kNone, TFCleanupPolicy::kDeleteAll, TFCleanupPolicy::kKeepSession,
+                 TFCleanupPolicy::kKeepLogs}) {
     if (text == ToString(p)) return p;
   }
   throw ValidationError("cleanup", std::string(text),
@@ -99,8 +99,7 @@ std::optional<SysSeconds> RunTime(const Json& job) {
 
 }  // namespace
 
-TFCleanupDecision DecideTFCleanup(const Json& root, const std::vector<Json>& jobs,
-                                  SysSeconds now) {
+TFCleanupDecision DecideTFCleanup(const Json& root, const std::vector<Json>& jobs, SysSeconds now) {
   TFCleanupDecision d;
   if (BeingDeleted(root)) return d;
   TFClusterSpec spec = TFSpecFromRoot(root);
@@ -189,9 +188,8 @@ ScheduledJobAlert AlertForTFCleanup(const Json& root, const TFCleanupDecision& d
   a.time = ToTimePoint(now);
   std::string what = deleted.empty() ? "nothing left to delete"
                                      : fmt::format("deleted {}", fmt::join(deleted, ", "));
-  a.message = fmt::format("TFCluster {}/{}: {} {}; cleanup {}: {}", a.namespace_name,
-                          a.tf_cluster, decision.decider, decision.result,
-                          ToString(decision.policy), what);
+  a.message = fmt::format("TFCluster {}/{}: {} {}; cleanup {}: {}", a.namespace_name, a.tf_cluster,
+                          decision.decider, decision.result, ToString(decision.policy), what);
   return a;
 }
 
@@ -227,8 +225,8 @@ HistoryLimits TaskHistoryLimits(const Json* cronjob, const std::vector<Json>& ru
   return {};
 }
 
-HistoryPlan PlanHistoryPrune(const std::vector<Json>& runs, HistoryLimits limits,
-                             SysSeconds now, const ScheduledJobWatcherOptions& options) {
+HistoryPlan PlanHistoryPrune(const std::vector<Json>& runs, HistoryLimits limits, SysSeconds now,
+                             const ScheduledJobWatcherOptions& options) {
   HistoryPlan plan;
   struct Ranked {
     const Json* job;

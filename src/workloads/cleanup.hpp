@@ -31,16 +31,15 @@ struct TFCleanupDecision {
   bool act = false;      ///< Claim, then delete what PlanTFCleanup() names.
   bool reclaim = false;  ///< An earlier claim expired before its alert was delivered.
   TFCleanupPolicy policy = TFCleanupPolicy::kNone;
-  std::string decider;      ///< "chief-0" or "worker-0".
-  std::string result;       ///< "Succeeded" or "Failed".
-  Json decider_job;         ///< The chief's Job (when act).
+  std::string decider;                   ///< "chief-0" or "worker-0".
+  std::string result;                    ///< "Succeeded" or "Failed".
+  Json decider_job;                      ///< The chief's Job (when act).
   std::optional<SysSeconds> recheck_at;  ///< When a claim by someone else expires.
 };
 /// Decides from the root ConfigMap (the stored spec, the clean-up annotations) and the Jobs
 /// labelled with the cluster: act once the chief's Job, owned by this root, is Complete or
 /// Failed. Throws ValidationError when the stored spec cannot be read. Pure.
-TFCleanupDecision DecideTFCleanup(const Json& root, const std::vector<Json>& jobs,
-                                  SysSeconds now);
+TFCleanupDecision DecideTFCleanup(const Json& root, const std::vector<Json>& jobs, SysSeconds now);
 
 /// An object found with the cluster's label, and its kind.
 struct OwnedObject {
@@ -93,8 +92,8 @@ struct HistoryPlan {
   std::vector<PrunedRun> prune;
   std::optional<SysSeconds> recheck_at;  ///< When a claim or an alert may settle.
 };
-HistoryPlan PlanHistoryPrune(const std::vector<Json>& runs, HistoryLimits limits,
-                             SysSeconds now, const ScheduledJobWatcherOptions& options);
+HistoryPlan PlanHistoryPrune(const std::vector<Json>& runs, HistoryLimits limits, SysSeconds now,
+                             const ScheduledJobWatcherOptions& options);
 /// The "cleanup" alert for a pruned run. Pure.
 ScheduledJobAlert AlertForPrunedRun(const PrunedRun& run, SysSeconds now);
 

@@ -295,9 +295,7 @@ WatchTracker::~WatchTracker() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::vector<Json> WatchTracker::Snapshot() const {
-  return CheckedSnapshot(informer_, kind_);
-}
+std::vector<Json> WatchTracker::Snapshot() const { return CheckedSnapshot(informer_, kind_); }
 
 Json GetChecked(Client client, const ResourceType& type, std::string_view ns,
                 std::string_view name) {
@@ -375,8 +373,7 @@ bool WriteSecretWhole(Client& client, const Json& secret, bool replace, bool dry
       return true;
     } catch (const ApiError& e) {
       const bool raced = e.kind() == ErrorKind::kConflict ||
-                         e.kind() == ErrorKind::kAlreadyExists ||
-                         e.kind() == ErrorKind::kNotFound;
+                         e.kind() == ErrorKind::kAlreadyExists || e.kind() == ErrorKind::kNotFound;
       if (!raced || round == kRounds) throw;
     }
   }

@@ -305,10 +305,10 @@ DevInstanceSpec DevSpecFromObject(const Json& sts, RootIdentity* identity) {
   const std::string field = std::string("metadata.annotations[") + kDevSpecAnnotation + "]";
   std::string text = AnnotationOf(sts, kDevSpecAnnotation);
   if (text.empty()) {
-    throw NotFound(ErrorKind::kNotFound,
-                   fmt::format("{} exists but is not a tfk8s dev instance: it has no {}",
-                               id.object, field),
-                   404, "NotFound");
+    throw NotFound(
+        ErrorKind::kNotFound,
+        fmt::format("{} exists but is not a tfk8s dev instance: it has no {}", id.object, field),
+        404, "NotFound");
   }
   DevInstanceSpec spec = DevInstanceSpec::FromJson(ParseStoredSpec(text, field, id.name));
   RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
@@ -364,7 +364,7 @@ std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::stri
 }
 
 std::vector<WorkloadRef> DevInstance::ListRefs(Client client, const std::string& ns,
-                                              const std::string& owner) {
+                                               const std::string& owner) {
   std::vector<WorkloadRef> refs;
   for (auto& s : List(std::move(client), ns, owner)) {
     refs.push_back({std::move(s.namespace_name), std::move(s.name), std::move(s.owner)});
@@ -512,8 +512,7 @@ void DevInstance::Apply() {
       credentials = internal::CredentialsFromSecret(*secret);
     }
   } catch (const Forbidden& e) {
-    if (!previous ||
-        previous->security.ssh_authorized_keys != spec_.security.ssh_authorized_keys) {
+    if (!previous || previous->security.ssh_authorized_keys != spec_.security.ssh_authorized_keys) {
       throw Forbidden(
           ErrorKind::kForbidden,
           fmt::format("DevInstance {}/{}: changing security.sshAuthorizedKeys keeps the password, "
@@ -624,8 +623,7 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
   auto deadline = std::chrono::steady_clock::now() + *options.wait;
   auto gone = [](const Json* o) { return o == nullptr; };
   // Foreground deletion keeps the StatefulSet until its pod, Services and Secret are gone.
-  bool done =
-      internal::WaitForObject(client_, kStatefulSets, ns, spec_.name, *options.wait, gone);
+  bool done = internal::WaitForObject(client_, kStatefulSets, ns, spec_.name, *options.wait, gone);
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       deadline - std::chrono::steady_clock::now());
   done = done && internal::WaitForObject(client_, kPods, ns, DevPodName(spec_),
@@ -748,21 +746,20 @@ DevAccess DevInstance::Access() {
 
 WorkloadLogStream DevInstance::StreamLogs(LogOptions options) const {
   options.container = internal::kDevContainer;
-  return WorkloadLogStream([client = client_, ns = spec_.namespace_name,
-                            pod = internal::DevPodName(spec_), options](
-                               const WorkloadLogStream::Emit& emit,
-                               const std::function<bool()>& cancelled) mutable {
-    LogStream stream = client.StreamLogs(ns, pod, options);
-    while (!cancelled()) {
-      auto line = stream.NextLine(std::chrono::milliseconds(500));
-      if (line) {
-        if (!emit({pod, std::move(*line)})) break;
-      } else if (stream.ended()) {
-        return;
-      }
-    }
-    stream.Cancel();
-  });
+  return WorkloadLogStream(
+      [client = client_, ns = spec_.namespace_name, pod = internal::DevPodName(spec_), options](
+          const WorkloadLogStream::Emit& emit, const std::function<bool()>& cancelled) mutable {
+        LogStream stream = client.StreamLogs(ns, pod, options);
+        while (!cancelled()) {
+          auto line = stream.NextLine(std::chrono::milliseconds(500));
+          if (line) {
+            if (!emit({pod, std::move(*line)})) break;
+          } else if (stream.ended()) {
+            return;
+          }
+        }
+        stream.Cancel();
+      });
 }
 
 std::vector<Json> DevInstance::Render() const { return RenderDevInstance(spec_); }
@@ -772,10 +769,14 @@ std::string DevInstance::ToYaml() const { return ToYamlDocuments(Render()); }
 // ---- results as JSON -----------------------------------------------------------------------
 
 Json DevInstanceStatus::ToJson() const {
-  return {{"phase", ToString(phase)}, {"pod", pod},
-          {"node", node},             {"restarts", restarts},
-          {"ready_tools", ready_tools}, {"reason", reason},
-          {"message", message},       {"table", Table()}};
+  return {{"phase", ToString(phase)},
+          {"pod", pod},
+          {"node", node},
+          {"restarts", restarts},
+          {"ready_tools", ready_tools},
+          {"reason", reason},
+          {"message", message},
+          {"table", Table()}};
 }
 
 Json DevAccess::ToJson() const {

@@ -169,8 +169,8 @@ Json DevCullDecision::ToJson() const {
 
 std::string FormatCullTable(const std::vector<DevCullDecision>& decisions) {
   const char* row = "{:<16} {:<24} {:<12} {:<11} {:>9}  {}\n";
-  std::string out = fmt::format(fmt::runtime(row), "NAMESPACE", "NAME", "OWNER", "OUTCOME",
-                                "IDLE", "REASON");
+  std::string out =
+      fmt::format(fmt::runtime(row), "NAMESPACE", "NAME", "OWNER", "OUTCOME", "IDLE", "REASON");
   for (const auto& d : decisions) {
     std::string idle = d.activity ? fmt::format("{}s", d.activity->Idle().count()) : "-";
     out += fmt::format(fmt::runtime(row), d.namespace_name, d.name, d.owner, d.outcome, idle,

@@ -12,14 +12,14 @@
 #include "tfk8s/validation.hpp"
 #include "util/base64.hpp"
 #include "workloads/devinstance_internal.hpp"
-#include "workloads/start_script.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/spec_json.hpp"
+#include "workloads/start_script.hpp"
 
 namespace tfk8s {
 
-using internal::kInstanceLabel;
 using internal::Field;
+using internal::kInstanceLabel;
 using internal::kManagedBy;
 
 std::string ToString(DevExposure e) {
@@ -422,46 +422,46 @@ Json DevInstanceSpec::ToJson() const {
                            {"subPath", m.sub_path}});
   }
   Json j = {{"owner", owner},
-          {"name", name},
-          {"namespace", namespace_name},
-          {"labels", labels},
-          {"image", image},
-          {"command", command},
-          {"resources", internal::ToSpecJson(resources)},
-          {"notebookTag", notebook_tag},
-          {"hadoopUser", hadoop_user},
-          {"env", internal::ToSpecJson(env)},
-          {"podAnnotations", pod_annotations},
-          {"tools",
-           {{"jupyter", tools.jupyter},
-            {"jupyterPort", tools.jupyter_port},
-            {"ssh", tools.ssh},
-            {"sshPort", tools.ssh_port},
-            {"codeServer", tools.code_server},
-            {"codeServerPort", tools.code_server_port},
-            {"tensorboard", tools.tensorboard},
-            {"tensorboardPort", tools.tensorboard_port},
-            {"tensorboardLogDir", tools.tensorboard_log_dir},
-            {"customPorts", custom}}},
-          {"home",
-           {{"enabled", home.enabled},
-            {"size", home.size},
-            {"storageClass", home.storage_class},
-            {"accessModes", home.access_modes},
-            {"mountPath", home.mount_path}}},
-          {"mounts", mounts_json},
-          {"hostLocaltime", host_localtime},
-          {"placement", internal::ToSpecJson(placement)},
-          {"security", SecurityJson(security)},
-          {"expose",
-           {{"backend", ToString(expose.backend)},
-            {"tools", expose.tools},
-            {"configmapNamespace", expose.configmap_namespace},
-            {"configmapName", expose.configmap_name},
-            {"portMin", expose.port_min},
-            {"portMax", expose.port_max},
-            {"createConfigmap", expose.create_configmap},
-            {"externalHost", expose.external_host}}}};
+            {"name", name},
+            {"namespace", namespace_name},
+            {"labels", labels},
+            {"image", image},
+            {"command", command},
+            {"resources", internal::ToSpecJson(resources)},
+            {"notebookTag", notebook_tag},
+            {"hadoopUser", hadoop_user},
+            {"env", internal::ToSpecJson(env)},
+            {"podAnnotations", pod_annotations},
+            {"tools",
+             {{"jupyter", tools.jupyter},
+              {"jupyterPort", tools.jupyter_port},
+              {"ssh", tools.ssh},
+              {"sshPort", tools.ssh_port},
+              {"codeServer", tools.code_server},
+              {"codeServerPort", tools.code_server_port},
+              {"tensorboard", tools.tensorboard},
+              {"tensorboardPort", tools.tensorboard_port},
+              {"tensorboardLogDir", tools.tensorboard_log_dir},
+              {"customPorts", custom}}},
+            {"home",
+             {{"enabled", home.enabled},
+              {"size", home.size},
+              {"storageClass", home.storage_class},
+              {"accessModes", home.access_modes},
+              {"mountPath", home.mount_path}}},
+            {"mounts", mounts_json},
+            {"hostLocaltime", host_localtime},
+            {"placement", internal::ToSpecJson(placement)},
+            {"security", SecurityJson(security)},
+            {"expose",
+             {{"backend", ToString(expose.backend)},
+              {"tools", expose.tools},
+              {"configmapNamespace", expose.configmap_namespace},
+              {"configmapName", expose.configmap_name},
+              {"portMin", expose.port_min},
+              {"portMax", expose.port_max},
+              {"createConfigmap", expose.create_configmap},
+              {"externalHost", expose.external_host}}}};
   // Written only when set, so specs stored before the option existed read back unchanged.
   if (expand_variable_references) j["expandVariableReferences"] = true;
   if (launch_workloads) j["launchWorkloads"] = true;
@@ -752,7 +752,7 @@ Json ServicePorts(const std::vector<DevPort>& ports) {
 }  // namespace
 
 Json DevInstanceWorkloadRules() {
-  const std::vector<std::string> manage = {"get",   "list",  "watch", "create",
+  const std::vector<std::string> manage = {"get",    "list",  "watch", "create",
                                            "update", "patch", "delete"};
   const std::vector<std::string> read = {"get", "list", "watch"};
   auto rule = [](const char* group, std::vector<std::string> resources,
@@ -846,12 +846,12 @@ std::vector<Json> RenderDevInstance(const DevInstanceSpec& spec, const DevRender
                                            {"resources", {"secrets"}},
                                            {"resourceNames", {internal::DevSecretName(spec)}},
                                            {"verbs", {"get"}}}})}});
-    out.push_back({{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                   {"kind", "RoleBinding"},
-                   {"metadata", Metadata(spec, o, role, "credentials-reader")},
-                   {"roleRef",
-                    {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role}}},
-                   {"subjects", std::move(subjects)}});
+    out.push_back(
+        {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+         {"kind", "RoleBinding"},
+         {"metadata", Metadata(spec, o, role, "credentials-reader")},
+         {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role}}},
+         {"subjects", std::move(subjects)}});
   }
 
   if (spec.launch_workloads) {
@@ -864,14 +864,14 @@ std::vector<Json> RenderDevInstance(const DevInstanceSpec& spec, const DevRender
                    {"kind", "Role"},
                    {"metadata", Metadata(spec, o, role, "launcher")},
                    {"rules", DevInstanceWorkloadRules()}});
-    out.push_back({{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                   {"kind", "RoleBinding"},
-                   {"metadata", Metadata(spec, o, role, "launcher")},
-                   {"roleRef",
-                    {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role}}},
-                   {"subjects", Json::array({{{"kind", "ServiceAccount"},
-                                              {"name", spec.name},
-                                              {"namespace", spec.namespace_name}}})}});
+    out.push_back(
+        {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+         {"kind", "RoleBinding"},
+         {"metadata", Metadata(spec, o, role, "launcher")},
+         {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role}}},
+         {"subjects", Json::array({{{"kind", "ServiceAccount"},
+                                    {"name", spec.name},
+                                    {"namespace", spec.namespace_name}}})}});
   }
 
   if (spec.home.enabled) {

@@ -463,8 +463,7 @@ std::string FormatInventory(const Inventory& inventory) {
   for (const auto& n : inventory.nodes) {
     const char* state = !n.ready ? "NotReady" : (n.schedulable ? "Ready" : "Cordoned");
     rows.push_back({n.name, state, or_dash(n.nodetype), or_dash(n.gputype), or_dash(n.cputype),
-                    or_dash(PoolOf(n)),
-                    std::to_string(n.pod_count), of(n, "cpu"), of(n, "memory"),
+                    or_dash(PoolOf(n)), std::to_string(n.pod_count), of(n, "cpu"), of(n, "memory"),
                     of(n, "nvidia.com/gpu")});
   }
   std::string out = internal::FormatTextTable(rows);
@@ -609,9 +608,8 @@ FitResult CheckPlacement(Client& client, const std::vector<Json>& objects) {
     // Nodes are cluster-scoped: credentials limited to a namespace (a DevInstance's launching
     // Role) cannot read them. The server still schedules; only the early check is skipped.
     FitResult unchecked;
-    unchecked.notes.push_back(
-        fmt::format("node placement not checked: these credentials cannot list nodes ({})",
-                    e.what()));
+    unchecked.notes.push_back(fmt::format(
+        "node placement not checked: these credentials cannot list nodes ({})", e.what()));
     return unchecked;
   }
   return EvaluatePlacement(objects, nodes);

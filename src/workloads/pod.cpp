@@ -174,13 +174,14 @@ PodOptions PodOptionsFromSpecJson(const Json& j, const std::string& path, PodOpt
   o.image_pull_secrets =
       Field<std::vector<std::string>>(j, "imagePullSecrets", path, o.image_pull_secrets);
   o.service_account = Field<std::string>(j, "serviceAccount", path, o.service_account);
-  o.automount_service_account_token = OptionalField<bool>(j, "automountServiceAccountToken",
-                                                          path, o.automount_service_account_token);
+  o.automount_service_account_token = OptionalField<bool>(j, "automountServiceAccountToken", path,
+                                                          o.automount_service_account_token);
   auto sc_it = j.is_object() ? j.find("securityContext") : j.end();
   if (!j.is_object() || sc_it == j.end() || sc_it->is_null()) return o;
   const Json& sc = *sc_it;
   const std::string at = path + "securityContext.";
-  if (!sc.is_object()) throw ValidationError(path + "securityContext", sc.dump(), "must be an object");
+  if (!sc.is_object())
+    throw ValidationError(path + "securityContext", sc.dump(), "must be an object");
   SecurityContext& c = o.security_context;
   c.run_as_user = OptionalField<std::int64_t>(sc, "runAsUser", at, c.run_as_user);
   c.run_as_group = OptionalField<std::int64_t>(sc, "runAsGroup", at, c.run_as_group);
@@ -192,7 +193,8 @@ PodOptions PodOptionsFromSpecJson(const Json& j, const std::string& path, PodOpt
       OptionalField<bool>(sc, "readOnlyRootFilesystem", at, c.read_only_root_filesystem);
   c.drop_capabilities =
       Field<std::vector<std::string>>(sc, "dropCapabilities", at, c.drop_capabilities);
-  c.add_capabilities = Field<std::vector<std::string>>(sc, "addCapabilities", at, c.add_capabilities);
+  c.add_capabilities =
+      Field<std::vector<std::string>>(sc, "addCapabilities", at, c.add_capabilities);
   c.seccomp_profile = Field<std::string>(sc, "seccompProfile", at, c.seccomp_profile);
   return o;
 }
@@ -246,8 +248,8 @@ std::vector<EnvVar> EnvFromSpecJson(const Json& j, const std::string& path) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     const std::string item = fmt::format("{}[{}].", path, i);
     if (!j[i].is_object()) throw ValidationError(item, j[i].dump(), "must be {name, value}");
-    env.push_back({Field<std::string>(j[i], "name", item, ""),
-                   Field<std::string>(j[i], "value", item, "")});
+    env.push_back(
+        {Field<std::string>(j[i], "name", item, ""), Field<std::string>(j[i], "value", item, "")});
   }
   return env;
 }

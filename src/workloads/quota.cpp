@@ -19,8 +19,8 @@
 #include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
 #include "workloads/common.hpp"
-#include "workloads/server_shape.hpp"
 #include "workloads/quota_pods.hpp"
+#include "workloads/server_shape.hpp"
 
 namespace tfk8s {
 
@@ -374,7 +374,6 @@ std::string Percent(const ResourceUsage& r) {
   if (r.hard.IsZero()) return r.used.IsZero() ? "-" : "over";
   return fmt::format("{}%", static_cast<long long>(std::lround(r.Fraction() * 100.0)));
 }
-
 
 // Ready = the quota controller has caught up with spec.hard (see WaitForQuotaReady).
 bool QuotaReady(const Json& quota) {

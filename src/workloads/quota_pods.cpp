@@ -183,8 +183,7 @@ std::int64_t IntField(const Json& object, std::string_view key, std::int64_t fal
 }
 
 std::string SourceOf(const Json& object) {
-  return fmt::format("{}/{}", StringAt(object, "kind"),
-                     StringAt(At(object, "metadata"), "name"));
+  return fmt::format("{}/{}", StringAt(object, "kind"), StringAt(At(object, "metadata"), "name"));
 }
 
 bool IsExtendedResourceName(std::string_view name) {

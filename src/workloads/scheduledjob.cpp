@@ -17,12 +17,11 @@
 
 namespace tfk8s {
 
-using internal::SysSeconds;
 using internal::Items;
+using internal::SysSeconds;
 using namespace internal::kinds;
 
 namespace {
-
 
 std::string Name(const Json& o) { return o.value("metadata", Json::object()).value("name", ""); }
 
@@ -126,7 +125,8 @@ std::optional<ScheduledJobSpec> ScheduledJobSpecFromObject(const Json& object, b
                                                            RootIdentity* identity) {
   std::string text = AnnotationOf(object, kSpecAnnotation);
   if (text.empty()) return std::nullopt;
-  RootIdentity id = IdentityOf(object, is_cronjob ? "CronJob" : "Job", "ScheduledJob", kScheduledJobLabel, is_cronjob);
+  RootIdentity id = IdentityOf(object, is_cronjob ? "CronJob" : "Job", "ScheduledJob",
+                               kScheduledJobLabel, is_cronjob);
   const std::string field = std::string("metadata.annotations[") + kSpecAnnotation + "]";
   ScheduledJobSpec spec = ScheduledJobSpec::FromJson(ParseStoredSpec(text, field, id.name));
   RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
@@ -215,8 +215,8 @@ Json ScheduledJob::Apply(const ApplyScheduleOptions& options) {
   // Throws for a time zone the server cannot honour.
   Json cronjob = RenderCronJob(spec_, ServerRenderOptions());
   if (options.preflight) {
-    FitResult fit = CheckRun(client_, spec_.namespace_name, RenderRunJob(spec_),
-                             options.pod_security);
+    FitResult fit =
+        CheckRun(client_, spec_.namespace_name, RenderRunJob(spec_), options.pod_security);
     if (!fit.fits) {
       ThrowDoesNotFit(fmt::format("ScheduledJob {}/{}", spec_.namespace_name, spec_.name), fit);
     }
@@ -429,8 +429,7 @@ JobRun ScheduledJob::WaitForRun(const std::string& job_name, const WaitOptions<J
   WaitOptions<JobRun> finished = options;
   finished.until = WaitUntil::kFinished;
   return internal::Wait<JobRun>(
-      client_, ns, {{&kJobs, sel}}, what, finished,
-      [&](const internal::WaitSnapshot& snapshot) {
+      client_, ns, {{&kJobs, sel}}, what, finished, [&](const internal::WaitSnapshot& snapshot) {
         internal::WaitVerdict verdict;
         verdict.report = snapshot.synced;
         if (!snapshot.synced) return std::pair{JobRun{}, std::move(verdict)};
@@ -549,24 +548,24 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
 
 WorkloadLogStream ScheduledJob::StreamLogs(const std::string& job_name, bool follow,
                                            std::chrono::milliseconds pending_wait) {
-  return WorkloadLogStream([self = *this, job_name, follow, pending_wait](
-                               const WorkloadLogStream::Emit& emit,
-                               const std::function<bool()>& cancelled) mutable {
-    auto source = [](int attempt) { return fmt::format("attempt-{}", attempt); };
-    if (follow) {
-      self.FollowLogs(job_name, emit, pending_wait, cancelled);
-      return;
-    }
-    for (const AttemptLog& a : self.Logs(job_name)) {
-      std::size_t start = 0;
-      while (start < a.text.size()) {
-        std::size_t end = a.text.find('\n', start);
-        if (end == std::string::npos) end = a.text.size();
-        if (!emit({source(a.attempt), a.text.substr(start, end - start)})) return;
-        start = end + 1;
-      }
-    }
-  });
+  return WorkloadLogStream(
+      [self = *this, job_name, follow, pending_wait](
+          const WorkloadLogStream::Emit& emit, const std::function<bool()>& cancelled) mutable {
+        auto source = [](int attempt) { return fmt::format("attempt-{}", attempt); };
+        if (follow) {
+          self.FollowLogs(job_name, emit, pending_wait, cancelled);
+          return;
+        }
+        for (const AttemptLog& a : self.Logs(job_name)) {
+          std::size_t start = 0;
+          while (start < a.text.size()) {
+            std::size_t end = a.text.find('\n', start);
+            if (end == std::string::npos) end = a.text.size();
+            if (!emit({source(a.attempt), a.text.substr(start, end - start)})) return;
+            start = end + 1;
+          }
+        }
+      });
 }
 
 ScheduledJobRenderOptions ScheduledJob::ServerRenderOptions() {

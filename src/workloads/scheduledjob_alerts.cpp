@@ -15,10 +15,10 @@
 
 #include "tfk8s/scheduledjob.hpp"
 #include "workloads/cleanup.hpp"
+#include "workloads/common.hpp"
 #include "workloads/cron.hpp"
 #include "workloads/kinds.hpp"
 #include "workloads/scheduledjob_internal.hpp"
-#include "workloads/common.hpp"
 #include "workloads/server_shape.hpp"
 #include "workloads/tfcluster_internal.hpp"
 
@@ -554,14 +554,15 @@ struct ScheduledJobWatcher::Impl {
       }
       deleted = internal::DeleteTargets(client, ns, internal::PlanTFCleanup(root, d.policy, owned));
     } catch (const std::exception& e) {
-      ReportError(fmt::format("clean-up of TFCluster {} stopped (taken up again when its claim "
-                              "expires): {}",
-                              Key(root), e.what()));
+      ReportError(
+          fmt::format("clean-up of TFCluster {} stopped (taken up again when its claim "
+                      "expires): {}",
+                      Key(root), e.what()));
       Release(flight_key);
       return deadline;
     }
-    Enqueue({internal::AlertForTFCleanup(root, d, deleted, now), kConfigMaps, ns, name,
-             flight_key, internal::kCleanupStateAnnotation});
+    Enqueue({internal::AlertForTFCleanup(root, d, deleted, now), kConfigMaps, ns, name, flight_key,
+             internal::kCleanupStateAnnotation});
     return std::nullopt;
   }
 
@@ -584,9 +585,10 @@ struct ScheduledJobWatcher::Impl {
       try {
         deleted = internal::DeleteTargets(client, ns, {{&kJobs, name, uid}});
       } catch (const std::exception& e) {
-        ReportError(fmt::format("could not prune run {}/{} (taken up again when its claim "
-                                "expires): {}",
-                                ns, name, e.what()));
+        ReportError(
+            fmt::format("could not prune run {}/{} (taken up again when its claim "
+                        "expires): {}",
+                        ns, name, e.what()));
         if (!plan.recheck_at || deadline < *plan.recheck_at) plan.recheck_at = deadline;
       }
       if (deleted.empty()) {
@@ -605,8 +607,8 @@ struct ScheduledJobWatcher::Impl {
                       const Consider& consider) {
     std::map<std::string, std::vector<Json>> jobs_of;
     for (auto& job : internal::CheckedSnapshot(cluster_jobs, "Job")) {
-      std::string key = job["metadata"].value("namespace", "") + "/" +
-                        internal::LabelOf(job, kClusterLabel);
+      std::string key =
+          job["metadata"].value("namespace", "") + "/" + internal::LabelOf(job, kClusterLabel);
       jobs_of[key].push_back(std::move(job));
     }
     for (const auto& root : internal::CheckedSnapshot(roots, "ConfigMap")) {
@@ -635,8 +637,7 @@ struct ScheduledJobWatcher::Impl {
     for (const auto& [key, runs] : runs_of) {
       auto cj = cronjob_of.find(key);
       consider(HandleHistory(
-          runs, internal::TaskHistoryLimits(cj == cronjob_of.end() ? nullptr : &cj->second,
-                                            runs)));
+          runs, internal::TaskHistoryLimits(cj == cronjob_of.end() ? nullptr : &cj->second, runs)));
     }
   }
 
@@ -669,11 +670,11 @@ struct ScheduledJobWatcher::Impl {
         if (!w.delivered) {
           if (stop) return;  // interrupted, not failed: leave the claim to expire
           ok = false;
-          ReportError(fmt::format(
-              "webhook {} did not take the {} alert of {}/{} after {} "
-              "attempt(s): {}",
-              internal::RedactedWebhookUrl(options.webhook->url), ToString(d.alert.kind), d.ns,
-              d.name, w.attempts, w.error));
+          ReportError(
+              fmt::format("webhook {} did not take the {} alert of {}/{} after {} "
+                          "attempt(s): {}",
+                          internal::RedactedWebhookUrl(options.webhook->url),
+                          ToString(d.alert.kind), d.ns, d.name, w.attempts, w.error));
         }
       }
       (ok ? sent : failed) += 1;
@@ -713,8 +714,7 @@ struct ScheduledJobWatcher::Impl {
           std::string(kComponentLabel) + "=root," + internal::kinds::kManagedBySelector;
       roots.emplace(client, kConfigMaps, ns, root_sel);
       ListOptions job_sel;
-      job_sel.label_selector =
-          std::string(kClusterLabel) + "," + kRoleLabel + " in (chief,worker)";
+      job_sel.label_selector = std::string(kClusterLabel) + "," + kRoleLabel + " in (chief,worker)";
       cluster_jobs.emplace(client, kJobs, ns, job_sel);
     }
     // Discovery is the one request made outside an informer: retry it like one, so a watcher
@@ -779,7 +779,8 @@ struct ScheduledJobWatcher::Impl {
         }
         cv.notify_all();
         // Alerts stop here: say so, besides error() / what Run() throws.
-        ReportError("scheduled job watcher stopped: " + DescribeError(std::current_exception()).second);
+        ReportError("scheduled job watcher stopped: " +
+                    DescribeError(std::current_exception()).second);
       }
     };
     std::vector<std::thread> threads;
@@ -810,9 +811,10 @@ struct ScheduledJobWatcher::Impl {
         for (auto& [source, ev] : batch) {
           if (ev.type != WatchEventType::kAdded && ev.type != WatchEventType::kModified) continue;
           const bool cron = source == Source::kCronJob;
-          internal::CheckServerObject(ev.object, source == Source::kRoot ? "ConfigMap"
-                                                 : cron                  ? "CronJob"
-                                                                         : "Job",
+          internal::CheckServerObject(ev.object,
+                                      source == Source::kRoot ? "ConfigMap"
+                                      : cron                  ? "CronJob"
+                                                              : "Job",
                                       "watch");
           if (source == Source::kRoot) {
             clusters.insert(Key(ev.object));

@@ -13,8 +13,8 @@
 #include "workloads/common.hpp"
 #include "workloads/cron.hpp"
 #include "workloads/pod.hpp"
-#include "workloads/spec_json.hpp"
 #include "workloads/scheduledjob_internal.hpp"
+#include "workloads/spec_json.hpp"
 
 namespace tfk8s {
 
@@ -485,11 +485,11 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
 namespace {
 
 Json PodTemplate(const ScheduledJobSpec& spec) {
-  Json container = {{"name", "task"},
-                    {"image", spec.image},
-                    {"command",
-                     internal::KubeletArgv(spec.Command(), spec.expand_variable_references)},
-                    {"workingDir", spec.WorkingDirectory()}};
+  Json container = {
+      {"name", "task"},
+      {"image", spec.image},
+      {"command", internal::KubeletArgv(spec.Command(), spec.expand_variable_references)},
+      {"workingDir", spec.WorkingDirectory()}};
   if (!spec.env.empty()) container["env"] = internal::EnvJson(spec.env);
   Json res = internal::ResourcesJson(spec.resources);
   if (!res.empty()) container["resources"] = res;

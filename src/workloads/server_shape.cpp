@@ -18,22 +18,32 @@ enum class Type { kObject, kArray, kString, kNumber, kBool };
 
 std::string_view Name(Type t) {
   switch (t) {
-    case Type::kObject: return "an object";
-    case Type::kArray: return "an array";
-    case Type::kString: return "a string";
-    case Type::kNumber: return "a number";
-    case Type::kBool: return "a boolean";
+    case Type::kObject:
+      return "an object";
+    case Type::kArray:
+      return "an array";
+    case Type::kString:
+      return "a string";
+    case Type::kNumber:
+      return "a number";
+    case Type::kBool:
+      return "a boolean";
   }
   return "?";
 }
 
 bool Is(const Json& v, Type t) {
   switch (t) {
-    case Type::kObject: return v.is_object();
-    case Type::kArray: return v.is_array();
-    case Type::kString: return v.is_string();
-    case Type::kNumber: return v.is_number();
-    case Type::kBool: return v.is_boolean();
+    case Type::kObject:
+      return v.is_object();
+    case Type::kArray:
+      return v.is_array();
+    case Type::kString:
+      return v.is_string();
+    case Type::kNumber:
+      return v.is_number();
+    case Type::kBool:
+      return v.is_boolean();
   }
   return false;
 }
@@ -217,10 +227,10 @@ struct Walk {
       if (ns != m->end() && ns->is_string()) name = ns->get<std::string>() + "/";
       if (n != m->end() && n->is_string()) name += n->get<std::string>();
     }
-    throw DecodeError(fmt::format("{}: the server's {}{}{} has field \"{}\" of type {}, not {}",
-                                  context, kind, name.empty() ? "" : " ", name, path,
-                                  value.type_name(), Name(want)),
-                      path);
+    throw DecodeError(
+        fmt::format("{}: the server's {}{}{} has field \"{}\" of type {}, not {}", context, kind,
+                    name.empty() ? "" : " ", name, path, value.type_name(), Name(want)),
+        path);
   }
 
   // Follows `rest` (dot-separated) from `value`, found at `path`.
@@ -249,8 +259,7 @@ struct Walk {
     if (!value.is_object()) return;
     auto it = value.find(segment);
     if (it == value.end()) return;
-    Check(*it, tail, path.empty() ? std::string(segment) : path + "." + std::string(segment),
-          want);
+    Check(*it, tail, path.empty() ? std::string(segment) : path + "." + std::string(segment), want);
   }
 };
 

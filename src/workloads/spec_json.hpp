@@ -26,14 +26,16 @@ T Field(const Json& j, const char* key, const std::string& path, T fallback) {
     bool fits = false;
     if (it->is_number_integer() && !it->is_number_unsigned()) {
       auto v = it->get<std::int64_t>();
-      fits = v >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
-             (std::is_unsigned_v<T> || v <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+      fits =
+          v >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+          (std::is_unsigned_v<T> || v <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
     } else if (it->is_number_unsigned()) {
       fits = it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
     }
     if (!fits) {
-      throw ValidationError(path + key, it->dump(),
-                            it->is_number() ? "must be a whole number in range" : "has the wrong type");
+      throw ValidationError(
+          path + key, it->dump(),
+          it->is_number() ? "must be a whole number in range" : "has the wrong type");
     }
     return it->get<T>();
   }

@@ -51,8 +51,8 @@ Json ToolsReadinessProbe(const DevTools& tools);
 Json CredentialsSecretData(const DevCredentials& credentials,
                            const std::vector<std::string>& authorized_keys = {});
 
-/// The credentials a Secret of CredentialsSecretData's format holds, if complete (to re-render it without
-/// changing the password, or to tell the user).
+/// The credentials a Secret of CredentialsSecretData's format holds, if complete (to re-render it
+/// without changing the password, or to tell the user).
 std::optional<DevCredentials> CredentialsFromSecret(const Json& secret);
 /// CredentialsFromSecret's reading alone: the Secret's fields as stored, without making the
 /// hashes an older Secret lacks (argon2 is slow by design; the fuzz harness reads many Secrets).

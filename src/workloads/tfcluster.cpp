@@ -29,11 +29,10 @@ using internal::LabelOf;
 using namespace internal::kinds;
 using internal::PodProblem;
 using internal::ReplicaName;
-using internal::RoleOf;
 using internal::RoleName;
+using internal::RoleOf;
 
 namespace {
-
 
 // Every kind a cluster may own besides the root (for pruning and status). Not Secrets: the
 // only one is the session's, known by name, and the in-cluster launching Role may not list
@@ -44,7 +43,7 @@ const ResourceType* const kOwnedKinds[] = {&kServices,    &kJobs,        &kState
 // The session's credentials Secret as these credentials see it.
 struct SessionSecret {
   enum State { kAbsent, kPresent, kUnreadable } state = kAbsent;
-  Json object;                             // kPresent: as stored
+  Json object;                                // kPresent: as stored
   std::optional<DevCredentials> credentials;  // kPresent and complete: the kept password
 };
 
@@ -65,8 +64,8 @@ SessionSecret ReadSessionSecret(Client& client, const TFClusterSpec& spec) {
 
 // What ComputeTFStatus never reads of a pod or Job (most of their size): decoding skips them.
 const std::vector<std::string_view> kNotReadByStatus = {
-    "managedFields", "containers", "initContainers", "volumes", "affinity", "tolerations",
-    "template"};
+    "managedFields", "containers",  "initContainers", "volumes",
+    "affinity",      "tolerations", "template"};
 
 std::string Selector(const TFClusterSpec& spec) {
   return std::string(kClusterLabel) + "=" + spec.name;
@@ -76,11 +75,16 @@ std::string Selector(const TFClusterSpec& spec) {
 
 std::string ToString(TFClusterPhase phase) {
   switch (phase) {
-    case TFClusterPhase::kPending: return "Pending";
-    case TFClusterPhase::kRunning: return "Running";
-    case TFClusterPhase::kSucceeded: return "Succeeded";
-    case TFClusterPhase::kFailed: return "Failed";
-    case TFClusterPhase::kUnknown: break;
+    case TFClusterPhase::kPending:
+      return "Pending";
+    case TFClusterPhase::kRunning:
+      return "Running";
+    case TFClusterPhase::kSucceeded:
+      return "Succeeded";
+    case TFClusterPhase::kFailed:
+      return "Failed";
+    case TFClusterPhase::kUnknown:
+      break;
   }
   return "Unknown";
 }
@@ -206,8 +210,8 @@ TFClusterStatus ComputeTFStatus(const TFClusterSpec& spec, const TFObserved& see
     r.role = key.role;
     r.index = key.index;
     auto it = newest.find({key.role, key.index});
-    std::string job_name = key.role == "session" ? spec.name + "-session"
-                                                 : ReplicaName(spec, key.role, key.index);
+    std::string job_name =
+        key.role == "session" ? spec.name + "-session" : ReplicaName(spec, key.role, key.index);
     const Json* job = spec.topology == TFTopology::kPerReplica || key.role == "session"
                           ? (jobs_by_name.count(job_name) ? jobs_by_name[job_name] : nullptr)
                           : nullptr;
@@ -276,9 +280,9 @@ TFClusterStatus ComputeTFStatus(const TFClusterSpec& spec, const TFObserved& see
     st.phase = TFClusterPhase::kPending;
     for (const auto& r : st.replicas) {
       if (r.phase != "Running" && r.phase != "Succeeded") {
-        st.message = fmt::format("{} of {} replicas not ready; {}-{}: {}", st.NotReady(),
-                                 st.replicas.size(), r.role, r.index,
-                                 r.reason.empty() ? r.phase : r.reason);
+        st.message =
+            fmt::format("{} of {} replicas not ready; {}-{}: {}", st.NotReady(), st.replicas.size(),
+                        r.role, r.index, r.reason.empty() ? r.phase : r.reason);
         break;
       }
     }
@@ -433,8 +437,8 @@ Survey SurveyCluster(Client& client, const TFClusterSpec& spec, const std::vecto
 
 // Quota (for what does not exist yet: re-applies and scale-ups add only their new objects) and
 // the survey's placement, as one verdict. The survey must have been asked for placement.
-FitResult PreflightOf(Client& client, const TFClusterSpec& spec,
-                      const std::vector<Json>& children, const Survey& survey) {
+FitResult PreflightOf(Client& client, const TFClusterSpec& spec, const std::vector<Json>& children,
+                      const Survey& survey) {
   std::set<std::pair<std::string, std::string>> existing;
   for (std::size_t i = 0; i < survey.owned.size(); ++i) {
     for (const auto& item : survey.owned[i]) {
@@ -531,12 +535,11 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
     // session's pod exists: created when absent; rewritten only when its content is not what
     // the kept password renders (a Secret from before argon2 hashes); left alone when these
     // credentials may not read it (then its password is not known here, see Session()).
-    if (session.state == SessionSecret::kPresent && session.object.value("data", Json()) ==
-                                                        c.value("data", Json())) {
+    if (session.state == SessionSecret::kPresent &&
+        session.object.value("data", Json()) == c.value("data", Json())) {
       continue;
     }
-    bool created = internal::WriteSecretWhole(client_, c, session.state ==
-                                                              SessionSecret::kPresent,
+    bool created = internal::WriteSecretWhole(client_, c, session.state == SessionSecret::kPresent,
                                               options.dry_run);
     if (created && !options.dry_run && session.state != SessionSecret::kPresent) {
       session_password_ = ro.session_credentials->password;
@@ -653,8 +656,7 @@ TFClusterStatus TFCluster::Status() {
   });
 }
 
-TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns,
-                                    const std::string& name) {
+TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns, const std::string& name) {
   internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
   // The pods and Jobs are selected by the cluster label alone, so they need not wait for the
   // spec; the spec then says which replicas to expect.
@@ -677,7 +679,6 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns,
   });
 }
 
-
 TFClusterStatus TFCluster::Wait(const WaitOptions<TFClusterStatus>& options) {
   ListOptions sel;
   sel.label_selector = Selector(spec_);
@@ -688,9 +689,8 @@ TFClusterStatus TFCluster::Wait(const WaitOptions<TFClusterStatus>& options) {
   // free up); that judgement is the placement check's, made once.
   std::optional<FitResult> placement;
   return internal::Wait<TFClusterStatus>(
-      client_, spec_.namespace_name,
-      {{&kPods, sel}, {&kJobs, sel}, {&kEvents, failed_creates}}, what, options,
-      [&](const internal::WaitSnapshot& snapshot) {
+      client_, spec_.namespace_name, {{&kPods, sel}, {&kJobs, sel}, {&kEvents, failed_creates}},
+      what, options, [&](const internal::WaitSnapshot& snapshot) {
         Observed seen;
         seen.pods = snapshot.objects[0];
         seen.jobs = snapshot.objects[1];
@@ -741,8 +741,9 @@ void TFCluster::Logs(const TFLogOptions& options,
     wanted.push_back(k);
   }
   if (wanted.empty()) {
-    throw ValidationError("role", options.role + (options.index >= 0 ? "-" + std::to_string(options.index) : ""),
-                          "no such replica in this cluster");
+    throw ValidationError(
+        "role", options.role + (options.index >= 0 ? "-" + std::to_string(options.index) : ""),
+        "no such replica in this cluster");
   }
 
   // A bounded queue: producers (one per pod) block when the consumer is behind.
@@ -853,10 +854,10 @@ void TFCluster::Delete(const TFDeleteOptions& options) {
     // Release the PVC first: no owner, no cluster label, so neither the garbage collector nor
     // a later prune removes it.
     try {
-      client_.Patch(kPvcs, ns, internal::ClaimName(spec_), PatchType::kJson,
-                    Json::array({{{"op", "remove"}, {"path", "/metadata/ownerReferences"}},
-                                 {{"op", "remove"},
-                                  {"path", "/metadata/labels/tfk8s.io~1cluster"}}}));
+      client_.Patch(
+          kPvcs, ns, internal::ClaimName(spec_), PatchType::kJson,
+          Json::array({{{"op", "remove"}, {"path", "/metadata/ownerReferences"}},
+                       {{"op", "remove"}, {"path", "/metadata/labels/tfk8s.io~1cluster"}}}));
     } catch (const NotFound&) {
     } catch (const ApiError&) {
       // Already released (nothing to remove): fine.
@@ -952,13 +953,13 @@ DevStartResult TFCluster::Session() {
 }
 
 WorkloadLogStream TFCluster::StreamLogs(TFLogOptions options) const {
-  return WorkloadLogStream([self = *this, options = std::move(options)](
-                               const WorkloadLogStream::Emit& emit,
-                               const std::function<bool()>& cancelled) mutable {
-    auto user_cancelled = std::move(options.cancelled);
-    options.cancelled = [&] { return cancelled() || (user_cancelled && user_cancelled()); };
-    self.Logs(options, emit);
-  });
+  return WorkloadLogStream(
+      [self = *this, options = std::move(options)](const WorkloadLogStream::Emit& emit,
+                                                   const std::function<bool()>& cancelled) mutable {
+        auto user_cancelled = std::move(options.cancelled);
+        options.cancelled = [&] { return cancelled() || (user_cancelled && user_cancelled()); };
+        self.Logs(options, emit);
+      });
 }
 
 std::vector<Json> TFCluster::Render() const { return RenderTFCluster(spec_); }

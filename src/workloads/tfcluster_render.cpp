@@ -73,8 +73,8 @@ Json CommonLabels(const TFClusterSpec& spec) {
 }  // namespace internal
 
 using internal::ClaimName;
-using internal::Field;
 using internal::CommonLabels;
+using internal::Field;
 using internal::ReplicaName;
 using internal::RoleName;
 using internal::RoleOf;
@@ -89,8 +89,8 @@ namespace {
 bool RunsDefaultServer(const TFClusterSpec& spec, const std::string& role) {
   const TFRoleSpec& r = RoleOf(spec, role);
   bool has_program = !r.command.empty() || !r.args.empty() || !r.script.empty();
-  return !has_program && (role == "ps" || (role == "worker" &&
-                                           spec.strategy == TFStrategy::kParameterServer));
+  return !has_program &&
+         (role == "ps" || (role == "worker" && spec.strategy == TFStrategy::kParameterServer));
 }
 
 void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
@@ -123,8 +123,9 @@ void TFClusterSpec::Validate() const {
     if (total_replicas > kMaxTFReplicas) {
       // Every replica's TF_CONFIG lists every address: beyond this the objects outgrow what the
       // API server stores (and rendering them, quadratic work).
-      throw ValidationError(f + ".replicas", std::to_string(r.replicas),
-                            fmt::format("a cluster has at most {} replicas in all", kMaxTFReplicas));
+      throw ValidationError(
+          f + ".replicas", std::to_string(r.replicas),
+          fmt::format("a cluster has at most {} replicas in all", kMaxTFReplicas));
     }
     if ((f == "chief" || f == "evaluator") && r.replicas > 1) {
       throw ValidationError(f + ".replicas", std::to_string(r.replicas),
@@ -153,7 +154,8 @@ void TFClusterSpec::Validate() const {
       }
       return {};
     });
-    for (const auto& [k, v] : r.pod_annotations) validation::RequireLabelKey(f + ".podAnnotations", k);
+    for (const auto& [k, v] : r.pod_annotations)
+      validation::RequireLabelKey(f + ".podAnnotations", k);
     CheckLabelValueIfSet(f + ".cputype", r.cputype);
     CheckLabelValueIfSet(f + ".gputype", r.gputype);
   }
@@ -181,8 +183,8 @@ void TFClusterSpec::Validate() const {
     for (const char* role : kTFRoles) {
       if (RoleOf(*this, role).replicas > 0 && RunsDefaultServer(*this, role)) {
         throw ValidationError("launcher.python", "",
-                              std::string("must name the image's Python 3 interpreter: ") +
-                                  role + " has no command and runs a TensorFlow server");
+                              std::string("must name the image's Python 3 interpreter: ") + role +
+                                  " has no command and runs a TensorFlow server");
       }
     }
   }
@@ -263,13 +265,18 @@ void TFClusterSpec::Validate() const {
 namespace {
 
 Json RoleToJson(const TFRoleSpec& r) {
-  return {{"replicas", r.replicas},       {"image", r.image},
-          {"command", r.command},         {"args", r.args},
-          {"script", r.script},           {"env", internal::ToSpecJson(r.env)},
+  return {{"replicas", r.replicas},
+          {"image", r.image},
+          {"command", r.command},
+          {"args", r.args},
+          {"script", r.script},
+          {"env", internal::ToSpecJson(r.env)},
           {"podAnnotations", r.pod_annotations},
           {"resources", internal::ToSpecJson(r.resources)},
-          {"port", r.port},               {"restartPolicy", r.restart_policy},
-          {"backoffLimit", r.backoff_limit}, {"cputype", r.cputype},
+          {"port", r.port},
+          {"restartPolicy", r.restart_policy},
+          {"backoffLimit", r.backoff_limit},
+          {"cputype", r.cputype},
           {"gputype", r.gputype}};
 }
 
@@ -282,8 +289,7 @@ TFRoleSpec RoleFromJson(const Json& j, const std::string& path) {
   r.args = Field<std::vector<std::string>>(j, "args", path, {});
   r.script = Field<std::string>(j, "script", path, "");
   if (auto e = j.find("env"); e != j.end()) r.env = internal::EnvFromSpecJson(*e, path + "env");
-  r.pod_annotations =
-      Field<std::map<std::string, std::string>>(j, "podAnnotations", path, {});
+  r.pod_annotations = Field<std::map<std::string, std::string>>(j, "podAnnotations", path, {});
   if (auto res = j.find("resources"); res != j.end()) {
     r.resources = internal::ResourcesFromSpecJson(*res, path + "resources.");
   }
@@ -384,8 +390,8 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   if (auto x = j.find("launcher"); x != j.end()) {
     if (!x->is_object()) throw ValidationError("launcher", x->dump(), "must be a JSON object");
     s.launcher.enabled = Field<bool>(*x, "enabled", "launcher.", s.launcher.enabled);
-    s.launcher.barrier_timeout_seconds = Field<int>(
-        *x, "barrierTimeoutSeconds", "launcher.", s.launcher.barrier_timeout_seconds);
+    s.launcher.barrier_timeout_seconds =
+        Field<int>(*x, "barrierTimeoutSeconds", "launcher.", s.launcher.barrier_timeout_seconds);
     s.launcher.python = Field<std::string>(*x, "python", "launcher.", s.launcher.python);
   }
   s.cpu_image = Field<std::string>(j, "cpuImage", "", s.cpu_image);
@@ -429,8 +435,8 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     t.existing_claim = Field<std::string>(*x, "existingClaim", "storage.", "");
     t.size = Field<std::string>(*x, "size", "storage.", "10Gi");
     t.storage_class = Field<std::string>(*x, "storageClass", "storage.", "");
-    t.access_modes = Field<std::vector<std::string>>(*x, "accessModes", "storage.",
-                                                     {"ReadWriteMany"});
+    t.access_modes =
+        Field<std::vector<std::string>>(*x, "accessModes", "storage.", {"ReadWriteMany"});
     t.mount_path = Field<std::string>(*x, "mountPath", "storage.", "/data");
     s.storage = t;
   }
@@ -526,8 +532,7 @@ enum class Launched { kNo, kYes };
 Json Volumes(const TFClusterSpec& spec, Launched launched) {
   Json out = Json::array();
   if (spec.storage) {
-    out.push_back(
-        {{"name", "data"}, {"persistentVolumeClaim", {{"claimName", ClaimName(spec)}}}});
+    out.push_back({{"name", "data"}, {"persistentVolumeClaim", {{"claimName", ClaimName(spec)}}}});
   }
   if (launched == Launched::kYes) {
     out.push_back({{"name", kLauncherVolume},
@@ -548,8 +553,7 @@ Json VolumeMounts(const TFClusterSpec& spec, Launched launched) {
   return out;
 }
 
-Json Env(std::vector<std::pair<const char*, std::string>> vars,
-         const std::vector<EnvVar>& extra) {
+Json Env(std::vector<std::pair<const char*, std::string>> vars, const std::vector<EnvVar>& extra) {
   std::vector<EnvVar> env;
   for (const auto& [k, v] : vars) env.push_back({k, v});
   env.insert(env.end(), extra.begin(), extra.end());
@@ -562,7 +566,8 @@ Json Env(std::vector<std::pair<const char*, std::string>> vars,
 // launcher does the same itself.)
 constexpr const char* kOrdinalWrapper =
     "TASK_INDEX=\"${HOSTNAME##*-}\"; export TASK_INDEX; "
-    "TF_CONFIG=\"{\\\"cluster\\\":${TF_CLUSTER},\\\"task\\\":{\\\"type\\\":\\\"${RESOURCE_NAME}\\\","
+    "TF_CONFIG=\"{\\\"cluster\\\":${TF_CLUSTER},\\\"task\\\":{\\\"type\\\":\\\"${RESOURCE_NAME}"
+    "\\\","
     "\\\"index\\\":${TASK_INDEX}},\\\"environment\\\":\\\"cloud\\\"}\"; export TF_CONFIG; "
     "exec \"$@\"";
 
@@ -570,7 +575,9 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
   const TFRoleSpec& r = RoleOf(spec, role);
   bool gpu = r.resources.gpus > 0;
   Json c = {{"name", "tensorflow"},
-            {"image", !r.image.empty() ? r.image : gpu ? spec.gpu_image : spec.cpu_image}};
+            {"image", !r.image.empty() ? r.image
+                      : gpu            ? spec.gpu_image
+                                       : spec.cpu_image}};
   std::vector<std::string> command = r.command;
   std::vector<std::string> args = r.args;
   if (!r.script.empty()) {
@@ -596,7 +603,8 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
            {"RESOURCE_NAME", role}};
   }
   if (spec.launcher.enabled) {
-    env.emplace_back("TFK8S_BARRIER_TIMEOUT", std::to_string(spec.launcher.barrier_timeout_seconds));
+    env.emplace_back("TFK8S_BARRIER_TIMEOUT",
+                     std::to_string(spec.launcher.barrier_timeout_seconds));
     env.emplace_back("TFK8S_STRATEGY", ToString(spec.strategy));
     // `tfk8s-launcher [-- program...]`: the launcher runs the program (command, then args)
     // after the barrier, or the role's default without one (with --python: the interpreter of
@@ -684,17 +692,17 @@ Json OneShotJob(const TFClusterSpec& spec, const TFRenderOptions& o, const std::
 
 Json HeadlessService(const TFClusterSpec& spec, const TFRenderOptions& o, const std::string& name,
                      const Json& labels, const Json& selector, int port) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Service"},
-          {"metadata", Metadata(spec, o, name, labels)},
-          {"spec",
-           {{"clusterIP", "None"},
-            {"publishNotReadyAddresses", true},  // peers must resolve before they are Ready
-            {"selector", selector},
-            {"ports", Json::array({{{"name", "grpc"},
-                                    {"port", port},
-                                    {"targetPort", port},
-                                    {"protocol", "TCP"}}})}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", Metadata(spec, o, name, labels)},
+      {"spec",
+       {{"clusterIP", "None"},
+        {"publishNotReadyAddresses", true},  // peers must resolve before they are Ready
+        {"selector", selector},
+        {"ports",
+         Json::array(
+             {{{"name", "grpc"}, {"port", port}, {"targetPort", port}, {"protocol", "TCP"}}})}}}};
 }
 
 Json ExposedService(const TFClusterSpec& spec, const TFRenderOptions& o, const std::string& name,
@@ -723,7 +731,8 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                  {"metadata",
                   {{"name", spec.name},
                    {"namespace", spec.namespace_name},
-                   {"labels", [&] {
+                   {"labels",
+                    [&] {
                       Json l = CommonLabels(spec);
                       l[kComponentLabel] = "root";
                       return l;
@@ -788,8 +797,8 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                        {"selector", {{"matchLabels", selector}}},
                        {"template",
                         {{"metadata", PodMetadata(pod_labels, r.pod_annotations)},
-                         {"spec", PodSpec(spec, TFContainer(spec, role, 0), gpu, cputype,
-                                          gputype, "Always", launched)}}}}}});
+                         {"spec", PodSpec(spec, TFContainer(spec, role, 0), gpu, cputype, gputype,
+                                          "Always", launched)}}}}}});
     }
   }
 
@@ -838,9 +847,9 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     }
     c["env"] = std::move(env);
     if (!s.args.empty()) c["args"] = internal::KubeletArgv(s.args, spec.expand_variable_references);
-    c["ports"] = Json::array(
-        {{{"name", "jupyter"}, {"containerPort", s.jupyter_port}, {"protocol", "TCP"}},
-         {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
+    c["ports"] =
+        Json::array({{{"name", "jupyter"}, {"containerPort", s.jupyter_port}, {"protocol", "TCP"}},
+                     {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
     Json res = internal::ResourcesJson(s.resources);
     if (!res.empty()) c["resources"] = res;
     if (!mounts.empty()) c["volumeMounts"] = mounts;
@@ -849,8 +858,8 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     pod["volumes"].push_back(internal::CredentialsVolume(secret, !s.command.empty(), false));
     out.push_back(OneShotJob(spec, o, name, labels, 0, {{"labels", PodLabels(spec, labels)}},
                              std::move(pod)));
-    out.push_back(ExposedService(spec, o, name, labels, selector, "jupyter", s.jupyter_port,
-                                 s.service_type));
+    out.push_back(
+        ExposedService(spec, o, name, labels, selector, "jupyter", s.jupyter_port, s.service_type));
     out.push_back(ExposedService(spec, o, name + "-ssh", labels, selector, "ssh", s.ssh_port,
                                  s.service_type));
   }
@@ -862,14 +871,14 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, "tensorboard"}};
     std::string log_dir = t.log_dir;
     if (log_dir.front() != '/' && spec.storage) log_dir = spec.storage->mount_path + "/" + log_dir;
-    Json c = {{"name", "tensorboard"},
-              {"image", t.image.empty() ? spec.cpu_image : t.image},
-              {"command", internal::KubeletArgv({"tensorboard", "--logdir", log_dir, "--host",
-                                                 "0.0.0.0", "--port", std::to_string(t.port)})},
-              {"env", Env({{"TASK_NAME", spec.name}, {"RESOURCE_TYPE", "tensorboard"}}, {})},
-              {"ports", Json::array({{{"name", "tensorboard"},
-                                      {"containerPort", t.port},
-                                      {"protocol", "TCP"}}})}};
+    Json c = {
+        {"name", "tensorboard"},
+        {"image", t.image.empty() ? spec.cpu_image : t.image},
+        {"command", internal::KubeletArgv({"tensorboard", "--logdir", log_dir, "--host", "0.0.0.0",
+                                           "--port", std::to_string(t.port)})},
+        {"env", Env({{"TASK_NAME", spec.name}, {"RESOURCE_TYPE", "tensorboard"}}, {})},
+        {"ports",
+         Json::array({{{"name", "tensorboard"}, {"containerPort", t.port}, {"protocol", "TCP"}}})}};
     Json res = internal::ResourcesJson(t.resources);
     if (!res.empty()) c["resources"] = res;
     Json mounts = VolumeMounts(spec, Launched::kNo);
@@ -892,9 +901,9 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
   for (const auto& object : out) {
     const Json labels = object.value("metadata", Json::object()).value("labels", Json::object());
     const bool session = labels.value(kComponentLabel, "") == "session";
-    internal::RequirePodSecurity(object, session ? std::min(spec.pod_security,
-                                                            PodSecurityLevel::kBaseline)
-                                                 : spec.pod_security);
+    internal::RequirePodSecurity(
+        object,
+        session ? std::min(spec.pod_security, PodSecurityLevel::kBaseline) : spec.pod_security);
   }
   return out;
 }

@@ -37,8 +37,8 @@ void RunWait(Client client, const std::string& ns, const std::vector<WaitWatch>&
     // the wait below at once instead of being lost until the next tick.
     const int seen_changes = changes;
     WaitSnapshot snapshot;
-    snapshot.synced = std::all_of(trackers.begin(), trackers.end(),
-                                  [](const auto& t) { return t->synced(); });
+    snapshot.synced =
+        std::all_of(trackers.begin(), trackers.end(), [](const auto& t) { return t->synced(); });
     for (const auto& t : trackers) snapshot.objects.push_back(t->Snapshot());
     WaitVerdict verdict = judge(snapshot);
     if (verdict.report && (!reported_any || verdict.progress != last_reported)) {

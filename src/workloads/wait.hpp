@@ -32,13 +32,13 @@ struct WaitSnapshot {
 
 /// A judgement of one snapshot.
 struct WaitVerdict {
-  bool done = false;       ///< The wait is over: the engine returns.
+  bool done = false;  ///< The wait is over: the engine returns.
   /// The workload failed or cannot start (its own typed error): thrown after the status was
   /// reported.
   std::exception_ptr failure;
-  bool report = true;      ///< Hand this status to on_progress (when new); false: not yet known.
-  std::string progress;    ///< What identifies the status for "repeats dropped" (its table).
-  std::string message;     ///< The status in a few words, for the Timeout's message.
+  bool report = true;    ///< Hand this status to on_progress (when new); false: not yet known.
+  std::string progress;  ///< What identifies the status for "repeats dropped" (its table).
+  std::string message;   ///< The status in a few words, for the Timeout's message.
 };
 
 /// The type-erased engine. `what` names the workload ("TFCluster ns/name"), `goal` what it waits

@@ -21,10 +21,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::string why;
   std::optional<std::string> decoded;
-  Check(Guarded("Base64Decode", [&] { decoded = Base64Decode(text, &why); }),
-        "Base64Decode threw", text);
-  Check(Guarded("Base64Decode(no error)", [&] { Check(Base64Decode(text) == decoded, "the error "
-                                                      "pointer changes the result", text); }),
+  Check(Guarded("Base64Decode", [&] { decoded = Base64Decode(text, &why); }), "Base64Decode threw",
+        text);
+  Check(Guarded("Base64Decode(no error)",
+                [&] {
+                  Check(Base64Decode(text) == decoded,
+                        "the error "
+                        "pointer changes the result",
+                        text);
+                }),
         "Base64Decode threw", text);
   std::string stripped;
   for (char c : text) {

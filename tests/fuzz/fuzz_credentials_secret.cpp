@@ -29,8 +29,7 @@ std::optional<tfk8s::DevCredentials> Decode(const nlohmann::json& secret) {
   try {
     return tfk8s::internal::DecodeCredentialsSecret(secret);
   } catch (const std::exception& e) {
-    tfk8s::fuzz::Fail("DecodeCredentialsSecret threw (an incomplete Secret is nullopt)",
-                      e.what());
+    tfk8s::fuzz::Fail("DecodeCredentialsSecret threw (an incomplete Secret is nullopt)", e.what());
   }
 }
 
@@ -53,8 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const nlohmann::json rewritten = {{"data", tfk8s::internal::CredentialsSecretData(c)}};
   const auto again = Decode(rewritten);
-  Check(again && Same(*again, c), "the rewritten Secret reads as other credentials",
-        Dump(secret));
+  Check(again && Same(*again, c), "the rewritten Secret reads as other credentials", Dump(secret));
 
   if (c.jupyter_hash.rfind("argon2:", 0) == 0 && !c.jupyter_fallback_hash.empty()) {
     std::optional<tfk8s::DevCredentials> full;

@@ -48,8 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Check(schedule.Matches(*previous), "Previous does not match the schedule", text);
   }
   std::vector<SysSeconds> runs;
-  Check(Guarded("Between", [&] { runs = schedule.Between(at, at + std::chrono::hours(24 * 40), 5); }),
-        "Between threw", text);
+  Check(
+      Guarded("Between", [&] { runs = schedule.Between(at, at + std::chrono::hours(24 * 40), 5); }),
+      "Between threw", text);
   Check(runs.size() <= 5, "Between ignores its limit", text);
   for (std::size_t i = 1; i < runs.size(); ++i) {
     Check(runs[i - 1] < runs[i], "Between is not increasing", text);

@@ -35,11 +35,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // What the culler adds from the StatefulSet and the pod.
   a.started = std::chrono::system_clock::time_point{} + std::chrono::seconds(1);
   std::chrono::seconds idle{};
-  Check(Guarded("DevActivity", [&] {
-          idle = a.Idle();
-          Check(a.LastActivity() <= a.probed_at, "last activity after the probe's clock", text);
-          (void)a.ToJson().dump();
-        }),
+  Check(Guarded("DevActivity",
+                [&] {
+                  idle = a.Idle();
+                  Check(a.LastActivity() <= a.probed_at, "last activity after the probe's clock",
+                        text);
+                  (void)a.ToJson().dump();
+                }),
         "DevActivity's accessors threw", text);
   Check(idle.count() >= 0, "a negative idle time", text);
   if (a.ActiveNow()) Check(idle.count() == 0, "in use now but idle", text);

@@ -96,8 +96,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   const std::string context = "fuzz exec";
-  ScriptedWebSocket ws(v5 ? tfk8s::internal::kV5Protocol : tfk8s::internal::kV4Protocol,
-                       script, fails);
+  ScriptedWebSocket ws(v5 ? tfk8s::internal::kV5Protocol : tfk8s::internal::kV4Protocol, script,
+                       fails);
   tfk8s::ExecOptions options;
   if (with_stdin) options.stdin_data = std::string(40'000, 'i');  // more than one chunk
   std::string passed[3];

@@ -59,11 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Check(credential.client_cert_pem.empty() == credential.client_key_pem.empty(),
           "a parsed credential holds a certificate without its key or the reverse", text);
     const auto reply = ParseJsonInput(data, size);
-    const bool has_expiration =
-        reply.is_object() && reply.contains("status") && reply["status"].is_object() &&
-        reply["status"].contains("expirationTimestamp") &&
-        reply["status"]["expirationTimestamp"].is_string() &&
-        !reply["status"]["expirationTimestamp"].get<std::string>().empty();
+    const bool has_expiration = reply.is_object() && reply.contains("status") &&
+                                reply["status"].is_object() &&
+                                reply["status"].contains("expirationTimestamp") &&
+                                reply["status"]["expirationTimestamp"].is_string() &&
+                                !reply["status"]["expirationTimestamp"].get<std::string>().empty();
     Check(credential.expiration.has_value() == has_expiration,
           "expirationTimestamp given but no expiration, or the reverse", text);
   }

@@ -16,9 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string text(reinterpret_cast<const char*>(data), size);
   // "fuzz" is not an existing file: relative paths resolve against the working directory.
   tfk8s::ClientConfig config;
-  if (Guarded("LoadKubeconfigFromString", [&] {
-        config = tfk8s::LoadKubeconfigFromString(text, "fuzz-kubeconfig");
-      })) {
+  if (Guarded("LoadKubeconfigFromString",
+              [&] { config = tfk8s::LoadKubeconfigFromString(text, "fuzz-kubeconfig"); })) {
     Check(!config.server.empty(), "a loaded config has no server", text);
     tfk8s::ClientConfig again;
     Check(Guarded("LoadKubeconfigFromString (again)",
@@ -30,9 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A context named by the first line ("# <name>") exercises context selection and overrides.
   if (text.rfind("# ", 0) == 0) {
     tfk8s::KubeconfigOptions options;
-    options.context = text.substr(2, text.find('\n') == std::string::npos
-                                         ? std::string::npos
-                                         : text.find('\n') - 2);
+    options.context = text.substr(
+        2, text.find('\n') == std::string::npos ? std::string::npos : text.find('\n') - 2);
     options.namespace_override = "fuzz-ns";
     Guarded("LoadKubeconfigFromString(context)", [&] {
       auto c = tfk8s::LoadKubeconfigFromString(text, "fuzz-kubeconfig", options);

@@ -41,15 +41,15 @@
 #include <unistd.h>
 
 /* Every block the launcher allocates while reading one input (freed ones removed). */
-static void **fuzz_blocks;
+static void** fuzz_blocks;
 static size_t fuzz_blocks_n, fuzz_blocks_cap;
 
-static void *fuzz_malloc(size_t n) {
-  void *p = malloc(n);
+static void* fuzz_malloc(size_t n) {
+  void* p = malloc(n);
   if (!p) return NULL;
   if (fuzz_blocks_n == fuzz_blocks_cap) {
     fuzz_blocks_cap = fuzz_blocks_cap ? fuzz_blocks_cap * 2 : 256;
-    void **grown = realloc(fuzz_blocks, fuzz_blocks_cap * sizeof *grown);
+    void** grown = realloc(fuzz_blocks, fuzz_blocks_cap * sizeof *grown);
     if (!grown) abort();
     fuzz_blocks = grown;
   }
@@ -57,7 +57,7 @@ static void *fuzz_malloc(size_t n) {
   return p;
 }
 
-static void fuzz_free(void *p) {
+static void fuzz_free(void* p) {
   if (!p) return;
   for (size_t i = fuzz_blocks_n; i-- > 0;) {
     if (fuzz_blocks[i] == p) {
@@ -81,24 +81,28 @@ static void fuzz_release(void) {
 #undef free
 #undef malloc
 
-static void fuzz_fail(const char *what, const char *input) {
+static void fuzz_fail(const char* what, const char* input) {
   fprintf(stderr, "FUZZ PROPERTY VIOLATED: %s\ninput: %s\n", what, input);
   abort();
 }
 
 /* Strict UTF-8 (no overlong forms, no surrogates, at most U+10FFFF). */
-static int valid_utf8(const char *s) {
-  const unsigned char *p = (const unsigned char *)s;
+static int valid_utf8(const char* s) {
+  const unsigned char* p = (const unsigned char*)s;
   while (*p) {
     unsigned c = *p, cp, extra;
     if (c < 0x80) {
       ++p;
       continue;
     }
-    if (c >= 0xC2 && c <= 0xDF) extra = 1, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) extra = 2, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) extra = 3, cp = c & 0x07;
-    else return 0;
+    if (c >= 0xC2 && c <= 0xDF)
+      extra = 1, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+      extra = 2, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+      extra = 3, cp = c & 0x07;
+    else
+      return 0;
     ++p;
     for (unsigned i = 0; i < extra; ++i, ++p) {
       if ((*p & 0xC0) != 0x80) return 0;
@@ -112,7 +116,7 @@ static int valid_utf8(const char *s) {
   return 1;
 }
 
-static int cluster_valid_utf8(const Cluster *c) {
+static int cluster_valid_utf8(const Cluster* c) {
   for (size_t i = 0; i < c->n; ++i) {
     if (!valid_utf8(c->roles[i].role)) return 0;
     for (size_t k = 0; k < c->roles[i].n; ++k) {
@@ -123,9 +127,9 @@ static int cluster_valid_utf8(const Cluster *c) {
 }
 
 /* Reads the exported TF_CONFIG back and compares it with the topology. */
-static void check_exported(const Topology *t, const char *exported, const char *input) {
-  char *error = NULL;
-  Json *config = json_parse(exported, &error);
+static void check_exported(const Topology* t, const char* exported, const char* input) {
+  char* error = NULL;
+  Json* config = json_parse(exported, &error);
   if (!config || config->type != J_OBJECT) fuzz_fail("the exported TF_CONFIG is not JSON", input);
   Cluster back = {0};
   config_error = NULL;
@@ -144,9 +148,9 @@ static void check_exported(const Topology *t, const char *exported, const char *
       }
     }
   }
-  const Json *task = json_get(config, "task");
-  const Json *type = task && task->type == J_OBJECT ? json_get(task, "type") : NULL;
-  const Json *index = task && task->type == J_OBJECT ? json_get(task, "index") : NULL;
+  const Json* task = json_get(config, "task");
+  const Json* type = task && task->type == J_OBJECT ? json_get(task, "type") : NULL;
+  const Json* index = task && task->type == J_OBJECT ? json_get(task, "index") : NULL;
   if (!type || type->type != J_STRING || strcmp(type->text, t->role) != 0) {
     fuzz_fail("the exported task type is not the role", input);
   }
@@ -162,7 +166,7 @@ static void check_exported(const Topology *t, const char *exported, const char *
 enum { VAR_SIZE = 1 << 16 };
 static char vars[5][VAR_SIZE];
 
-static void set_var(size_t i, const char *name, const char *value) {
+static void set_var(size_t i, const char* name, const char* value) {
   if (!vars[i][0]) {
     snprintf(vars[i], VAR_SIZE, "%s=", name);
     putenv(vars[i]);
@@ -170,16 +174,16 @@ static void set_var(size_t i, const char *name, const char *value) {
   snprintf(vars[i] + strlen(name) + 1, VAR_SIZE - strlen(name) - 1, "%s", value ? value : "");
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || size > VAR_SIZE - 64) return 0;
-  static const char *const sources[] = {"TF_CONFIG", "TF_CLUSTER", "CLUSTER_SPEC"};
-  static const char *const roles[] = {NULL, "worker", "ps", "chief", "evaluator"};
-  static const char *const indexes[] = {NULL, "0", "1"};
-  static const char *const hostnames[] = {"c-worker-0", "c-worker-1.svc.cluster.local"};
+  static const char* const sources[] = {"TF_CONFIG", "TF_CLUSTER", "CLUSTER_SPEC"};
+  static const char* const roles[] = {NULL, "worker", "ps", "chief", "evaluator"};
+  static const char* const indexes[] = {NULL, "0", "1"};
+  static const char* const hostnames[] = {"c-worker-0", "c-worker-1.svc.cluster.local"};
   const size_t source = data[0] % 3;
-  const char *hostname = hostnames[data[1] / 15 % 2];
-  size_t n = strnlen((const char *)data + 2, size - 2);
-  char *value = malloc(n + 1);
+  const char* hostname = hostnames[data[1] / 15 % 2];
+  size_t n = strnlen((const char*)data + 2, size - 2);
+  char* value = malloc(n + 1);
   memcpy(value, data + 2, n);
   value[n] = 0;
   for (size_t i = 0; i < 3; ++i) set_var(i, sources[i], i == source ? value : NULL);
@@ -192,14 +196,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!config_error || !*config_error) fuzz_fail("refused without a reason", value);
   } else {
     if (!t.role || !*t.role) fuzz_fail("accepted without a role", value);
-    const Role *r = cluster_role(&t.cluster, t.role);
+    const Role* r = cluster_role(&t.cluster, t.role);
     if (r && (t.index < 0 || (size_t)t.index >= r->n)) {
       fuzz_fail("accepted an index outside the role's replicas", value);
     }
     if (!r && strcmp(t.role, "evaluator") != 0) fuzz_fail("accepted a role not listed", value);
-    char *exported = tf_config_json(&t);
+    char* exported = tf_config_json(&t);
     if (t.tf_config) {
-      char *given = strip(value);
+      char* given = strip(value);
       if (strcmp(exported, given) != 0) fuzz_fail("TF_CONFIG was not exported as given", value);
     } else if (cluster_valid_utf8(&t.cluster) && valid_utf8(t.role)) {
       check_exported(&t, exported, value);

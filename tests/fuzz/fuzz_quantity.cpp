@@ -2,8 +2,9 @@
 // Properties: only ValidationError escapes; Parse and TryParse agree; the canonical text
 // re-parses to the same value, and canonicalising twice is a fixed point. Not once: like
 // Kubernetes, a binary-SI value that is no whole multiple of 1024 prints as a plain number
-// ("7687.5Ki" -> "7872000"), which then reads as decimal SI ("7872k"); Value/MilliValue/AsDouble/Sign are consistent; arithmetic either succeeds
-// exactly or throws ValidationError.
+// ("7687.5Ki" -> "7872000"), which then reads as decimal SI ("7872k");
+// Value/MilliValue/AsDouble/Sign are consistent; arithmetic either succeeds exactly or throws
+// ValidationError.
 
 #include <cstddef>
 #include <cstdint>
@@ -19,8 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Quantity q;
   std::string why;
   bool try_ok = false;
-  Check(Guarded("TryParse", [&] { try_ok = Quantity::TryParse(text, &q, &why); }),
-        "TryParse threw", text);
+  Check(Guarded("TryParse", [&] { try_ok = Quantity::TryParse(text, &q, &why); }), "TryParse threw",
+        text);
   Quantity p;
   bool parse_ok = Guarded("Parse", [&] { p = Quantity::Parse(text); });
   Check(try_ok == parse_ok, "Parse and TryParse disagree", text);

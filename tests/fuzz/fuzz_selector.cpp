@@ -56,7 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     bool set = r.op == Op::kIn || r.op == Op::kNotIn;
     bool none = r.op == Op::kExists || r.op == Op::kNotExists;
-    Check(none ? r.values.empty() : set ? !r.values.empty() : r.values.size() == 1,
+    Check(none  ? r.values.empty()
+          : set ? !r.values.empty()
+                : r.values.size() == 1,
           "the number of values does not fit the operator", text);
     for (std::size_t i = 1; i < r.values.size(); ++i) {
       Check(r.values[i - 1] < r.values[i], "set values are not sorted and distinct", text);
@@ -81,10 +83,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bool without = false;
     std::map<std::string, std::string> labels;
     if (!r.values.empty()) labels[r.key] = r.values.front();
-    Check(Guarded("MatchesSelector", [&] {
-            with_value = MatchesSelector(one, labels);
-            without = MatchesSelector(one, {});
-          }),
+    Check(Guarded("MatchesSelector",
+                  [&] {
+                    with_value = MatchesSelector(one, labels);
+                    without = MatchesSelector(one, {});
+                  }),
           "MatchesSelector threw", text);
     switch (r.op) {
       case Op::kEquals:
@@ -96,12 +99,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         Check(!with_value && without, "!= / notin disagrees with its own value", text);
         break;
       case Op::kExists:
-        Check(!MatchesSelector(one, {}) && MatchesSelector(one, {{r.key, ""}}),
-              "exists disagrees", text);
+        Check(!MatchesSelector(one, {}) && MatchesSelector(one, {{r.key, ""}}), "exists disagrees",
+              text);
         break;
       case Op::kNotExists:
-        Check(MatchesSelector(one, {}) && !MatchesSelector(one, {{r.key, ""}}),
-              "!exists disagrees", text);
+        Check(MatchesSelector(one, {}) && !MatchesSelector(one, {{r.key, ""}}), "!exists disagrees",
+              text);
         break;
       case Op::kGreaterThan:
       case Op::kLessThan:

@@ -60,8 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 whole.events[i].object == parts.events[i].object,
             "chunking changes an event", std::string(bytes));
     }
-    Check(whole.pending <= bytes.size() && whole.pending == parts.pending,
-          "pending() is wrong", std::string(bytes));
+    Check(whole.pending <= bytes.size() && whole.pending == parts.pending, "pending() is wrong",
+          std::string(bytes));
   }
 
   std::exception_ptr error;

@@ -41,8 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           "FromYaml(ToYaml(doc)) threw", yaml);
     // An empty document reads back as {} (FromYaml's rule); null is the only such value.
     if (doc.is_null()) continue;
-    Check(back == doc, "FromYaml(ToYaml(doc)) != doc", Dump(doc) + "\n--- yaml:\n" + yaml +
-                                                           "--- back:\n" + Dump(back));
+    Check(back == doc, "FromYaml(ToYaml(doc)) != doc",
+          Dump(doc) + "\n--- yaml:\n" + yaml + "--- back:\n" + Dump(back));
   }
   return 0;
 }

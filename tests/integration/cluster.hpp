@@ -70,15 +70,17 @@ class TestNamespace {
     client_.Create(kNamespaces, "", {{"metadata", {{"name", name_}}}});
     // The ServiceAccount admission plugin refuses pods until the default account exists and
     // has its token secret.
-    WaitFor([&] {
-      try {
-        auto sa =
-            client_.Get({"", "v1", "ServiceAccount", "serviceaccounts", true}, name_, "default");
-        return sa.contains("secrets") && !sa["secrets"].empty();
-      } catch (const NotFound&) {
-        return false;
-      }
-    }, std::chrono::seconds(30));
+    WaitFor(
+        [&] {
+          try {
+            auto sa = client_.Get({"", "v1", "ServiceAccount", "serviceaccounts", true}, name_,
+                                  "default");
+            return sa.contains("secrets") && !sa["secrets"].empty();
+          } catch (const NotFound&) {
+            return false;
+          }
+        },
+        std::chrono::seconds(30));
   }
   ~TestNamespace() {
     try {

@@ -2,6 +2,7 @@
 #include "fault_proxy.hpp"
 
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -10,7 +11,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <linux/sockios.h>
 
 #include <algorithm>
 #include <cctype>
@@ -360,10 +360,11 @@ void FaultProxy::Serve(Conn& c) {
         R"("message":"the fault proxy: too many requests, please try again later",)"
         R"("reason":"TooManyRequests","details":{"retryAfterSeconds":)" +
         std::to_string(retry_after) + R"(},"code":429})";
-    std::string answer = "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
-                         "Retry-After: " + std::to_string(retry_after) +
-                         "\r\nContent-Length: " + std::to_string(status.size()) +
-                         "\r\nConnection: close\r\n\r\n" + status;
+    std::string answer =
+        "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+        "Retry-After: " +
+        std::to_string(retry_after) + "\r\nContent-Length: " + std::to_string(status.size()) +
+        "\r\nConnection: close\r\n\r\n" + status;
     graceful = WriteAll(client.get(), answer, alive);
     return finish();
   }

@@ -63,10 +63,10 @@ class FaultProxy {
     int connections = 0;  ///< Accepted TCP connections.
     int forwarded = 0;    ///< Requests sent to the apiserver.
     std::map<std::string, int> forwarded_by_method;
-    int answered_429 = 0;  ///< Requests answered 429 by the proxy itself.
-    int cut = 0;           ///< Responses cut by CutNextResponse.
-    int reset = 0;         ///< Connections reset by ResetAll.
-    int black_holed = 0;   ///< Requests swallowed by the black hole.
+    int answered_429 = 0;     ///< Requests answered 429 by the proxy itself.
+    int cut = 0;              ///< Responses cut by CutNextResponse.
+    int reset = 0;            ///< Connections reset by ResetAll.
+    int black_holed = 0;      ///< Requests swallowed by the black hole.
     int upstream_failed = 0;  ///< Requests whose apiserver connection failed.
   };
   using Match = std::function<bool(const Request&)>;

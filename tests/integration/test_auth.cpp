@@ -19,8 +19,8 @@ int CountLines(const std::string& path) {
 
 TEST_SUITE("auth") {
   TEST_CASE("static token, client certificate, token file and exec plugin all work") {
-    for (const char* context : {"tfk8s-local", "tfk8s-local-cert", "tfk8s-local-tokenfile",
-                                "tfk8s-local-exec"}) {
+    for (const char* context :
+         {"tfk8s-local", "tfk8s-local-cert", "tfk8s-local-tokenfile", "tfk8s-local-exec"}) {
       CAPTURE(context);
       Client c(ConfigFor(context));
       auto list = c.List(kNamespaces, "", {});

@@ -49,9 +49,8 @@ std::set<std::string> Objects(Client& c, const std::string& ns, const std::strin
   ListOptions sel;
   sel.label_selector = "tfk8s.io/cluster=" + cluster;
   std::set<std::string> out;
-  for (const ResourceType& t :
-       {kConfigMaps, kJobs, kServices, kSecrets, kDeployments, ResourceType{"", "v1", "Pod", "pods",
-                                                                            true}}) {
+  for (const ResourceType& t : {kConfigMaps, kJobs, kServices, kSecrets, kDeployments,
+                                ResourceType{"", "v1", "Pod", "pods", true}}) {
     const Json list = c.ListAll(t, ns, sel);  // alive for the loop (a temporary's member is not)
     for (const auto& o : list["items"]) {
       if (o["metadata"].contains("deletionTimestamp")) continue;
@@ -68,9 +67,8 @@ std::string Join(const std::set<std::string>& s) {
 }
 
 bool HasPrefix(const std::set<std::string>& s, const std::string& prefix) {
-  return std::any_of(s.begin(), s.end(), [&](const std::string& x) {
-    return x.rfind(prefix, 0) == 0;
-  });
+  return std::any_of(s.begin(), s.end(),
+                     [&](const std::string& x) { return x.rfind(prefix, 0) == 0; });
 }
 
 // Two watchers, as two replicas of a platform's backend would run them.
@@ -140,11 +138,10 @@ TEST_SUITE("cleanup") {
     auto after = Objects(c, ns.name(), "train");
     CHECK(after.count("ConfigMap/train") == 1);
     CHECK(after.count("Job/train-chief-0") == 1);
-    for (const char* gone :
-         {"Job/train-ps-0", "Job/train-worker-0", "Job/train-session", "Service/train-ps",
-          "Service/train-worker", "Service/train-session", "Service/train-session-ssh",
-          "Secret/train-session-credentials", "Deployment/train-tf-board",
-          "Service/train-tf-board"}) {
+    for (const char* gone : {"Job/train-ps-0", "Job/train-worker-0", "Job/train-session",
+                             "Service/train-ps", "Service/train-worker", "Service/train-session",
+                             "Service/train-session-ssh", "Secret/train-session-credentials",
+                             "Deployment/train-tf-board", "Service/train-tf-board"}) {
       CHECK_MESSAGE(after.count(gone) == 0, (std::string(gone) + " in " + Join(after)));
     }
     // The pods of what was deleted go too (garbage collector); the chief's pod stays.
@@ -230,9 +227,9 @@ TEST_SUITE("cleanup") {
     REQUIRE(TestNamespace::WaitFor([&] { return !w.Alerts("cleanup").empty(); },
                                    std::chrono::seconds(120)));
     auto after = Objects(c, ns.name(), "nb");
-    for (const char* kept : {"ConfigMap/nb", "Job/nb-chief-0", "Job/nb-session",
-                             "Service/nb-session", "Secret/nb-session-credentials",
-                             "Deployment/nb-tf-board"}) {
+    for (const char* kept :
+         {"ConfigMap/nb", "Job/nb-chief-0", "Job/nb-session", "Service/nb-session",
+          "Secret/nb-session-credentials", "Deployment/nb-tf-board"}) {
       CHECK_MESSAGE(after.count(kept) == 1, (std::string(kept) + " not in " + Join(after)));
     }
     for (const char* gone : {"Job/nb-ps-0", "Job/nb-worker-0", "Service/nb-ps"}) {

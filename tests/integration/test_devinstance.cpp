@@ -141,7 +141,8 @@ TEST_SUITE("devinstance") {
     CHECK(inst.Status().phase == DevPhase::kStopped);
     CHECK(PortsOf(TcpServices(c, ns.name()), ns.name(), "nb").empty());
     CHECK(c.Get(kPvcs, ns.name(), "alice-home")["metadata"]["uid"] == home_uid);
-    CHECK_THROWS_AS(inst.Wait({.timeout = std::chrono::seconds(10)}), DevInstanceFailed);  // stopped: at once
+    CHECK_THROWS_AS(inst.Wait({.timeout = std::chrono::seconds(10)}),
+                    DevInstanceFailed);  // stopped: at once
     DevStartResult again = inst.Start();
     CHECK(again.password != started.password);
     st = inst.Wait(kReady);
@@ -200,7 +201,8 @@ TEST_SUITE("devinstance") {
     CHECK(c.Get(kPvcs, ns.name(), "alice-home")["metadata"]["uid"] == home_uid);
     CHECK(DevInstance::List(c, ns.name()).empty());
     CHECK_THROWS_AS(inst.Status(), NotFound);
-    CHECK_THROWS_AS(inst.Wait({.timeout = std::chrono::seconds(10)}), NotFound);  // at once, not at timeout
+    CHECK_THROWS_AS(inst.Wait({.timeout = std::chrono::seconds(10)}),
+                    NotFound);  // at once, not at timeout
   }
 
   TEST_CASE("idle policy: stored, annotated, loaded back, and the culler's choice per instance") {

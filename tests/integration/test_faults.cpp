@@ -154,15 +154,14 @@ class Writes {
       : client_(std::move(client)), ns_(std::move(ns)), scenario_(std::move(scenario)) {}
 
   Json Object(const std::string& name, std::size_t data_bytes = 16) const {
-    return ConfigMap(name, {{"payload", std::string(data_bytes, 'x')}},
-                     {{kSuiteLabel, scenario_}});
+    return ConfigMap(name, {{"payload", std::string(data_bytes, 'x')}}, {{kSuiteLabel, scenario_}});
   }
   void Create(const std::string& name, std::size_t data_bytes = 16) {
     Record(client_.Create(kConfigMaps, ns_, Object(name, data_bytes)));
   }
   void Update(const std::string& name, const std::string& value) {
-    Record(client_.Patch(kConfigMaps, ns_, name, PatchType::kMerge,
-                         {{"data", {{"update", value}}}}));
+    Record(
+        client_.Patch(kConfigMaps, ns_, name, PatchType::kMerge, {{"data", {{"update", value}}}}));
   }
   void Remove(const std::string& name) {
     // The DELETED event carries the version the deletion wrote, which the DELETE answer (the
@@ -250,7 +249,8 @@ std::string Name(const std::string& prefix, int i) { return prefix + "-" + std::
 }  // namespace
 
 TEST_SUITE("faults") {
-  TEST_CASE("connection reset in the middle of a watch, inside an event and then of every connection") {
+  TEST_CASE(
+      "connection reset in the middle of a watch, inside an event and then of every connection") {
     Client admin = AdminClient();
     TestNamespace ns(admin, "fault");
     FaultProxy proxy(ProxyOptions());
@@ -258,18 +258,18 @@ TEST_SUITE("faults") {
     // event (a ConfigMap event is some 450 bytes), so the client holds half an event.
     proxy.CutNextResponse(IsWatch, 1500);
     Recorder rec(Informer(Client(ThroughProxy(proxy)), kConfigMaps, ns.name(), Selector("watch")));
-    REQUIRE_MESSAGE(TestNamespace::WaitFor([&] { return Count(proxy.forwarded(), IsWatch) >= 1; },
-                                           20s),
-                    "the informer never opened its watch");
+    REQUIRE_MESSAGE(
+        TestNamespace::WaitFor([&] { return Count(proxy.forwarded(), IsWatch) >= 1; }, 20s),
+        "the informer never opened its watch");
 
     Writes writes(admin, ns.name(), "watch");
     for (int i = 0; i < 8; ++i) writes.Create(Name("w", i));
     REQUIRE_MESSAGE(TestNamespace::WaitFor([&] { return proxy.stats().cut == 1; }, 20s),
                     "the watch response was never cut");
     // The informer resumes with a new watch; then every live connection (that watch) is reset.
-    REQUIRE_MESSAGE(TestNamespace::WaitFor([&] { return Count(proxy.forwarded(), IsWatch) >= 2; },
-                                           20s),
-                    "the informer did not reopen its watch after the cut");
+    REQUIRE_MESSAGE(
+        TestNamespace::WaitFor([&] { return Count(proxy.forwarded(), IsWatch) >= 2; }, 20s),
+        "the informer did not reopen its watch after the cut");
     for (int i = 8; i < 12; ++i) writes.Create(Name("w", i));
     REQUIRE(rec.WaitFor([](const Recorder& r) { return r.current().size() == 12; }, 20s));
     CHECK(proxy.ResetAll() == 1);
@@ -320,7 +320,9 @@ TEST_SUITE("faults") {
     CheckDeliveredExactlyWritten(rec, writes);
   }
 
-  TEST_CASE("a black-holed connection: the silent watch is ended and resumed, a call ends at its deadline") {
+  TEST_CASE(
+      "a black-holed connection: the silent watch is ended and resumed, a call ends at its "
+      "deadline") {
     Client admin = AdminClient();
     TestNamespace ns(admin, "fault");
     FaultProxy proxy(ProxyOptions());
@@ -400,7 +402,9 @@ TEST_SUITE("faults") {
     CheckDeliveredExactlyWritten(rec, writes);
   }
 
-  TEST_CASE("a revoked token during a watch: re-read from the token file after the 401, then a typed Unauthorized") {
+  TEST_CASE(
+      "a revoked token during a watch: re-read from the token file after the 401, then a typed "
+      "Unauthorized") {
     Client admin = AdminClient();
     TestNamespace ns(admin, "fault");
     // A service account that may read ConfigMaps here, with two tokens (its own token Secret and
@@ -417,14 +421,12 @@ TEST_SUITE("faults") {
                   {"rules", Json::array({{{"apiGroups", {""}},
                                           {"resources", {"configmaps"}},
                                           {"verbs", {"get", "list", "watch"}}}})}});
-    admin.Create(bindings, ns.name(),
-                 {{"metadata", {{"name", sa}}},
-                  {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"},
-                               {"kind", "Role"},
-                               {"name", sa}}},
-                  {"subjects", Json::array({{{"kind", "ServiceAccount"},
-                                             {"name", sa},
-                                             {"namespace", ns.name()}}})}});
+    admin.Create(
+        bindings, ns.name(),
+        {{"metadata", {{"name", sa}}},
+         {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", sa}}},
+         {"subjects",
+          Json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns.name()}}})}});
     admin.Create(secrets, ns.name(),
                  {{"metadata",
                    {{"name", sa + "-second"},
@@ -487,7 +489,8 @@ TEST_SUITE("faults") {
     cfg.token_file = token_path;
     cfg.token_file_refresh = std::chrono::hours(1);  // only a 401 makes it read the file again
     Informer informer(Client(cfg), kConfigMaps, ns.name(), Selector("token"));
-    informer.set_watch_timeout(1s);  // each watch ends after 1-2 s and is opened (authenticated) again
+    informer.set_watch_timeout(
+        1s);  // each watch ends after 1-2 s and is opened (authenticated) again
     Recorder rec(std::move(informer));
     Writes writes(admin, ns.name(), "token");
     for (int i = 0; i < 4; ++i) writes.Create(Name("t", i));

@@ -246,15 +246,16 @@ TEST_SUITE("fleet") {
 
   TEST_CASE("an informer that can never read its list reaches OnError and error(), not silence") {
     // Five TFCluster roots of 20,000 bytes each: their list is over the client's 64 KiB
-    // response limit (discovery's answers, /apis included, are under it). Retrying cannot shrink the list, so
-    // the ConfigMap informer gives up after five attempts (6-18 s at the default backoff).
+    // response limit (discovery's answers, /apis included, are under it). Retrying cannot shrink
+    // the list, so the ConfigMap informer gives up after five attempts (6-18 s at the default
+    // backoff).
     Client c = AdminClient();
     TestNamespace ns(c, "fleet-err");
     for (int i = 0; i < 5; ++i) {
-      c.Create(kConfigMaps, ns.name(),
-               ConfigMap("root-" + std::to_string(i), {{"pad", std::string(20'000, 'x')}},
-                         {{"app.kubernetes.io/managed-by", "tfk8s"},
-                          {"tfk8s.io/component", "root"}}));
+      c.Create(
+          kConfigMaps, ns.name(),
+          ConfigMap("root-" + std::to_string(i), {{"pad", std::string(20'000, 'x')}},
+                    {{"app.kubernetes.io/managed-by", "tfk8s"}, {"tfk8s.io/component", "root"}}));
     }
     ClientConfig cfg = ConfigFor();
     cfg.max_response_bytes = 64 * 1024;
@@ -270,9 +271,8 @@ TEST_SUITE("fleet") {
       cv.notify_all();
     });
     std::unique_lock lock(mu);
-    REQUIRE(cv.wait_for(lock, std::chrono::seconds(30), [&] {
-      return !errors.empty() && errors.back().failure.fatal;
-    }));
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(30),
+                        [&] { return !errors.empty() && errors.back().failure.fatal; }));
     const FleetError& fatal = errors.back();
     CHECK(fatal.source == "ConfigMap");
     CHECK(fatal.failure.kind == ErrorKind::kTransport);  // ResponseTooLarge's kind

@@ -180,7 +180,8 @@ TEST_SUITE("identity") {
     CHECK(c.Get(kStatefulSets, attacker.name(), "mal")["spec"]["replicas"] == 1);
   }
 
-  TEST_CASE("TFCluster: a forged root spec is refused by Load, the clean-up watcher and the Fleet") {
+  TEST_CASE(
+      "TFCluster: a forged root spec is refused by Load, the clean-up watcher and the Fleet") {
     Client c = AdminClient();
     TestNamespace attacker(c, "tf-attacker");
     TestNamespace victim(c, "tf-victim");

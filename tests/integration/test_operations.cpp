@@ -159,7 +159,7 @@ TEST_SUITE("operations") {
                      Json::array({{{"name", "c"},
                                    {"image", "busybox"},
                                    {"ports", Json::array({{{"containerPort", 80},
-                                                            {"protocol", "TCP"}}})}}})}}}}}}}};
+                                                           {"protocol", "TCP"}}})}}})}}}}}}}};
     auto first = c.Apply(d);
     auto again = c.Apply(d);
     // Re-applying the same intent changes nothing (the controller may still write status).
@@ -212,14 +212,13 @@ TEST_SUITE("operations") {
          {{"group", group},
           {"scope", "Namespaced"},
           {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
-          {"versions",
-           Json::array({{{"name", "v1"},
-                         {"served", true},
-                         {"storage", true},
-                         {"schema",
-                          {{"openAPIV3Schema",
-                            {{"type", "object"},
-                             {"x-kubernetes-preserve-unknown-fields", true}}}}}}})}}}};
+          {"versions", Json::array({{{"name", "v1"},
+                                     {"served", true},
+                                     {"storage", true},
+                                     {"schema",
+                                      {{"openAPIV3Schema",
+                                        {{"type", "object"},
+                                         {"x-kubernetes-preserve-unknown-fields", true}}}}}}})}}}};
     c.Apply(crd);
     TestNamespace ns(c);
     bool served = TestNamespace::WaitFor(
@@ -267,11 +266,10 @@ TEST_SUITE("operations") {
     TestNamespace ns(c);
     Json owner = c.Create(kConfigMaps, ns.name(), ConfigMap("owner"));
     Json child = ConfigMap("child");
-    child["metadata"]["ownerReferences"] =
-        Json::array({{{"apiVersion", "v1"},
-                      {"kind", "ConfigMap"},
-                      {"name", "owner"},
-                      {"uid", owner["metadata"]["uid"]}}});
+    child["metadata"]["ownerReferences"] = Json::array({{{"apiVersion", "v1"},
+                                                         {"kind", "ConfigMap"},
+                                                         {"name", "owner"},
+                                                         {"uid", owner["metadata"]["uid"]}}});
     c.Create(kConfigMaps, ns.name(), child);
     DeleteOptions bg;
     bg.propagation_policy = "Background";

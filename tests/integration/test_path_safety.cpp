@@ -62,8 +62,8 @@ TEST_SUITE("path_safety") {
     REQUIRE(before.config_maps.size() >= 3);
 
     const Json label_patch = {{"metadata", {{"labels", {{"pwned", "yes"}}}}}};
-    const std::vector<std::string> hostile = {"..", ".", "", "a/b", "%2e%2e", "a%2Fb", "../..",
-                                              "line\nbreak"};
+    const std::vector<std::string> hostile = {"..",     ".",     "",      "a/b",
+                                              "%2e%2e", "a%2Fb", "../..", "line\nbreak"};
     std::vector<std::function<void(const std::string&)>> calls = {
         [&](const std::string& x) { c.Delete(kConfigMaps, n, x); },
         [&](const std::string& x) { c.Delete("v1", "ConfigMap", n, x); },
@@ -109,13 +109,13 @@ TEST_SUITE("path_safety") {
     const std::string n = ns.name();
     c.Create(kConfigMaps, n, Cm(n, "keep"));
     const Snapshot before = Take(c, n);
-    for (const std::string name : {std::string("a b"), std::string("é"), std::string(254, 'x'),
-                                   std::string("a?b#c")}) {
+    for (const std::string name :
+         {std::string("a b"), std::string("é"), std::string(254, 'x'), std::string("a?b#c")}) {
       CAPTURE(name);
       CHECK_THROWS_AS(c.Get(kConfigMaps, n, name), NotFound);
       CHECK_THROWS_AS(c.Delete(kConfigMaps, n, name), NotFound);
-      CHECK_THROWS_AS(
-          c.Patch(kConfigMaps, n, name, PatchType::kMerge, {{"data", {{"k", "w"}}}}), NotFound);
+      CHECK_THROWS_AS(c.Patch(kConfigMaps, n, name, PatchType::kMerge, {{"data", {{"k", "w"}}}}),
+                      NotFound);
       CHECK_THROWS_AS(c.Apply(Cm(n, name)), Invalid);  // the server's own name rule
     }
     CheckUnchanged(before, Take(c, n));

@@ -177,15 +177,15 @@ TEST_SUITE("placement") {
       const std::string a = fmt::format("a{}", attempt);
       const std::string b = fmt::format("b{}", attempt);
       std::set<std::string> ours;
-      ours.insert(c.Create(kPods, ns.name(),
-                           PinnedPod(a, on_node,
-                                     {{"requests", {{"cpu", "3"}, {"memory", "5Gi"}}}}))["metadata"]
-                      ["uid"]);
+      ours.insert(c.Create(
+          kPods, ns.name(),
+          PinnedPod(a, on_node,
+                    {{"requests", {{"cpu", "3"}, {"memory", "5Gi"}}}}))["metadata"]["uid"]);
       // Limits only: the apiserver defaults the requests to them.
-      ours.insert(c.Create(kPods, ns.name(),
-                           PinnedPod(b, on_node,
-                                     {{"limits", {{"cpu", "1500m"}, {"memory", "1Gi"}}}}))["metadata"]
-                      ["uid"]);
+      ours.insert(c.Create(
+          kPods, ns.name(),
+          PinnedPod(b, on_node,
+                    {{"limits", {{"cpu", "1500m"}, {"memory", "1Gi"}}}}))["metadata"]["uid"]);
       REQUIRE(WaitScheduled(c, ns.name(), a) == kLabelNode);
       REQUIRE(WaitScheduled(c, ns.name(), b) == kLabelNode);
       const std::set<std::string> u2 = ActivePodUids(c, kLabelNode);
@@ -195,10 +195,9 @@ TEST_SUITE("placement") {
       expected.insert(ours.begin(), ours.end());
       quiet = u0 == u1 && u2 == u3 && u2 == expected;
       if (!quiet) {
-        MESSAGE("attempt " << attempt << ": other pods came or went on "
-                           << std::string(kLabelNode) << " while measuring (" << u0.size() << ", "
-                           << u1.size() << ", " << u2.size() << ", " << u3.size()
-                           << " pods); measuring again");
+        MESSAGE("attempt " << attempt << ": other pods came or went on " << std::string(kLabelNode)
+                           << " while measuring (" << u0.size() << ", " << u1.size() << ", "
+                           << u2.size() << ", " << u3.size() << " pods); measuring again");
         c.Delete(kPods, ns.name(), a);
         c.Delete(kPods, ns.name(), b);
       }

@@ -19,8 +19,8 @@ TEST_SUITE("pod streams") {
     // A missing pod: the server authenticates and authorizes the upgrade, then answers 404
     // with a Status, which only an accepted handshake and TLS session can carry.
     const std::string pod = UniqueName("no-such-pod");
-    for (const char* context : {"tfk8s-local", "tfk8s-local-cert", "tfk8s-local-tokenfile",
-                                "tfk8s-local-exec"}) {
+    for (const char* context :
+         {"tfk8s-local", "tfk8s-local-cert", "tfk8s-local-tokenfile", "tfk8s-local-exec"}) {
       CAPTURE(context);
       Client c(ConfigFor(context));
       try {
@@ -29,9 +29,9 @@ TEST_SUITE("pod streams") {
       } catch (const NotFound& e) {
         CHECK(e.http_code() == 404);
         CHECK_MESSAGE(std::string(e.what()).find(pod) != std::string::npos, e.what());
-        CHECK_MESSAGE(std::string(e.what()).find("exec \"true\" in pod default/") !=
-                          std::string::npos,
-                      e.what());
+        CHECK_MESSAGE(
+            std::string(e.what()).find("exec \"true\" in pod default/") != std::string::npos,
+            e.what());
       }
     }
   }
@@ -80,8 +80,7 @@ TEST_SUITE("pod streams") {
 
     ClientConfig right_name = ConfigFor();
     right_name.tls_server_name = "kubernetes.default.svc";  // a SAN of the serving certificate
-    CHECK_THROWS_AS(Client(right_name).Exec("default", UniqueName("absent"), {"true"}),
-                    NotFound);
+    CHECK_THROWS_AS(Client(right_name).Exec("default", UniqueName("absent"), {"true"}), NotFound);
   }
 
   TEST_CASE("port-forward: a missing pod is NotFound, a pending one Conflict, nothing listens") {

@@ -31,29 +31,30 @@ namespace {
 using internal::kinds::kSecrets;
 const ResourceType kServiceAccounts{"", "v1", "ServiceAccount", "serviceaccounts", true};
 const ResourceType kRoles{"rbac.authorization.k8s.io", "v1", "Role", "roles", true};
-const ResourceType kRoleBindings{"rbac.authorization.k8s.io", "v1", "RoleBinding",
-                                 "rolebindings", true};
+const ResourceType kRoleBindings{"rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings",
+                                 true};
 
 // A client authenticated only as the service account (its token from the token controller).
 Client AsServiceAccount(Client& admin, const std::string& ns, const std::string& sa) {
   std::string token;
-  REQUIRE_MESSAGE(TestNamespace::WaitFor(
-                      [&] {
-                        try {
-                          Json account = admin.Get(kServiceAccounts, ns, sa);
-                          for (const auto& ref : account.value("secrets", Json::array())) {
-                            Json s = admin.Get(kSecrets, ns, ref.value("name", ""));
-                            if (s.contains("data") && s["data"].contains("token")) {
-                              token = internal::Base64Decode(s["data"]["token"].get<std::string>())
-                                          .value_or("");
-                            }
-                          }
-                        } catch (const NotFound&) {
-                        }
-                        return !token.empty();
-                      },
-                      30s),
-                  (std::string("no token for service account ") + sa));
+  REQUIRE_MESSAGE(
+      TestNamespace::WaitFor(
+          [&] {
+            try {
+              Json account = admin.Get(kServiceAccounts, ns, sa);
+              for (const auto& ref : account.value("secrets", Json::array())) {
+                Json s = admin.Get(kSecrets, ns, ref.value("name", ""));
+                if (s.contains("data") && s["data"].contains("token")) {
+                  token =
+                      internal::Base64Decode(s["data"]["token"].get<std::string>()).value_or("");
+                }
+              }
+            } catch (const NotFound&) {
+            }
+            return !token.empty();
+          },
+          30s),
+      (std::string("no token for service account ") + sa));
   ClientConfig c = ConfigFor();
   c.token = token;
   c.token_file.clear();
@@ -145,22 +146,23 @@ const ResourceType kEventType{"", "v1", "Event", "events", true};
 // read a teammate's credentials. A secret volume names no namespace: `namespace` is sent too, to
 // show the API has no such field (the server drops it).
 Json SecretPrintingJob(const std::string& secret, const std::string& ns) {
-  return {{"apiVersion", "batch/v1"},
-          {"kind", "Job"},
-          {"metadata", {{"name", "print-" + secret}}},
-          {"spec",
-           {{"backoffLimit", 0},
-            {"template",
-             {{"spec",
-               {{"restartPolicy", "Never"},
-                {"containers", Json::array({{{"name", "cat"},
-                                             {"image", "busybox"},
-                                             {"command", {"cat", "/s/password"}},
-                                             {"volumeMounts", Json::array({{{"name", "s"},
-                                                                            {"mountPath", "/s"}}})}}})},
-                {"volumes", Json::array({{{"name", "s"},
-                                          {"secret", {{"secretName", secret},
-                                                      {"namespace", ns}}}}})}}}}}}}};
+  return {
+      {"apiVersion", "batch/v1"},
+      {"kind", "Job"},
+      {"metadata", {{"name", "print-" + secret}}},
+      {"spec",
+       {{"backoffLimit", 0},
+        {"template",
+         {{"spec",
+           {{"restartPolicy", "Never"},
+            {"containers", Json::array({{{"name", "cat"},
+                                         {"image", "busybox"},
+                                         {"command", {"cat", "/s/password"}},
+                                         {"volumeMounts",
+                                          Json::array({{{"name", "s"}, {"mountPath", "/s"}}})}}})},
+            {"volumes",
+             Json::array({{{"name", "s"},
+                           {"secret", {{"secretName", secret}, {"namespace", ns}}}}})}}}}}}}};
 }
 
 TFClusterSpec Cluster(const std::string& ns) {
@@ -178,7 +180,9 @@ TFClusterSpec Cluster(const std::string& ns) {
 }  // namespace
 
 TEST_SUITE("rbac") {
-  TEST_CASE("the launching Role in a personal namespace: the owner's workloads and Secrets, nothing of another user's") {
+  TEST_CASE(
+      "the launching Role in a personal namespace: the owner's workloads and Secrets, nothing of "
+      "another user's") {
     Client admin = AdminClient();
     Team team(admin, {"alice", "bob"}, {{"pods", "10"}});
     const std::string mine = team.of("alice");
@@ -292,14 +296,18 @@ TEST_SUITE("rbac") {
       });
       // His StatefulSet: her image on his home volume and credentials.
       CheckForbidden("patch bob's StatefulSet", [&] {
-        return inside.Patch(kStatefulSetType, bobs, "bob-dev", PatchType::kMerge,
-                            {{"spec", {{"template", {{"spec", {{"containers",
-                                Json::array({{{"name", "notebook"},
-                                              {"image", "evil.example/backdoor:1"}}})}}}}}}}});
+        return inside.Patch(
+            kStatefulSetType, bobs, "bob-dev", PatchType::kMerge,
+            {{"spec",
+              {{"template",
+                {{"spec",
+                  {{"containers", Json::array({{{"name", "notebook"},
+                                                {"image", "evil.example/backdoor:1"}}})}}}}}}}});
       });
       CheckForbidden("bob's pod's logs", [&] { return inside.ReadLogs(bobs, "bob-dev-0"); });
-      CheckForbidden("exec into bob's pod",
-                     [&] { return inside.Exec(bobs, "bob-dev-0", {"cat", "/etc/hostname"}); });
+      CheckForbidden("exec into bob's pod", [&] {
+        return inside.Exec(bobs, "bob-dev-0", {"cat", "/etc/hostname"});
+      });
       CheckForbidden("port-forward to bob's pod",
                      [&] { return inside.ForwardPort(bobs, "bob-dev-0", 22); });
       CheckForbidden("a DevInstance in bob's namespace",
@@ -307,14 +315,16 @@ TEST_SUITE("rbac") {
       CheckForbidden("pods of the team's shared namespace",
                      [&] { return inside.ListAll(kPods, team.shared()); });
       CheckForbidden("grant itself more", [&] {
-        return inside.Create(kRoles, mine,
-                             {{"metadata", {{"name", "more"}}},
-                              {"rules", Json::array({{{"apiGroups", {""}},
-                                                      {"resources", {"secrets"}},
-                                                      {"verbs", {"list"}}}})}});
+        return inside.Create(
+            kRoles, mine,
+            {{"metadata", {{"name", "more"}}},
+             {"rules",
+              Json::array(
+                  {{{"apiGroups", {""}}, {"resources", {"secrets"}}, {"verbs", {"list"}}}})}});
       });
-      CHECK(admin.Get(kStatefulSetType, bobs, "bob-dev")["spec"]["template"]["spec"]
-                     ["containers"][0]["image"] == bob_spec.image);
+      CHECK(admin.Get(kStatefulSetType, bobs,
+                      "bob-dev")["spec"]["template"]["spec"]["containers"][0]["image"] ==
+            bob_spec.image);
 
       // In her own namespace a pod may mount only Secrets of her namespace: a secret volume
       // names no namespace (the server drops the field), and bob's Secret is not there.
@@ -344,10 +354,11 @@ TEST_SUITE("rbac") {
                        {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
       ListOptions about;
       about.field_selector = "involvedObject.name=bobs-home,reason=FailedBinding";
-      CHECK_MESSAGE(TestNamespace::WaitFor(
-                        [&] { return !internal::Items(admin.ListAll(kEventType, mine, about)).empty(); },
-                        60s),
-                    "the volume controller never said the volume is bound to another claim");
+      CHECK_MESSAGE(
+          TestNamespace::WaitFor(
+              [&] { return !internal::Items(admin.ListAll(kEventType, mine, about)).empty(); },
+              60s),
+          "the volume controller never said the volume is bound to another claim");
       Json claim = admin.Get(kClaims, mine, "bobs-home");
       CHECK(claim.value("status", Json::object()).value("phase", "") == "Pending");
       Json pv = admin.Get({"", "v1", "PersistentVolume", "persistentvolumes", false}, "", volume);
@@ -358,8 +369,7 @@ TEST_SUITE("rbac") {
     }
 
     SUBCASE("the quota pre-flight counts the team's total over its namespaces, from inside") {
-      Json pod = {{"spec",
-                   {{"containers", Json::array({{{"name", "c"}, {"image", "busybox"}}})}}}};
+      Json pod = {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "busybox"}}})}}}};
       // Her namespace alone has room for 10 pods; bob's running pod leaves the team 9.
       FitResult nine = CheckQuotaForPods(inside, mine, pod, 9);
       CHECK(nine.fits);
@@ -376,7 +386,9 @@ TEST_SUITE("rbac") {
     }
   }
 
-  TEST_CASE("launchWorkloads is refused outside a namespace personal to the owner, before anything is sent") {
+  TEST_CASE(
+      "launchWorkloads is refused outside a namespace personal to the owner, before anything is "
+      "sent") {
     Client admin = AdminClient();
     Team team(admin, {"alice", "bob"}, {});
     TestNamespace plain(admin, "plain");
@@ -418,7 +430,9 @@ TEST_SUITE("rbac") {
     CHECK_NOTHROW(DevInstance(admin, ok).Create(stopped));
   }
 
-  TEST_CASE("per-user credential readers: each user reads their own instance's password, and no one else's") {
+  TEST_CASE(
+      "per-user credential readers: each user reads their own instance's password, and no one "
+      "else's") {
     Client admin = AdminClient();
     TestNamespace ns(admin, "creds");
     // Two team members who may look at the team's workloads but not create pods (whoever may
@@ -436,9 +450,8 @@ TEST_SUITE("rbac") {
     }
     admin.Create(kRoleBindings, ns.name(),
                  {{"metadata", {{"name", "team"}}},
-                  {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"},
-                               {"kind", "Role"},
-                               {"name", "team"}}},
+                  {"roleRef",
+                   {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "team"}}},
                   {"subjects", subjects}});
     std::string passwords[2];
     const char* users[] = {"alice", "bob"};

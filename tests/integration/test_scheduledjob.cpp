@@ -107,10 +107,9 @@ TEST_SUITE("scheduledjob") {
     CHECK(run.trigger == RunTrigger::kOnDemand);
     CHECK(run.name.rfind("hello-", 0) == 0);
     std::vector<std::string> seen;
-    run = task.WaitForRun(run.name,
-                          {.timeout = std::chrono::seconds(60), .on_progress = [&](const JobRun& r) {
-                             seen.push_back(r.ToJson().dump());
-                           }});
+    run = task.WaitForRun(
+        run.name, {.timeout = std::chrono::seconds(60),
+                   .on_progress = [&](const JobRun& r) { seen.push_back(r.ToJson().dump()); }});
     CHECK(run.result == RunResult::kSucceeded);
     CHECK(run.attempts == 1);
     CHECK(run.succeeded == 1);
@@ -435,7 +434,8 @@ TEST_SUITE("scheduledjob") {
     Json manual_job = c.Get(kJobs, ns.name(), manual.name);
     CHECK(Annotation(manual_job, "cronjob.kubernetes.io/instantiate") == "manual");
     CHECK(manual_job["metadata"]["ownerReferences"][0]["name"] == "every");
-    CHECK(every.WaitForRun(manual.name, {.timeout = std::chrono::seconds(60)}).result == RunResult::kSucceeded);
+    CHECK(every.WaitForRun(manual.name, {.timeout = std::chrono::seconds(60)}).result ==
+          RunResult::kSucceeded);
 
     // One real scheduled run of "every" (the controller checks every 10 s: within ~70 s).
     Informer jobs(c, kJobs, ns.name(), [] {

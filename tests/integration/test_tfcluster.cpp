@@ -220,8 +220,7 @@ TEST_SUITE("tfcluster") {
     TFDeleteOptions del;
     del.wait = std::chrono::seconds(90);
     cluster.Delete(del);
-    CHECK(TestNamespace::WaitFor(
-        [&] { return ObjectsWithLabel(c, ns.name(), "tf-dis-task") == 0; },
-        std::chrono::seconds(60)));
+    CHECK(TestNamespace::WaitFor([&] { return ObjectsWithLabel(c, ns.name(), "tf-dis-task") == 0; },
+                                 std::chrono::seconds(60)));
   }
 }

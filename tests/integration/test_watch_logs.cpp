@@ -87,7 +87,7 @@ TEST_SUITE("watch") {
     TestNamespace ns(c);
     Informer inf(c, kConfigMaps, ns.name(), {});
     inf.set_watch_timeout(std::chrono::seconds(1));  // server closes each watch after 1-2 s
-    std::map<std::string, int> deliveries;  // "name@resourceVersion" -> count
+    std::map<std::string, int> deliveries;           // "name@resourceVersion" -> count
     std::thread writer([&] {
       for (int i = 0; i < 8; ++i) {
         c.Create(kConfigMaps, ns.name(), ConfigMap("r" + std::to_string(i)));
@@ -203,7 +203,8 @@ TEST_SUITE("watch") {
   TEST_CASE("Run delivers events to a callback until it returns false") {
     Client c = AdminClient();
     TestNamespace ns(c);
-    for (int i = 0; i < 3; ++i) c.Create(kConfigMaps, ns.name(), ConfigMap("cb" + std::to_string(i)));
+    for (int i = 0; i < 3; ++i)
+      c.Create(kConfigMaps, ns.name(), ConfigMap("cb" + std::to_string(i)));
     Informer inf(c, kConfigMaps, ns.name(), {});
     std::set<std::string> names;
     inf.Run([&](const WatchEvent& ev) {

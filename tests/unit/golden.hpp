@@ -25,18 +25,17 @@ inline void CheckGolden(const std::string& name, const nlohmann::json& actual) {
     return;
   }
   std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing golden file " << path
-                                                    << " (run with TFK8S_UPDATE_GOLDEN=1)");
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << path << " (run with TFK8S_UPDATE_GOLDEN=1)");
   std::stringstream ss;
   ss << in.rdbuf();
   nlohmann::json expected = nlohmann::json::parse(ss.str());
   if (expected != actual) {
     // Show the first differing paths, not two whole documents.
     auto patch = nlohmann::json::diff(expected, actual);
-    std::string shown = patch.size() > 10 ? nlohmann::json(std::vector<nlohmann::json>(
-                                                                patch.begin(), patch.begin() + 10))
-                                                .dump(1)
-                                          : patch.dump(1);
+    std::string shown =
+        patch.size() > 10
+            ? nlohmann::json(std::vector<nlohmann::json>(patch.begin(), patch.begin() + 10)).dump(1)
+            : patch.dump(1);
     FAIL_CHECK("rendering differs from " << path << ": " << shown);
   }
 }

@@ -62,8 +62,8 @@ Served Serve(const TFClusterSpec& spec) {
   s.root["metadata"]["resourceVersion"] = "10";
   for (std::size_t i = 1; i < rendered.size(); ++i) {
     Json obj = rendered[i];
-    obj["metadata"]["uid"] = "uid-" + obj["metadata"].value("name", "") + "-" +
-                             obj.value("kind", "");
+    obj["metadata"]["uid"] =
+        "uid-" + obj["metadata"].value("name", "") + "-" + obj.value("kind", "");
     s.objects.push_back({TypeOf(obj), obj});
     if (obj.value("kind", "") == "Job") s.jobs.push_back(obj);
   }
@@ -248,9 +248,9 @@ TEST_SUITE("cleanup") {
                              "Service/mnist-ps", "Service/mnist-worker", "Service/mnist-chief"}) {
       CHECK_MESSAGE(Has(keep_session, gone), gone);
     }
-    for (const char* kept : {"Job/mnist-chief-0", "Job/mnist-worker-0", "Job/mnist-session",
-                             "Service/mnist-session", "Deployment/mnist-tf-board",
-                             "PersistentVolumeClaim/mnist-data", "ConfigMap/mnist"}) {
+    for (const char* kept :
+         {"Job/mnist-chief-0", "Job/mnist-worker-0", "Job/mnist-session", "Service/mnist-session",
+          "Deployment/mnist-tf-board", "PersistentVolumeClaim/mnist-data", "ConfigMap/mnist"}) {
       CHECK_FALSE_MESSAGE(Has(keep_session, kept), kept);
     }
     CHECK(keep_session.size() == 6);
@@ -259,10 +259,10 @@ TEST_SUITE("cleanup") {
     CHECK(keep_session.back().rfind("Service/", 0) == 0);
 
     auto keep_logs = Names(internal::PlanTFCleanup(s.root, TFCleanupPolicy::kKeepLogs, s.objects));
-    for (const char* gone : {"Job/mnist-ps-0", "Job/mnist-worker-1", "Job/mnist-session",
-                             "Service/mnist-session", "Service/mnist-session-ssh",
-                             "Secret/mnist-session-credentials", "Deployment/mnist-tf-board",
-                             "Service/mnist-tf-board"}) {
+    for (const char* gone :
+         {"Job/mnist-ps-0", "Job/mnist-worker-1", "Job/mnist-session", "Service/mnist-session",
+          "Service/mnist-session-ssh", "Secret/mnist-session-credentials",
+          "Deployment/mnist-tf-board", "Service/mnist-tf-board"}) {
       CHECK_MESSAGE(Has(keep_logs, gone), gone);
     }
     for (const char* kept : {"Job/mnist-chief-0", "Job/mnist-worker-0",

@@ -15,28 +15,32 @@
 using namespace tfk8s;
 using namespace tfk8s::cli;
 
-
 TEST_SUITE("cli") {
   TEST_CASE("spec documents: several, JSON or YAML, the matching kind removed") {
-    auto docs = ReadSpecDocuments("kind: TFCluster\nname: a\n---\n{\"name\": \"b\", \"worker\": {\"replicas\": 2}}\n",
-                                  "f.yaml", "TFCluster");
+    auto docs = ReadSpecDocuments(
+        "kind: TFCluster\nname: a\n---\n{\"name\": \"b\", \"worker\": {\"replicas\": 2}}\n",
+        "f.yaml", "TFCluster");
     REQUIRE(docs.size() == 2);
     CHECK(docs[0] == Json{{"name", "a"}});
     CHECK(docs[1]["worker"]["replicas"] == 2);
   }
 
   TEST_CASE("spec documents: a wrong kind, a non-mapping and an empty stream are refused") {
-    CHECK(tfk8s::testing::ValidationMessage([] { ReadSpecDocuments("name: a\n---\nkind: Deployment\n", "f.yaml", "TFCluster"); })
-              .find("f.yaml document 2: kind") != std::string::npos);
-    CHECK(tfk8s::testing::ValidationMessage([] { ReadSpecDocuments("- a\n- b\n", "f.yaml", "TFCluster"); })
-              .find("must be a mapping") != std::string::npos);
-    CHECK(tfk8s::testing::ValidationMessage([] { ReadSpecDocuments("\n", "f.yaml", "TFCluster"); })
-              .find("holds no document") != std::string::npos);
+    CHECK(tfk8s::testing::ValidationMessage([] {
+            ReadSpecDocuments("name: a\n---\nkind: Deployment\n", "f.yaml", "TFCluster");
+          }).find("f.yaml document 2: kind") != std::string::npos);
+    CHECK(tfk8s::testing::ValidationMessage([] {
+            ReadSpecDocuments("- a\n- b\n", "f.yaml", "TFCluster");
+          }).find("must be a mapping") != std::string::npos);
+    CHECK(tfk8s::testing::ValidationMessage([] {
+            ReadSpecDocuments("\n", "f.yaml", "TFCluster");
+          }).find("holds no document") != std::string::npos);
   }
 
   TEST_CASE("spec documents: malformed YAML names the file and the line") {
-    std::string message = tfk8s::testing::ValidationMessage(
-        [] { ReadSpecDocuments("name: a\nworker:\n  replicas: [1, 2\n", "bad.yaml", "TFCluster"); });
+    std::string message = tfk8s::testing::ValidationMessage([] {
+      ReadSpecDocuments("name: a\nworker:\n  replicas: [1, 2\n", "bad.yaml", "TFCluster");
+    });
     CHECK(message.find("bad.yaml") != std::string::npos);
     CHECK(message.find("line ") != std::string::npos);
   }
@@ -95,9 +99,9 @@ TEST_SUITE("cli") {
     CHECK(FormatLabelSelector(ParseLabelSelector("k in (,), j notin (a,), e=, x")) ==
           "k in (,),j notin (,a),e=,x");
     CHECK(ParseLabelSelector("k in (,)")[0].values == std::vector<std::string>{""});
-    for (const char* bad : {"team in (a,b", "team in a", "team in ()", "team notin", "k in (a b)",
-                            "k=(a)", "k>x", "!k=v", "a b", "bad key=1", "k=v=w", "k=-v", "!", ",",
-                            "in (a)"}) {
+    for (const char* bad :
+         {"team in (a,b", "team in a", "team in ()", "team notin", "k in (a b)", "k=(a)", "k>x",
+          "!k=v", "a b", "bad key=1", "k=v=w", "k=-v", "!", ",", "in (a)"}) {
       CAPTURE(bad);
       CHECK_THROWS_AS(ParseLabelSelector(bad), ValidationError);
     }
@@ -117,15 +121,19 @@ TEST_SUITE("cli") {
   TEST_CASE("errors: one line naming the typed reason") {
     CHECK(ErrorLine(NotFound(ErrorKind::kNotFound, "tfcluster x\nnot found", 404, "NotFound")) ==
           "error: NotFound: tfcluster x not found");
-    CHECK(ErrorLine(ValidationError("worker.replicas", "-1", "must be >= 0")).rfind("error: ValidationError: ", 0) == 0);
-    CHECK(ErrorLine(TransportError("connection refused", false)) == "error: TransportError: connection refused");
+    CHECK(ErrorLine(ValidationError("worker.replicas", "-1", "must be >= 0"))
+              .rfind("error: ValidationError: ", 0) == 0);
+    CHECK(ErrorLine(TransportError("connection refused", false)) ==
+          "error: TransportError: connection refused");
     CHECK(ErrorLine(std::runtime_error("plain")) == "error: Error: plain");
   }
 
   TEST_CASE("completion: every command path lists its children and flags, and bash reads it") {
-    CommandNode root{"tfk8s", {"-n", "--namespace"},
-                     {{"tfcluster", {"-n"}, {{"apply", {"-f", "--filename"}, {}}, {"status", {}, {}}}},
-                      {"version", {"--client"}, {}}}};
+    CommandNode root{
+        "tfk8s",
+        {"-n", "--namespace"},
+        {{"tfcluster", {"-n"}, {{"apply", {"-f", "--filename"}, {}}, {"status", {}, {}}}},
+         {"version", {"--client"}, {}}}};
     std::string bash = BashCompletion(root);
     CHECK(bash.find("\"tfk8s\") words=\"tfcluster version -n --namespace\"") != std::string::npos);
     CHECK(bash.find("\"tfk8s tfcluster\") words=\"apply status -n\"") != std::string::npos);

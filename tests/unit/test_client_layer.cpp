@@ -7,8 +7,8 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/connection.hpp"
@@ -94,10 +94,13 @@ TEST_SUITE("client_layer") {
       int n = calls++;
       if (n == 0) {
         CHECK(r.url.find("continue=") == std::string::npos);
-        return Respond(200, R"({"metadata":{"resourceVersion":"100","continue":"tok1"},"items":[{"metadata":{"name":"a"}}]})");
+        return Respond(
+            200,
+            R"({"metadata":{"resourceVersion":"100","continue":"tok1"},"items":[{"metadata":{"name":"a"}}]})");
       }
       CHECK(r.url.find("continue=tok1") != std::string::npos);
-      return Respond(200, R"({"metadata":{"resourceVersion":"101"},"items":[{"metadata":{"name":"b"}}]})");
+      return Respond(
+          200, R"({"metadata":{"resourceVersion":"101"},"items":[{"metadata":{"name":"b"}}]})");
     });
     Client client(TestConfig(), fake);
     auto all = client.ListAll(kPods, "ns", {}, 1);
@@ -126,8 +129,8 @@ TEST_SUITE("client_layer") {
       log.push_back("item " + item["metadata"]["name"].get<std::string>());
       item.erase("big");  // what the caller keeps is what the list holds
     });
-    CHECK(log == std::vector<std::string>{"GET page 1", "item a", "item b", "GET page 2",
-                                          "item c"});
+    CHECK(log ==
+          std::vector<std::string>{"GET page 1", "item a", "item b", "GET page 2", "item c"});
     REQUIRE(all["items"].size() == 3);
     for (const auto& item : all["items"]) CHECK_FALSE(item.contains("big"));
     CHECK(all["items"][2]["metadata"]["name"] == "c");
@@ -168,7 +171,9 @@ TEST_SUITE("client_layer") {
 
   TEST_CASE("ListText raises the server's error like List") {
     auto fake = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
-      return Respond(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":"pods is forbidden"})");
+      return Respond(
+          403,
+          R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":"pods is forbidden"})");
     });
     Client client(TestConfig(), fake);
     CHECK_THROWS_AS(client.ListText(kPods, "ns"), Forbidden);
@@ -180,11 +185,13 @@ TEST_SUITE("client_layer") {
     auto fake = std::make_shared<FakeTransport>(
         [](const internal::HttpRequest&) { return Respond(200, "{}"); });
     Client client(TestConfig(), fake);
-    Json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+    Json cm = {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
                {"metadata", {{"name", "c"}, {"namespace", "from-object"}}}};
     client.Create({"", "v1", "ConfigMap", "configmaps", true}, "", cm, {true, "me"});
     client.Replace({"", "v1", "ConfigMap", "configmaps", true}, "", cm);
-    client.Patch(kDeployments, "ns", "web", PatchType::kStrategicMerge, {{"spec", {{"replicas", 2}}}});
+    client.Patch(kDeployments, "ns", "web", PatchType::kStrategicMerge,
+                 {{"spec", {{"replicas", 2}}}});
     client.Patch(kDeployments, "ns", "web", PatchType::kJson,
                  Json::array({{{"op", "replace"}, {"path", "/spec/replicas"}, {"value", 3}}}), {},
                  "scale");
@@ -251,7 +258,8 @@ TEST_SUITE("client_layer") {
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) {
       return ++fetches == 1
                  ? Respond(403, R"({"kind":"Status","reason":"Forbidden","code":403})")
-                 : Respond(200, R"({"resources":[{"name":"jobs","namespaced":true,"kind":"Job"}]})");
+                 : Respond(200,
+                           R"({"resources":[{"name":"jobs","namespaced":true,"kind":"Job"}]})");
     });
     Client client(TestConfig(), fake);
     CHECK_THROWS_AS(client.Resolve("batch/v1", "Job"), Forbidden);
@@ -274,7 +282,8 @@ TEST_SUITE("client_layer") {
     Client client(TestConfig(), fake);
     std::vector<Json> objects;
     for (int i = 0; i < 20; ++i) {
-      objects.push_back({{"apiVersion", "apps/v1"}, {"kind", "Deployment"},
+      objects.push_back({{"apiVersion", "apps/v1"},
+                         {"kind", "Deployment"},
                          {"metadata", {{"name", "d" + std::to_string(i)}}}});
     }
     ApplyOptions o;
@@ -300,10 +309,13 @@ TEST_SUITE("client_layer") {
   TEST_CASE("ApplyAll reports failures per object") {
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
       if (Path(r) == "/api/v1") {
-        return Respond(200, R"({"resources":[{"name":"configmaps","namespaced":true,"kind":"ConfigMap"}]})");
+        return Respond(
+            200, R"({"resources":[{"name":"configmaps","namespaced":true,"kind":"ConfigMap"}]})");
       }
       if (r.url.find("/bad") != std::string::npos) {
-        return Respond(422, R"({"kind":"Status","status":"Failure","message":"bad is invalid","reason":"Invalid","code":422})");
+        return Respond(
+            422,
+            R"({"kind":"Status","status":"Failure","message":"bad is invalid","reason":"Invalid","code":422})");
       }
       return Respond(200, r.body);
     });
@@ -357,10 +369,11 @@ TEST_SUITE("client_layer") {
   TEST_CASE("connection failures: reads retried, writes never, refused never") {
     std::atomic<int> calls{0};
     bool sent = true;
-    auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) -> internal::HttpResponse {
-      ++calls;
-      throw TransportError("connection reset", sent);
-    });
+    auto fake = std::make_shared<FakeTransport>(
+        [&](const internal::HttpRequest&) -> internal::HttpResponse {
+          ++calls;
+          throw TransportError("connection reset", sent);
+        });
     Client client(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), TransportError);
     CHECK(calls == 11);
@@ -395,10 +408,11 @@ TEST_SUITE("client_layer") {
 
   TEST_CASE("TLS errors are not retried") {
     std::atomic<int> calls{0};
-    auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) -> internal::HttpResponse {
-      ++calls;
-      throw TlsError("TLS: certificate verify failed");
-    });
+    auto fake = std::make_shared<FakeTransport>(
+        [&](const internal::HttpRequest&) -> internal::HttpResponse {
+          ++calls;
+          throw TlsError("TLS: certificate verify failed");
+        });
     Client client(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), TlsError);
     CHECK(calls == 1);
@@ -408,7 +422,8 @@ TEST_SUITE("client_layer") {
     std::atomic<int> calls{0};
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) {
       ++calls;
-      return Respond(401, R"({"kind":"Status","message":"Unauthorized","reason":"Unauthorized","code":401})");
+      return Respond(
+          401, R"({"kind":"Status","message":"Unauthorized","reason":"Unauthorized","code":401})");
     });
     Client client(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), Unauthorized);
@@ -420,9 +435,11 @@ TEST_SUITE("client_layer") {
       CHECK(r.url.find("watch=true") != std::string::npos);
       CHECK(r.url.find("allowWatchBookmarks=true") != std::string::npos);
       CHECK(r.url.find("resourceVersion=5") != std::string::npos);
-      return Respond(200,
-                     "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"6\"}}}\n"
-                     "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n");
+      return Respond(
+          200,
+          "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"6\"}}"
+          "}\n"
+          "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n");
     });
     Client client(TestConfig(), fake);
     WatchOptions o;

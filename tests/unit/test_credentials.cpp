@@ -23,9 +23,9 @@
 
 #include "auth/credentials.hpp"
 #include "auth/exec_plugin.hpp"
+#include "config_test_util.hpp"
 #include "tfk8s/config.hpp"
 #include "tfk8s/error.hpp"
-#include "config_test_util.hpp"
 
 using namespace tfk8s;
 using namespace tfk8s::internal;

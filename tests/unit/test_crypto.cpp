@@ -99,8 +99,9 @@ TEST_SUITE("crypto") {
     // jupyter_server's parameters (8 lanes, computed here on one thread), as argon2-cffi's
     // hash_secret(b"password", b"somesalt", time_cost=10, memory_cost=10240, parallelism=8,
     // hash_len=32, type=Type.ID) gives it.
-    CHECK(Argon2idHash("password", "somesalt") ==
-          "$argon2id$v=19$m=10240,t=10,p=8$c29tZXNhbHQ$Nk/jf0b89NmqMSX3xNuGovncIqcOLGq9M+AJj2VPnkQ");
+    CHECK(
+        Argon2idHash("password", "somesalt") ==
+        "$argon2id$v=19$m=10240,t=10,p=8$c29tZXNhbHQ$Nk/jf0b89NmqMSX3xNuGovncIqcOLGq9M+AJj2VPnkQ");
     CHECK_THROWS(Argon2idHash("password", "short"));
   }
 

@@ -9,8 +9,8 @@
 
 #include "fake_transport.hpp"
 #include "golden.hpp"
-#include "kubelet_expansion.hpp"
 #include "http/crypto.hpp"
+#include "kubelet_expansion.hpp"
 #include "tfk8s/devinstance.hpp"
 #include "workloads/common.hpp"
 #include "workloads/devinstance_internal.hpp"
@@ -116,7 +116,8 @@ TEST_SUITE("devinstance") {
     const std::map<std::string, std::string> env = {{"PASSWORD", "secret"}, {"HOME", "/root"}};
     DevInstanceSpec s = CpuSpec();
     auto command = [&](const DevInstanceSpec& spec) {
-      return RenderDevInstance(spec).front()["spec"]["template"]["spec"]["containers"][0]["command"]
+      return RenderDevInstance(spec)
+          .front()["spec"]["template"]["spec"]["containers"][0]["command"]
           .get<std::vector<std::string>>();
     };
     // The script uses $((…)) and ${…}: escaped, the kubelet hands it over unchanged.
@@ -165,15 +166,16 @@ TEST_SUITE("devinstance") {
     CHECK((*binding)["roleRef"] == Json{{"apiGroup", "rbac.authorization.k8s.io"},
                                         {"kind", "Role"},
                                         {"name", "notebook-test-workloads"}});
-    CHECK((*binding)["subjects"] == Json::array({{{"kind", "ServiceAccount"},
-                                                   {"name", "notebook-test"},
-                                                   {"namespace", "team-a"}}}));
+    CHECK((*binding)["subjects"] ==
+          Json::array(
+              {{{"kind", "ServiceAccount"}, {"name", "notebook-test"}, {"namespace", "team-a"}}}));
     CHECK((*role)["rules"] == DevInstanceWorkloadRules());
     // Least privilege: nothing cluster-scoped, no RBAC, no exec, pods only read.
     std::set<std::string> granted;
     for (const auto& rule : DevInstanceWorkloadRules()) {
       for (const auto& r : rule["resources"]) {
-        for (const auto& v : rule["verbs"]) granted.insert(r.get<std::string>() + ":" + v.get<std::string>());
+        for (const auto& v : rule["verbs"])
+          granted.insert(r.get<std::string>() + ":" + v.get<std::string>());
       }
       CHECK_FALSE(rule["apiGroups"][0] == "rbac.authorization.k8s.io");
     }
@@ -210,9 +212,8 @@ TEST_SUITE("devinstance") {
 
   TEST_CASE("credentialReaders: a Role reading only this instance's Secret, bound to them") {
     DevInstanceSpec s = CpuSpec();
-    s.security.credential_readers = {{"User", "alice", ""},
-                                     {"ServiceAccount", "alice-sa", ""},
-                                     {"Group", "team-a-admins", ""}};
+    s.security.credential_readers = {
+        {"User", "alice", ""}, {"ServiceAccount", "alice-sa", ""}, {"Group", "team-a-admins", ""}};
     DevRenderOptions o;
     o.root_uid = "sts-uid";
     const Json* role = nullptr;
@@ -796,14 +797,17 @@ TEST_SUITE("devinstance") {
 
   TEST_CASE("status: a tfk8s verdict in the termination message fails fast with the reason") {
     bool fatal = false;
-    Json pod = {{"status",
-                 {{"phase", "Running"},
-                  {"containerStatuses",
-                   Json::array({{{"state",
-                                  {{"terminated",
-                                    {{"exitCode", 1},
-                                     {"reason", "Error"},
-                                     {"message", "tfk8s: enabled but not in the image: jupyter (looked ...)\n"}}}}}}})}}}};
+    Json pod = {
+        {"status",
+         {{"phase", "Running"},
+          {"containerStatuses",
+           Json::array(
+               {{{"state",
+                  {{"terminated",
+                    {{"exitCode", 1},
+                     {"reason", "Error"},
+                     {"message",
+                      "tfk8s: enabled but not in the image: jupyter (looked ...)\n"}}}}}}})}}}};
     CHECK(internal::PodProblem(pod, &fatal) ==
           "Error (exit code 1): tfk8s: enabled but not in the image: jupyter (looked ...)");
     CHECK(fatal);
@@ -811,15 +815,18 @@ TEST_SUITE("devinstance") {
     pod["status"]["containerStatuses"][0] = {
         {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 10s"}}}}},
         {"lastState",
-         {{"terminated", {{"exitCode", 1}, {"message", "tfk8s: enabled but not in the image: ssh (no sshd)"}}}}}};
+         {{"terminated",
+           {{"exitCode", 1}, {"message", "tfk8s: enabled but not in the image: ssh (no sshd)"}}}}}};
     CHECK(internal::PodProblem(pod, &fatal) ==
           "CrashLoopBackOff: tfk8s: enabled but not in the image: ssh (no sshd)");
     CHECK(fatal);
     pod["status"]["containerStatuses"][0] = {
         {"state", {{"running", Json::object()}}},
         {"lastState",
-         {{"terminated", {{"exitCode", 1}, {"message", "tfk8s: enabled but not in the image: ssh (no sshd)"}}}}}};
-    CHECK(internal::PodProblem(pod, &fatal) == "tfk8s: enabled but not in the image: ssh (no sshd)");
+         {{"terminated",
+           {{"exitCode", 1}, {"message", "tfk8s: enabled but not in the image: ssh (no sshd)"}}}}}};
+    CHECK(internal::PodProblem(pod, &fatal) ==
+          "tfk8s: enabled but not in the image: ssh (no sshd)");
     CHECK(fatal);
     // Another program's exit is reported, and left to the restart policy.
     pod["status"]["containerStatuses"][0] = {
@@ -828,7 +835,9 @@ TEST_SUITE("devinstance") {
     CHECK_FALSE(fatal);
   }
 
-  TEST_CASE("tenancy: launchWorkloads only in a namespace personal to the owner, other owners refused there") {
+  TEST_CASE(
+      "tenancy: launchWorkloads only in a namespace personal to the owner, other owners refused "
+      "there") {
     auto ns = [](Json labels) {
       return Json{{"metadata", {{"name", "team-a"}, {"labels", std::move(labels)}}}};
     };

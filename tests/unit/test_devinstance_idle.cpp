@@ -55,10 +55,10 @@ DevActivity Parse(const std::string& text) {
 
 TEST_SUITE("devinstance_idle") {
   TEST_CASE("the probe's answer: Jupyter's activity file, SSH sessions, code-server, clock") {
-    DevActivity a = Parse(
-        R"({"jupyter":{"last_activity": "2026-12-02T15:46:43Z", "kernels": 2,)"
-        R"( "connections": 1},"ssh_sessions":0,"code_server_heartbeat":1796226000,)"
-        R"("now":1796226403})");
+    DevActivity a =
+        Parse(R"({"jupyter":{"last_activity": "2026-12-02T15:46:43Z", "kernels": 2,)"
+              R"( "connections": 1},"ssh_sessions":0,"code_server_heartbeat":1796226000,)"
+              R"("now":1796226403})");
     CHECK(a.probed_at == At(1796226403));
     REQUIRE(a.jupyter_last_activity.has_value());
     CHECK(*a.jupyter_last_activity == At(1796226403));  // 2026-12-02T15:46:43Z
@@ -129,9 +129,9 @@ TEST_SUITE("devinstance_idle") {
     CHECK(why == "the probe's answer is not a JSON object");
     CHECK_FALSE(internal::ParseDevActivity(R"({"ssh_sessions":0})", &why).has_value());
     CHECK(why == "no clock in the answer");
-    CHECK_FALSE(internal::ParseDevActivity(
-                    R"({"jupyter":{"last_activity":"yesterday"},"now":5})", &why)
-                    .has_value());
+    CHECK_FALSE(
+        internal::ParseDevActivity(R"({"jupyter":{"last_activity":"yesterday"},"now":5})", &why)
+            .has_value());
     CHECK(why == "Jupyter's last activity is not an RFC 3339 time");
   }
 
@@ -191,8 +191,7 @@ TEST_SUITE("devinstance_idle") {
     CHECK(decisions[0].owner == "alice");
     CHECK(decisions[0].outcome == "unknown");
     CHECK_FALSE(decisions[0].activity.has_value());
-    CHECK(decisions[0].reason.find("cannot read its activity: it has no pod") !=
-          std::string::npos);
+    CHECK(decisions[0].reason.find("cannot read its activity: it has no pod") != std::string::npos);
     CHECK(fake.Find("apps/v1", "StatefulSet", "team-a", "lab").value()["spec"]["replicas"] == 1);
     CHECK_THROWS_AS(lab.Activity(), DevInstanceFailed);
     DevCullDecision d{"team-a", "lab", "alice", "unknown", std::nullopt, "no kubelet"};
@@ -238,8 +237,11 @@ TEST_SUITE("devinstance_idle") {
     ExpectInvalid([&] { from({{"after", "soon"}}); }, "idle.after", "whole number");
     ExpectInvalid([&] { from({{"action", "stop"}}); }, "idle.after", "is required");
     ExpectInvalid([&] { from({{"after", "1500ms"}}); }, "idle.after", "whole seconds");
-    ExpectInvalid([&] { from({{"after", "2h"}, {"action", "delete"}}); }, "idle.action",
-                  "must be stop");
+    ExpectInvalid(
+        [&] {
+          from({{"after", "2h"}, {"action", "delete"}});
+        },
+        "idle.action", "must be stop");
     ExpectInvalid([&] { from("2h"); }, "idle", "must be an object");
     DevInstanceSpec spec = LabSpec("lab");
     spec.idle = DevIdlePolicy{std::chrono::seconds(0)};

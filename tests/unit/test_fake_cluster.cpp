@@ -598,7 +598,8 @@ TEST_SUITE("fake_cluster") {
            {"status",
             {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
     }
-    TFClusterStatus ready = cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(10)});
+    TFClusterStatus ready =
+        cluster.Wait({.until = WaitUntil::kReady, .timeout = std::chrono::seconds(10)});
     CHECK(ready.phase == TFClusterPhase::kRunning);
     CHECK(ready.NotReady() == 0);
 
@@ -678,8 +679,8 @@ TEST_SUITE("fake_cluster") {
     spec.session->service_type = "NodePort";
     TFCluster exposed(client, spec);
     exposed.Apply();
-    for (const auto& [service, port] : {std::pair{"seed-session", 30088},
-                                        std::pair{"seed-session-ssh", 30022}}) {
+    for (const auto& [service, port] :
+         {std::pair{"seed-session", 30088}, std::pair{"seed-session-ssh", 30022}}) {
       Json svc = *fake.Find("v1", "Service", "team-a", service);
       svc["spec"]["ports"][0]["nodePort"] = port;
       fake.Add(svc);

@@ -19,10 +19,10 @@
 namespace {
 
 using tfk8s::FromYaml;
-using tfk8s::ScheduledJobSpec;
-using tfk8s::TFClusterSpec;
 using tfk8s::FromYamlDocuments;
 using tfk8s::Quantity;
+using tfk8s::ScheduledJobSpec;
+using tfk8s::TFClusterSpec;
 using tfk8s::ToYaml;
 using tfk8s::ValidationError;
 using Json = nlohmann::json;
@@ -71,8 +71,8 @@ TEST_CASE("fuzz yaml: a stray comma and other malformed streams end with an erro
 
 TEST_CASE("fuzz yaml: strings that are not UTF-8 are refused (JSON could not hold them)") {
   CHECK_THROWS_AS(FromYaml("a: \"b\xa2\"\n"), ValidationError);
-  CHECK_THROWS_AS(FromYaml("\xc0\xaf: 1\n"), ValidationError);  // an overlong '/' as a key
-  CHECK_THROWS_AS(FromYaml("a: \xef\xbf\xbf\n"), ValidationError);  // U+FFFF
+  CHECK_THROWS_AS(FromYaml("\xc0\xaf: 1\n"), ValidationError);          // an overlong '/' as a key
+  CHECK_THROWS_AS(FromYaml("a: \xef\xbf\xbf\n"), ValidationError);      // U+FFFF
   CHECK_THROWS_AS(FromYaml("a: \"\xef\xb7\xae\"\n"), ValidationError);  // U+FDEE
   CHECK(FromYaml("a: \"\xc3\xa9\"\n") == Json{{"a", "\xc3\xa9"}});
 }
@@ -89,9 +89,9 @@ TEST_CASE("fuzz yaml: numbers are read as written, never clamped or read as hex"
 }
 
 TEST_CASE("fuzz yaml: ToYaml output reads back the same (markers, NUL, control characters)") {
-  for (const std::string& s : {std::string("..."), std::string("---"), std::string("--- x"),
-                              std::string("a\0b", 3), std::string("t\x01\n"),
-                              std::string("tab\there\n"), std::string("bell\x07")}) {
+  for (const std::string& s :
+       {std::string("..."), std::string("---"), std::string("--- x"), std::string("a\0b", 3),
+        std::string("t\x01\n"), std::string("tab\there\n"), std::string("bell\x07")}) {
     CAPTURE(s);
     Json doc = {{"s", s}};
     CHECK(FromYaml(ToYaml(doc)) == doc);
@@ -123,11 +123,12 @@ TEST_CASE("fuzz specs: integer fields take whole numbers in range only (1e300 wa
     } catch (const ValidationError& e) {
       CHECK(e.field() == "worker.replicas");
     }
-    Json job = Json::parse(std::string(R"({"name":"t","image":"i","entryPath":"a.py","backoffLimit":)") +
-                           value + "}");
+    Json job = Json::parse(
+        std::string(R"({"name":"t","image":"i","entryPath":"a.py","backoffLimit":)") + value + "}");
     CHECK_THROWS_AS(ScheduledJobSpec::FromJson(job), ValidationError);
   }
-  CHECK(TFClusterSpec::FromJson(Json::parse(R"({"name":"t","worker":{"replicas":3}})")).worker.replicas == 3);
+  CHECK(TFClusterSpec::FromJson(Json::parse(R"({"name":"t","worker":{"replicas":3}})"))
+            .worker.replicas == 3);
 }
 
 TEST_CASE("fuzz tfcluster: a million replicas is refused at once, not rendered") {
@@ -145,13 +146,17 @@ TEST_CASE("fuzz tfcluster: a million replicas is refused at once, not rendered")
   CHECK_THROWS_AS(TFClusterSpec::FromJson(spec).Validate(), ValidationError);
 }
 
-TEST_CASE("fuzz yaml: keys are quoted like values (a key starting with '... ' ended the document)") {
-  Json doc = {{"... \"n   server", "https://10.1.2.04"}, {"--- x", 1}, {"true", "yes"},
+TEST_CASE(
+    "fuzz yaml: keys are quoted like values (a key starting with '... ' ended the document)") {
+  Json doc = {{"... \"n   server", "https://10.1.2.04"},
+              {"--- x", 1},
+              {"true", "yes"},
               {"json", Json::array({"flow", {{"a", 1}}})}};
   CHECK(FromYaml(ToYaml(doc)) == doc);
 }
 
-TEST_CASE("fuzz quantity: a binary-SI value that is no multiple of 1024 prints as Kubernetes does") {
+TEST_CASE(
+    "fuzz quantity: a binary-SI value that is no multiple of 1024 prints as Kubernetes does") {
   // Kubernetes: resource.MustParse("7687.5Ki").String() == "7872000", which reads back as
   // decimal SI and prints "7872k"; the value never changes.
   const Quantity q = Quantity::Parse("7687.5Ki");
@@ -191,8 +196,8 @@ TEST_CASE("fuzz dev_activity: a probe's clock or times beyond system_clock's are
   CHECK(why == "the clock in the answer is out of range");
   CHECK_FALSE(ParseDevActivity(R"({"now":100,"code_server_heartbeat":-9300000000})", &why));
   CHECK(why == "code-server's heartbeat is out of range");
-  CHECK_FALSE(ParseDevActivity(
-      R"({"now":100,"jupyter":{"last_activity":"9999-12-31T23:59:59Z"}})", &why));
+  CHECK_FALSE(
+      ParseDevActivity(R"({"now":100,"jupyter":{"last_activity":"9999-12-31T23:59:59Z"}})", &why));
   CHECK(why == "Jupyter's last activity is not an RFC 3339 time");
   auto a = ParseDevActivity(R"({"now":9000000000,"code_server_heartbeat":-9000000000})", &why);
   REQUIRE(a.has_value());

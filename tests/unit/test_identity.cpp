@@ -135,9 +135,8 @@ TEST_CASE("identity: a TFCluster's root and a ScheduledJob's CronJob and runs") 
   Json root = Served(RenderTFCluster(tf).front());
   CHECK(internal::TFSpecFromRoot(root).ToJson() == tf.ToJson());
   const Json::json_pointer data("/data/spec.json");
-  auto e = Refusal([&] {
-    internal::TFSpecFromRoot(Forged(root, data, [](Json& s) { s["name"] = "vic"; }));
-  });
+  auto e = Refusal(
+      [&] { internal::TFSpecFromRoot(Forged(root, data, [](Json& s) { s["name"] = "vic"; })); });
   CHECK(e.field() == "data.spec.json.name");
   CHECK(std::string(e.what()).find("ConfigMap tf-attacker/mal") != std::string::npos);
 

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "auth/credentials.hpp"
+#include "config_test_util.hpp"
 #include "tfk8s/config.hpp"
 #include "tfk8s/error.hpp"
-#include "config_test_util.hpp"
 
 using namespace tfk8s;
 namespace fs = std::filesystem;

@@ -58,8 +58,8 @@ TEST_SUITE("informer") {
       int n = ++watches;
       // One ADDED event per watch, then the server ends it (like a watch timeout).
       std::string event = R"({"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap",)"
-                          R"("metadata":{"name":"cm-)" + std::to_string(n) +
-                          R"(","namespace":"ns","resourceVersion":")" +
+                          R"("metadata":{"name":"cm-)" +
+                          std::to_string(n) + R"(","namespace":"ns","resourceVersion":")" +
                           std::to_string(7 + n) + R"("}}})" + "\n";
       return ScriptedServer::Response(200, event);
     });

@@ -266,7 +266,8 @@ TEST_SUITE("informer") {
 }
 
 TEST_SUITE("fleet") {
-  TEST_CASE("the Fleet reports informer failures through OnError and last_error, fatal ones in error()") {
+  TEST_CASE(
+      "the Fleet reports informer failures through OnError and last_error, fatal ones in error()") {
     // Pods cannot be listed (503, retried for ever); StatefulSets may be listed but not watched
     // (403: that informer stops); the rest is healthy, with watches that stay open.
     ScriptedServer server([](const ScriptedServer::Request& r, int) -> std::string {
@@ -279,7 +280,8 @@ TEST_SUITE("fleet") {
         return ScriptedServer::Response(200, R"({"metadata":{"resourceVersion":"7"},"items":[]})");
       }
       if (Contains(t, "/statefulsets")) {
-        return ScriptedServer::Response(403, R"({"kind":"Status","reason":"Forbidden","code":403})");
+        return ScriptedServer::Response(403,
+                                        R"({"kind":"Status","reason":"Forbidden","code":403})");
       }
       return QuietWatch();
     });

@@ -40,8 +40,8 @@ std::string ErrorEvent(int code, const std::string& reason) {
          reason + R"(","code":)" + std::to_string(code) + "}}\n";
 }
 std::string List(const std::string& rv, const std::vector<std::string>& items) {
-  std::string out = R"({"kind":"ConfigMapList","metadata":{"resourceVersion":")" + rv +
-                    R"("},"items":[)";
+  std::string out =
+      R"({"kind":"ConfigMapList","metadata":{"resourceVersion":")" + rv + R"("},"items":[)";
   for (std::size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
   return out + "]}";
 }
@@ -82,7 +82,9 @@ std::vector<std::string> WatchVersions(const FakeTransport& fake) {
 }  // namespace
 
 TEST_SUITE("informer") {
-  TEST_CASE("a 410 ERROR event in the stream relists, reports the differences, never reuses the version") {
+  TEST_CASE(
+      "a 410 ERROR event in the stream relists, reports the differences, never reuses the "
+      "version") {
     std::atomic<int> lists{0};
     std::atomic<int> watches{0};
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
@@ -149,7 +151,8 @@ TEST_SUITE("informer") {
     CHECK_THROWS_AS(informer.Next(std::chrono::seconds(5)), Forbidden);
   }
 
-  TEST_CASE("a watch refused with 429 backs off and resumes from the same version, without a relist") {
+  TEST_CASE(
+      "a watch refused with 429 backs off and resumes from the same version, without a relist") {
     std::atomic<int> lists{0};
     std::atomic<int> watches{0};
     auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {

@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
+#include "config_test_util.hpp"
 #include "tfk8s/config.hpp"
 #include "tfk8s/error.hpp"
-#include "config_test_util.hpp"
 #include "util/base64.hpp"
 
 using namespace tfk8s;
@@ -121,8 +121,9 @@ TEST_SUITE("kubeconfig") {
   }
 
   TEST_CASE("basic auth and insecure-skip-tls-verify") {
-    const ClientConfig c = LoadString(WithUser("    username: alice\n"
-                                               "    password: basic-password-SECRET\n"));
+    const ClientConfig c =
+        LoadString(WithUser("    username: alice\n"
+                            "    password: basic-password-SECRET\n"));
     CHECK(c.username == "alice");
     CHECK(c.password == "basic-password-SECRET");
     CHECK_NOTHROW(c.Validate());

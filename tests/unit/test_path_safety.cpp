@@ -5,8 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <functional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fake_transport.hpp"
@@ -68,8 +68,7 @@ struct Operation {
 
 std::vector<Operation> NamedOperations() {
   return {
-      {"get", "name", "namespace",
-       [](Client& c, auto& ns, auto& n) { c.Get(kConfigMaps, ns, n); }},
+      {"get", "name", "namespace", [](Client& c, auto& ns, auto& n) { c.Get(kConfigMaps, ns, n); }},
       {"get by kind", "name", "namespace",
        [](Client& c, auto& ns, auto& n) { c.Get("v1", "ConfigMap", ns, n); }},
       {"get subresource", "name", "namespace",
@@ -86,8 +85,7 @@ std::vector<Operation> NamedOperations() {
        [](Client& c, auto& ns, auto& n) { c.Delete(kConfigMaps, ns, n); }},
       {"delete by kind", "name", "namespace",
        [](Client& c, auto& ns, auto& n) { c.Delete("v1", "ConfigMap", ns, n); }},
-      {"read logs", "name", "namespace",
-       [](Client& c, auto& ns, auto& n) { c.ReadLogs(ns, n); }},
+      {"read logs", "name", "namespace", [](Client& c, auto& ns, auto& n) { c.ReadLogs(ns, n); }},
       {"stream logs", "name", "namespace",
        [](Client& c, auto& ns, auto& n) { c.StreamLogs(ns, n); }},
       // Its WebSocket path comes from the same builder, checked before the pod is read.
@@ -130,8 +128,9 @@ std::string LastPath(const FakeTransport& fake) {
 TEST_SUITE("path_safety") {
   TEST_CASE("hostile names are refused by every named operation, nothing is sent") {
     const std::vector<std::string> hostile = {
-        "",     ".",       "..",        "a/b",    "/",          "../x",  "%2e%2e",
-        "a%2Fb", "%",      "line\nbreak", "tab\there", std::string("nul\0x", 5), "del\x7f"};
+        "",       ".",     "..", "a/b",         "/",         "../x",
+        "%2e%2e", "a%2Fb", "%",  "line\nbreak", "tab\there", std::string("nul\0x", 5),
+        "del\x7f"};
     for (const auto& op : NamedOperations()) {
       for (const auto& name : hostile) {
         CAPTURE(op.label);
@@ -143,8 +142,8 @@ TEST_SUITE("path_safety") {
 
   TEST_CASE("hostile namespaces are refused by every operation, nothing is sent") {
     const std::vector<std::string> hostile = {
-        ".", "..", "a/b", "%2e%2e", "a%2Fb", "a b", "UPPER", "é", "line\nbreak",
-        std::string(64, 'n')};
+        ".",   "..",    "a/b", "%2e%2e",      "a%2Fb",
+        "a b", "UPPER", "é",   "line\nbreak", std::string(64, 'n')};
     for (const auto& op : NamedOperations()) {
       for (const auto& ns : hostile) {
         CAPTURE(op.label);
@@ -157,10 +156,9 @@ TEST_SUITE("path_safety") {
       ExpectRefused([&](Client& c) { c.List(kConfigMaps, ns); }, "namespace", ns);
       ExpectRefused([&](Client& c) { c.ListText(kConfigMaps, ns); }, "namespace", ns);
       ExpectRefused([&](Client& c) { c.Watch(kConfigMaps, ns, {}); }, "namespace", ns);
-      ExpectRefused([&](Client& c) { c.Create(kConfigMaps, ns, ConfigMap(ns, "ok")); },
-                    "namespace", ns);
-      ExpectRefused([&](Client& c) { c.DeleteCollection(kConfigMaps, ns, {}); }, "namespace",
+      ExpectRefused([&](Client& c) { c.Create(kConfigMaps, ns, ConfigMap(ns, "ok")); }, "namespace",
                     ns);
+      ExpectRefused([&](Client& c) { c.DeleteCollection(kConfigMaps, ns, {}); }, "namespace", ns);
     }
   }
 
@@ -189,8 +187,8 @@ TEST_SUITE("path_safety") {
         }
         std::string path = LastPath(*fake);
         const bool pods = op.label.find("logs") != std::string::npos || op.label == "port-forward";
-        const std::string prefix = pods ? "/api/v1/namespaces/victim/pods/"
-                                        : "/api/v1/namespaces/victim/configmaps/";
+        const std::string prefix =
+            pods ? "/api/v1/namespaces/victim/pods/" : "/api/v1/namespaces/victim/configmaps/";
         REQUIRE(path.rfind(prefix, 0) == 0);
         std::string rest = path.substr(prefix.size());
         CHECK(rest.rfind(c.encoded, 0) == 0);
@@ -215,8 +213,8 @@ TEST_SUITE("path_safety") {
   TEST_CASE("subresources, resources and group versions are checked segment by segment") {
     // (subresource, the segment refused)
     const std::vector<std::pair<std::string, std::string>> subresources = {
-        {".", "."}, {"..", ".."}, {"a/..", ".."}, {"a//b", ""}, {"%2e", "%2e"}, {"/", ""},
-        {"log/", ""}};
+        {".", "."},     {"..", ".."}, {"a/..", ".."}, {"a//b", ""},
+        {"%2e", "%2e"}, {"/", ""},    {"log/", ""}};
     for (const auto& [sub, segment] : subresources) {
       CAPTURE(sub);
       ExpectRefused([&](Client& c) { c.Get(kConfigMaps, "victim", "ok", sub); }, "subresource",
@@ -259,8 +257,8 @@ TEST_SUITE("path_safety") {
   }
 
   TEST_CASE("workloads check names before any request") {
-    const std::vector<std::string> hostile = {"", ".", "..", "a/b", "a,b", "x=y", "%2e%2e",
-                                              "A", "a b", std::string(254, 'x')};
+    const std::vector<std::string> hostile = {"",    ".",      "..", "a/b", "a,b",
+                                              "x=y", "%2e%2e", "A",  "a b", std::string(254, 'x')};
     for (const auto& name : hostile) {
       CAPTURE(name);
       ExpectRefused([&](Client& c) { TFCluster::Load(c, "victim", name); }, "name", name);

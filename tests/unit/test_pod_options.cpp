@@ -137,7 +137,8 @@ TEST_SUITE("workload kit") {
     std::vector<Json> dev = PodSpecs(RenderDevInstance(Dev()));
     REQUIRE(dev.size() == 1);
     CHECK(dev[0]["automountServiceAccountToken"] == false);
-    CHECK(dev[0]["securityContext"] == Json::parse(R"({"seccompProfile":{"type":"RuntimeDefault"}})"));
+    CHECK(dev[0]["securityContext"] ==
+          Json::parse(R"({"seccompProfile":{"type":"RuntimeDefault"}})"));
     CHECK(dev[0]["containers"][0]["imagePullPolicy"] == "IfNotPresent");
   }
 
@@ -229,7 +230,10 @@ TEST_SUITE("workload kit") {
   TEST_CASE("bad options are refused naming the field, for every workload") {
     const std::vector<std::pair<std::string, std::function<void(PodOptions&)>>> cases = {
         {"imagePullPolicy", [](PodOptions& o) { o.image_pull_policy = "Sometimes"; }},
-        {"imagePullSecrets[1]", [](PodOptions& o) { o.image_pull_secrets = {"ok", "Not OK"}; }},
+        {"imagePullSecrets[1]",
+         [](PodOptions& o) {
+           o.image_pull_secrets = {"ok", "Not OK"};
+         }},
         {"serviceAccount", [](PodOptions& o) { o.service_account = "../admin"; }},
         {"securityContext.runAsUser", [](PodOptions& o) { o.security_context.run_as_user = -1; }},
         {"securityContext.runAsUser",
@@ -282,8 +286,8 @@ TEST_SUITE("workload kit") {
     Json j = Job().ToJson();
     CHECK_FALSE(j.contains("securityContext"));  // nothing set, nothing written
     j["securityContext"] = {{"runAsUser", "root"}};
-    CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson(j), doctest::Contains("securityContext.runAsUser"),
-                         ValidationError);
+    CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson(j),
+                         doctest::Contains("securityContext.runAsUser"), ValidationError);
     j["securityContext"] = "restricted";
     CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson(j), doctest::Contains("securityContext"),
                          ValidationError);

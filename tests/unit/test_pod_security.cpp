@@ -811,8 +811,8 @@ TEST_CASE("pod carriers: the kinds whose objects Pod Security admission reaches"
                            "ReplicaSet", "Job", "ReplicationController", "CronJob"}) {
     CHECK_MESSAGE(tfk8s::IsPodCarrier(Json{{"kind", kind}}), kind);
   }
-  for (const Json& other : {Json{{"kind", "Service"}}, Json{{"kind", "Secret"}},
-                            Json{{"kind", 7}}, Json::object(), Json::array()}) {
+  for (const Json& other : {Json{{"kind", "Service"}}, Json{{"kind", "Secret"}}, Json{{"kind", 7}},
+                            Json::object(), Json::array()}) {
     CHECK_FALSE_MESSAGE(tfk8s::IsPodCarrier(other), other.dump());
   }
 }

@@ -23,7 +23,8 @@ namespace {
 class ScriptedSocket : public WebSocket {
  public:
   ScriptedSocket(std::string protocol, std::vector<std::string> inbox, bool then_silent = false)
-      : protocol_(std::move(protocol)), inbox_(inbox.begin(), inbox.end()),
+      : protocol_(std::move(protocol)),
+        inbox_(inbox.begin(), inbox.end()),
         then_silent_(then_silent) {}
 
   [[nodiscard]] std::string protocol() const override { return protocol_; }
@@ -74,7 +75,8 @@ std::string ExitWith(int code) {
                R"(non-zero exit code: error executing command [sh -c exit 3], exit code )" +
                    std::to_string(code) +
                    R"(","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode",)"
-                   R"("message":")" + std::to_string(code) + R"("}]}})");
+                   R"("message":")" +
+                   std::to_string(code) + R"("}]}})");
 }
 
 ExecResult Run(ScriptedSocket& ws, const ExecOptions& options = {}, std::size_t max = 0) {
@@ -162,8 +164,8 @@ TEST_CASE("exec: on_output gets the output as it arrives, nothing is collected")
 }
 
 TEST_CASE("exec: collected output is bounded by max_response_bytes") {
-  ScriptedSocket ws(internal::kV4Protocol, {On(1, std::string(600, 'x')), On(2, "12345"),
-                                            kSuccess});
+  ScriptedSocket ws(internal::kV4Protocol,
+                    {On(1, std::string(600, 'x')), On(2, "12345"), kSuccess});
   try {
     Run(ws, {}, 604);
     FAIL("expected ResponseTooLarge");

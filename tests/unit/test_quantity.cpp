@@ -240,15 +240,40 @@ TEST_SUITE("quantity") {
 
   TEST_CASE("format: Kubernetes TestQuantityString alternates canonicalise") {
     const std::vector<std::pair<std::string_view, std::string_view>> cases = {
-        {"1024Mi", "1Gi"},     {"307200Ki", "300Mi"}, {"1025024Mi", "1001Gi"}, {"1024Gi", "1Ti"},
-        {"5000m", "5"},        {"0.5", "500m"},       {"1000M", "1G"},         {"0.001T", "1G"},
-        {"1000u", "1m"},       {"1.08", "1080m"},     {"1080000000n", "1080m"}, {"1000E", "1e21"},
-        {"5000E", "5e21"},     {"1000000E", "1e24"},  {".001e12", "1e9"},      {"0.001e0", "1e-3"},
-        {"1000e-12", "1e-9"},  {"00", "0"},           {"1.5Gi", "1536Mi"},     {"1000m", "1"},
-        {"1000", "1k"},        {"0.1Ki", "102400m"},  {"-1.5Gi", "-1536Mi"},   {"1.5Ki", "1536"},
-        {"2048Ki", "2Mi"},     {"1048576Ki", "1Gi"},  {"1536Ki", "1536Ki"},    {"1000k", "1M"},
-        {"1000000000", "1G"},  {"10800e-4", "1080e-3"}, {"1.0", "1"},          {"01", "1"},
-        {"+1", "1"},           {"0.000001Ki", "1024u"}};
+        {"1024Mi", "1Gi"},
+        {"307200Ki", "300Mi"},
+        {"1025024Mi", "1001Gi"},
+        {"1024Gi", "1Ti"},
+        {"5000m", "5"},
+        {"0.5", "500m"},
+        {"1000M", "1G"},
+        {"0.001T", "1G"},
+        {"1000u", "1m"},
+        {"1.08", "1080m"},
+        {"1080000000n", "1080m"},
+        {"1000E", "1e21"},
+        {"5000E", "5e21"},
+        {"1000000E", "1e24"},
+        {".001e12", "1e9"},
+        {"0.001e0", "1e-3"},
+        {"1000e-12", "1e-9"},
+        {"00", "0"},
+        {"1.5Gi", "1536Mi"},
+        {"1000m", "1"},
+        {"1000", "1k"},
+        {"0.1Ki", "102400m"},
+        {"-1.5Gi", "-1536Mi"},
+        {"1.5Ki", "1536"},
+        {"2048Ki", "2Mi"},
+        {"1048576Ki", "1Gi"},
+        {"1536Ki", "1536Ki"},
+        {"1000k", "1M"},
+        {"1000000000", "1G"},
+        {"10800e-4", "1080e-3"},
+        {"1.0", "1"},
+        {"01", "1"},
+        {"+1", "1"},
+        {"0.000001Ki", "1024u"}};
     for (const auto& [input_text, canonical_text] : cases) {
       const std::string_view input = input_text;  // CAPTURE cannot take a structured binding
       CAPTURE(input);
@@ -258,10 +283,10 @@ TEST_SUITE("quantity") {
 
   TEST_CASE("format: canonical strings from TestQuantityString round-trip unchanged") {
     for (std::string_view text :
-         {"1Gi",   "300Mi", "6Ki", "1001Gi", "1Ti",  "5",    "500m", "1G",    "1m",   "80m",
-          "1080m", "300M",  "1T",  "1E",     "1e21", "5e21", "1e24", "1234567M", "1234567m",
-          "3k",    "1025",  "0",   "1e9",    "1e-3", "1e-9", "80e-3", "300e6", "1e12", "1e3",
-          "3e3",   "1n",    "80n", "1080n",  "1u",   "80u",  "1080u"}) {
+         {"1Gi",      "300Mi", "6Ki",  "1001Gi", "1Ti", "5",     "500m", "1G",    "1m",
+          "80m",      "1080m", "300M", "1T",     "1E",  "1e21",  "5e21", "1e24",  "1234567M",
+          "1234567m", "3k",    "1025", "0",      "1e9", "1e-3",  "1e-9", "80e-3", "300e6",
+          "1e12",     "1e3",   "3e3",  "1n",     "80n", "1080n", "1u",   "80u",   "1080u"}) {
       CAPTURE(text);
       CHECK(Quantity::Parse(text).ToString() == text);
       CHECK(Quantity::Parse("-" + std::string(text)).ToString() ==
@@ -271,9 +296,11 @@ TEST_SUITE("quantity") {
 
   TEST_CASE("format: TestQuantityParseEmit, positive and negative") {
     const std::vector<std::pair<std::string_view, std::string_view>> cases = {
-        {"1Ki", "1Ki"},      {"1Mi", "1Mi"},         {"1Gi", "1Gi"},
-        {"1024Mi", "1Gi"},   {"1000M", "1G"},        {".001Ki", "1024m"},
-        {".000001Ki", "1024u"}, {".000000001Ki", "1024n"}, {".000000000001Ki", "2n"}};
+        {"1Ki", "1Ki"},           {"1Mi", "1Mi"},
+        {"1Gi", "1Gi"},           {"1024Mi", "1Gi"},
+        {"1000M", "1G"},          {".001Ki", "1024m"},
+        {".000001Ki", "1024u"},   {".000000001Ki", "1024n"},
+        {".000000000001Ki", "2n"}};
     for (const auto& [input_text, expected] : cases) {
       const std::string_view input = input_text;  // CAPTURE cannot take a structured binding
       CAPTURE(input);
@@ -355,8 +382,7 @@ TEST_SUITE("quantity") {
       CHECK(q.format() == c.format);
       CHECK(Quantity::Parse(q.ToString()).Value() == c.value);
     }
-    for (const auto& [milli_value, text] :
-         std::vector<std::pair<std::int64_t, std::string_view>>{
+    for (const auto& [milli_value, text] : std::vector<std::pair<std::int64_t, std::string_view>>{
              {1, "1m"}, {1000, "1"}, {1234000, "1234"}, {500, "500m"}, {-250, "-250m"}}) {
       const std::int64_t milli = milli_value;  // CAPTURE cannot take a structured binding
       CAPTURE(milli);
@@ -475,7 +501,7 @@ TEST_SUITE("quantity") {
 
   TEST_CASE("Value and MilliValue round away from zero and saturate") {
     CHECK(Quantity::Parse("1Mi").Value() == 1024 * 1024);
-    CHECK(Quantity::Parse("9.01").Value() == 10);   // TestQuantityRoundUp, scale 0
+    CHECK(Quantity::Parse("9.01").Value() == 10);  // TestQuantityRoundUp, scale 0
     CHECK(Quantity::Parse("-9.01").Value() == -10);
     CHECK(Quantity::Parse("9").Value() == 9);
     CHECK(Quantity::Parse("1n").Value() == 1);
@@ -573,17 +599,17 @@ TEST_SUITE("quantity") {
     using tfk8s::FormatBytes;
     using tfk8s::FormatCores;
     const std::vector<std::pair<std::string_view, std::string_view>> cores = {
-        {"31500m", "31.5"}, {"2", "2"},   {"1", "1"},       {"250m", "0.25"}, {"1000m", "1"},
-        {"0", "0"},         {"100", "100"}, {"12345m", "12.3"}, {"1m", "0"},  {"-1500m", "-1.5"},
-        {"99950m", "100"}};
+        {"31500m", "31.5"}, {"2", "2"},         {"1", "1"},       {"250m", "0.25"},
+        {"1000m", "1"},     {"0", "0"},         {"100", "100"},   {"12345m", "12.3"},
+        {"1m", "0"},        {"-1500m", "-1.5"}, {"99950m", "100"}};
     for (const auto& [text, shown] : cores) {
       CAPTURE(text);
       CHECK(FormatCores(Quantity::Parse(text)) == shown);
     }
     const std::vector<std::pair<std::string_view, std::string_view>> bytes = {
-        {"128Gi", "128 GiB"}, {"1536Mi", "1.5 GiB"}, {"134217728Ki", "128 GiB"},
-        {"512", "512 B"},     {"2e9", "1.86 GiB"},   {"64M", "61 MiB"},
-        {"1Ti", "1 TiB"},     {"0", "0 B"},          {"-1Gi", "-1 GiB"},
+        {"128Gi", "128 GiB"}, {"1536Mi", "1.5 GiB"},  {"134217728Ki", "128 GiB"},
+        {"512", "512 B"},     {"2e9", "1.86 GiB"},    {"64M", "61 MiB"},
+        {"1Ti", "1 TiB"},     {"0", "0 B"},           {"-1Gi", "-1 GiB"},
         {"8Ki", "8 KiB"},     {"65.8Gi", "65.8 GiB"}, {"2048Ti", "2048 TiB"}};
     for (const auto& [text, shown] : bytes) {
       CAPTURE(text);

@@ -509,7 +509,9 @@ TEST_SUITE("quota") {
     CHECK(RenderQuota(bare).size() == 1);
   }
 
-  TEST_CASE("RenderQuota with members: a personal namespace each, team labels, the team's quota readers") {
+  TEST_CASE(
+      "RenderQuota with members: a personal namespace each, team labels, the team's quota "
+      "readers") {
     QuotaSpec spec;
     spec.name = "vision";
     spec.hard = {{"pods", "10"}};
@@ -561,8 +563,9 @@ TEST_SUITE("quota") {
     // JSON round trip.
     CHECK(QuotaSpec::FromJson(spec.ToJson()).members == spec.members);
     CHECK_FALSE(QuotaSpec{"x", {}, {}, {}, {}, {}}.ToJson().contains("members"));
-    CHECK(CatchValidation([] { QuotaSpec::FromJson({{"name", "x"}, {"members", "alice"}}); })
-              .field() == "members");
+    CHECK(CatchValidation([] {
+            QuotaSpec::FromJson({{"name", "x"}, {"members", "alice"}});
+          }).field() == "members");
     CHECK(CatchValidation([] {
             QuotaSpec::FromJson({{"name", "x"}, {"members", Json::array({"alice", 3})}});
           }).field() == "members[1]");
@@ -809,23 +812,27 @@ TEST_SUITE("quota") {
   }
 }
 
-
 // The JSON form `tfk8s quota apply -f` and the Python layer read.
 TEST_CASE("QuotaSpec JSON: round trip, numbers as quantities, fields named in errors") {
   Json j = {{"name", "team-a"},
             {"labels", {{"team", "a"}}},
             {"annotations", Json::object()},
             {"hard", {{"requests.cpu", 8}, {"pods", "10"}}},
-            {"limit_range", {{"default_requests", {{"cpu", "500m"}}}, {"default_limits", Json::object()},
-                             {"max", Json::object()}, {"min", Json::object()}}}};
+            {"limit_range",
+             {{"default_requests", {{"cpu", "500m"}}},
+              {"default_limits", Json::object()},
+              {"max", Json::object()},
+              {"min", Json::object()}}}};
   QuotaSpec spec = QuotaSpec::FromJson(j);
   CHECK(spec.hard.at("requests.cpu") == "8");
   REQUIRE(spec.limit_range.has_value());
   CHECK(spec.limit_range->default_requests.at("cpu") == "500m");
   CHECK(QuotaSpec::FromJson(spec.ToJson()).ToJson() == spec.ToJson());
-  CHECK(tfk8s::testing::ValidationMessage([] { QuotaSpec::FromJson({{"hard", {{"cpu", true}}}}); }).find("hard[cpu]") !=
-        std::string::npos);
-  CHECK(tfk8s::testing::ValidationMessage([] { QuotaSpec::FromJson({{"limit_range", {{"max", "x"}}}}); })
-            .find("limit_range.max") != std::string::npos);
+  CHECK(tfk8s::testing::ValidationMessage([] {
+          QuotaSpec::FromJson({{"hard", {{"cpu", true}}}});
+        }).find("hard[cpu]") != std::string::npos);
+  CHECK(tfk8s::testing::ValidationMessage([] {
+          QuotaSpec::FromJson({{"limit_range", {{"max", "x"}}}});
+        }).find("limit_range.max") != std::string::npos);
   CHECK_THROWS_AS(QuotaSpec::FromJson(Json::array()), ValidationError);
 }

@@ -168,8 +168,7 @@ TEST_SUITE("readiness probe") {
     dev.resources.cpu = "1";
     dev.resources.memory = "1Gi";
     dev.tools.custom_ports = {{"web", 9000}};
-    const Json c =
-        RenderDevInstance(dev).front()["spec"]["template"]["spec"]["containers"][0];
+    const Json c = RenderDevInstance(dev).front()["spec"]["template"]["spec"]["containers"][0];
     CHECK(c["readinessProbe"] == internal::ToolsReadinessProbe(dev.tools));
     CHECK_FALSE(c.dump().find("TFK8S_READINESS_TOOL") != std::string::npos);
   }

@@ -260,8 +260,9 @@ TEST_SUITE("scheduledjob") {
 
   TEST_CASE("$(VAR), $$ and $ reach the process verbatim unless expansion is asked for") {
     ScheduledJobSpec s = SeedTask();
-    const std::vector<std::string> tricky = {"$(ENV_REF)", "$$(id)", "$$", "$", "a$b", "$(",
-                                             "$(HOME)/x", "pid=[$$]", "`id`; echo PWNED"};
+    const std::vector<std::string> tricky = {"$(ENV_REF)", "$$(id)",   "$$",
+                                             "$",          "a$b",      "$(",
+                                             "$(HOME)/x",  "pid=[$$]", "`id`; echo PWNED"};
     s.args = tricky;
     const std::map<std::string, std::string> env = {{"ENV_REF", "expanded"}, {"HOME", "/root"}};
     std::vector<std::string> rendered = Container(RenderRunJob(s))["command"];

@@ -113,20 +113,22 @@ TEST_SUITE("server shape") {
     CHECK(FieldOfError(job).empty());  // read as no particular kind: only the common fields
     CHECK(FieldOfError(job, "Job").rfind("status.active |", 0) == 0);
     // A controller's pod template is read like a pod.
-    Json sts = {{"kind", "StatefulSet"},
-                {"metadata", {{"name", "s"}}},
-                {"spec",
-                 {{"template",
-                   {{"spec",
-                     {{"containers",
-                       Json::array({{{"name", "c"},
-                                     {"resources", {{"requests", {{"cpu", 2}}}}}}})}}}}}}}};
+    Json sts = {
+        {"kind", "StatefulSet"},
+        {"metadata", {{"name", "s"}}},
+        {"spec",
+         {{"template",
+           {{"spec",
+             {{"containers",
+               Json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", 2}}}}}}})}}}}}}}};
     CHECK(FieldOfError(sts).rfind("spec.template.spec.containers[0].resources.requests.cpu |", 0) ==
           0);
     CHECK(FieldOfError(Json::array(), "Pod").find("is array, not an object") != std::string::npos);
   }
 
-  TEST_CASE("sweep: every field of every object the workloads read, of another type, gives a tfk8s error at worst") {
+  TEST_CASE(
+      "sweep: every field of every object the workloads read, of another type, gives a tfk8s error "
+      "at worst") {
     FakeCluster fake;
     fake.AddNode("n1", {{"nodetype", "tensorflow"}, {"pooltype", "shared"}}, "64", "256Gi", 8);
     Client client = fake.client("team-a");
@@ -160,7 +162,6 @@ TEST_SUITE("server shape") {
     sj.schedule = "30 2 * * *";
     ScheduledJob job(client, sj);
     job.Apply();
-
 
     // What the controllers would have made: running pods, a finished run, events, usage.
     const char* kOwner = R"({"apiVersion": "batch/v1", "kind": "Job", "name": "mnist-worker-0"})";
@@ -199,8 +200,7 @@ TEST_SUITE("server shape") {
               {"kind", "ResourceQuota"},
               {"metadata", {{"name", "team-a"}, {"namespace", "team-a"}}},
               {"spec", {{"hard", {{"requests.cpu", "32"}}}}},
-              {"status",
-               {{"hard", {{"requests.cpu", "32"}}}, {"used", {{"requests.cpu", "1"}}}}}});
+              {"status", {{"hard", {{"requests.cpu", "32"}}}, {"used", {{"requests.cpu", "1"}}}}}});
 
     const std::vector<std::pair<const char*, std::function<void()>>> readers = {
         {"TFCluster::Status", [&] { TFCluster(client, tf).Status(); }},
@@ -226,16 +226,12 @@ TEST_SUITE("server shape") {
       std::vector<int> read_by;
     };
     int mutations = 0;
-    for (const Kind& k : {Kind{"v1", "Pod", {0, 1, 3, 5, 7}},
-                          Kind{"batch/v1", "Job", {0, 6, 7}},
-                          Kind{"apps/v1", "StatefulSet", {3, 4, 5}},
-                          Kind{"v1", "Service", {0, 4}},
-                          Kind{"v1", "Event", {0, 3}},
-                          Kind{"v1", "Node", {1}},
-                          Kind{"v1", "ResourceQuota", {1, 8}},
-                          Kind{"v1", "ConfigMap", {0, 2}},
-                          Kind{"batch/v1beta1", "CronJob", {6, 7}},
-                          Kind{"v1", "PersistentVolumeClaim", {1, 3, 5}}}) {
+    for (const Kind& k :
+         {Kind{"v1", "Pod", {0, 1, 3, 5, 7}}, Kind{"batch/v1", "Job", {0, 6, 7}},
+          Kind{"apps/v1", "StatefulSet", {3, 4, 5}}, Kind{"v1", "Service", {0, 4}},
+          Kind{"v1", "Event", {0, 3}}, Kind{"v1", "Node", {1}}, Kind{"v1", "ResourceQuota", {1, 8}},
+          Kind{"v1", "ConfigMap", {0, 2}}, Kind{"batch/v1beta1", "CronJob", {6, 7}},
+          Kind{"v1", "PersistentVolumeClaim", {1, 3, 5}}}) {
       for (const Json& original : fake.Objects(k.api_version, k.kind, "")) {
         std::vector<std::vector<std::string>> paths;
         Paths(original, &paths, {});
@@ -243,16 +239,16 @@ TEST_SUITE("server shape") {
           // The fake's own bookkeeping (identity, kind) is not what is tested here.
           // Of an array, the first element stands for the rest (bounds the run time).
           if (std::any_of(path.begin(), path.end(), [](const std::string& p) {
-                return !p.empty() && p != "0" && p.find_first_not_of("0123456789") ==
-                                                     std::string::npos;
+                return !p.empty() && p != "0" &&
+                       p.find_first_not_of("0123456789") == std::string::npos;
               })) {
             continue;
           }
           const std::string& top = path.front();
           if (top == "apiVersion" || top == "kind") continue;
-          if (top == "metadata" && (path.size() == 1 || path[1] == "name" ||
-                                    path[1] == "namespace" || path[1] == "resourceVersion" ||
-                                    path[1] == "uid")) {
+          if (top == "metadata" &&
+              (path.size() == 1 || path[1] == "name" || path[1] == "namespace" ||
+               path[1] == "resourceVersion" || path[1] == "uid")) {
             continue;
           }
           Json mutated = original;
@@ -271,8 +267,8 @@ TEST_SUITE("server shape") {
             } catch (const Error&) {
               // Typed: a DecodeError, or the reader's own verdict on what it found.
             } catch (const std::exception& e) {
-              FAIL_CHECK((std::string(name) + " on " + where + " = " + other.dump() + ": " +
-                          e.what()));
+              FAIL_CHECK(
+                  (std::string(name) + " on " + where + " = " + other.dump() + ": " + e.what()));
             }
           }
           fake.Add(original);

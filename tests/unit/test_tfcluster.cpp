@@ -96,10 +96,9 @@ void CheckInvalid(TFClusterSpec s, const std::string& field) {
 TEST_SUITE("tfcluster") {
   TEST_CASE("scripts, commands and args reach every replica verbatim ($ escaped for the kubelet)") {
     const std::map<std::string, std::string> env = {{"TF_CONFIG", "{}"}, {"HOME", "/root"}};
-    for (auto [topology, launcher] : {std::pair{TFTopology::kPerReplica, true},
-                                      std::pair{TFTopology::kStatefulSet, true},
-                                      std::pair{TFTopology::kPerReplica, false},
-                                      std::pair{TFTopology::kStatefulSet, false}}) {
+    for (auto [topology, launcher] :
+         {std::pair{TFTopology::kPerReplica, true}, std::pair{TFTopology::kStatefulSet, true},
+          std::pair{TFTopology::kPerReplica, false}, std::pair{TFTopology::kStatefulSet, false}}) {
       CAPTURE(ToString(topology));
       CAPTURE(launcher);
       TFClusterSpec s = GpuExample();
@@ -151,13 +150,15 @@ TEST_SUITE("tfcluster") {
   TEST_CASE("golden: the seed's example (statefulset topology)") {
     TFRenderOptions o;
     o.root_uid = "00000000-1111-2222-3333-444444444444";
-    CheckGolden("tfcluster_seed_statefulset", testing::WithLauncherMarker(RenderTFCluster(SeedExample(), o)));
+    CheckGolden("tfcluster_seed_statefulset",
+                testing::WithLauncherMarker(RenderTFCluster(SeedExample(), o)));
   }
 
   TEST_CASE("golden: GPU cluster with chief, evaluator, session and TensorBoard") {
     TFRenderOptions o;
     o.root_uid = "00000000-1111-2222-3333-444444444444";
-    CheckGolden("tfcluster_gpu_per_replica", testing::WithLauncherMarker(RenderTFCluster(GpuExample(), o)));
+    CheckGolden("tfcluster_gpu_per_replica",
+                testing::WithLauncherMarker(RenderTFCluster(GpuExample(), o)));
   }
 
   TEST_CASE("the seed example renders the document's names and addresses") {
@@ -190,10 +191,10 @@ TEST_SUITE("tfcluster") {
     TFClusterSpec s = GpuExample();
     auto objects = RenderTFCluster(s);
     // `<cluster>-<role>-<i>.<cluster>-<role>`: the pod's hostname under its role's Service.
-    Json cluster = {{"chief", {"resnet-chief-0.resnet-chief:2222"}},
-                    {"ps", {"resnet-ps-0.resnet-ps:2222", "resnet-ps-1.resnet-ps:2222"}},
-                    {"worker", {"resnet-worker-0.resnet-worker:2222",
-                                "resnet-worker-1.resnet-worker:2222"}}};
+    Json cluster = {
+        {"chief", {"resnet-chief-0.resnet-chief:2222"}},
+        {"ps", {"resnet-ps-0.resnet-ps:2222", "resnet-ps-1.resnet-ps:2222"}},
+        {"worker", {"resnet-worker-0.resnet-worker:2222", "resnet-worker-1.resnet-worker:2222"}}};
     CHECK(TFClusterAddresses(s) == cluster);  // the evaluator is not in the cluster
     int checked = 0;
     for (const char* role : {"chief", "ps", "worker", "evaluator"}) {
@@ -229,18 +230,21 @@ TEST_SUITE("tfcluster") {
     CHECK(checked == 6);
     int services = 0;
     for (const auto& o : objects) services += o["kind"] == "Service" ? 1 : 0;
-    CHECK(services == 4 + 3);  // one per role (chief, ps, worker, evaluator) + session ×2 + TensorBoard
+    CHECK(services ==
+          4 + 3);  // one per role (chief, ps, worker, evaluator) + session ×2 + TensorBoard
   }
 
   TEST_CASE("placement: seed labels as required node affinity, GPU gets toleration and limits") {
     auto objects = RenderTFCluster(GpuExample());
     const Json& worker = (*Find(objects, "Job", "resnet-worker-0"))["spec"]["template"]["spec"];
-    auto exprs = worker["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-                       ["nodeSelectorTerms"][0]["matchExpressions"];
+    auto exprs =
+        worker["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+              ["nodeSelectorTerms"][0]["matchExpressions"];
     std::set<std::string> keys;
-    for (const auto& e : exprs) keys.insert(e["key"].get<std::string>() + "=" + e["values"][0].get<std::string>());
-    CHECK(keys == std::set<std::string>{"nodetype=tensorflow", "gputype=v100",
-                                        "pooltype=unshared", "privatename=alice"});
+    for (const auto& e : exprs)
+      keys.insert(e["key"].get<std::string>() + "=" + e["values"][0].get<std::string>());
+    CHECK(keys == std::set<std::string>{"nodetype=tensorflow", "gputype=v100", "pooltype=unshared",
+                                        "privatename=alice"});
     CHECK(worker["tolerations"][0]["key"] == "nvidia.com/gpu");
     const Json& res = worker["containers"][0]["resources"];
     CHECK(res["requests"]["nvidia.com/gpu"] == "2");
@@ -253,15 +257,15 @@ TEST_SUITE("tfcluster") {
     CHECK(ps["containers"][0]["resources"]["limits"]["memory"] == "16Gi");  // = request
   }
 
-  TEST_CASE("statefulset topology without the launcher wraps the command so TF_CONFIG gets the "
-            "pod ordinal") {
+  TEST_CASE(
+      "statefulset topology without the launcher wraps the command so TF_CONFIG gets the "
+      "pod ordinal") {
     TFClusterSpec s = SeedExample();
     s.launcher.enabled = false;
     s.worker.command = {"python", "train.py"};
     auto objects = RenderTFCluster(s);
-    const Json& c =
-        (*Find(objects, "StatefulSet", "tf-dis-task-worker"))["spec"]["template"]["spec"]
-                                                               ["containers"][0];
+    const Json& c = (*Find(objects, "StatefulSet",
+                           "tf-dis-task-worker"))["spec"]["template"]["spec"]["containers"][0];
     REQUIRE(c["command"].size() == 6);
     CHECK(c["command"][0] == "/bin/sh");
     CHECK(c["command"][3] == "tfk8s-start");
@@ -270,8 +274,9 @@ TEST_SUITE("tfcluster") {
     CHECK(EnvOf(c, "TF_CLUSTER") == TFClusterAddresses(s).dump());
   }
 
-  TEST_CASE("the launcher: one executable of the root ConfigMap, mounted read-only in every "
-            "replica") {
+  TEST_CASE(
+      "the launcher: one executable of the root ConfigMap, mounted read-only in every "
+      "replica") {
     for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
       CAPTURE(ToString(topology));
       TFClusterSpec s = GpuExample();
@@ -314,12 +319,12 @@ TEST_SUITE("tfcluster") {
           CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher",
                                                     "--python", "python3"});
         } else if (role == "chief") {
-          CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher",
-                                                    "--", "python", "/data/train.py", "--chief"});
+          CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher", "--",
+                                                    "python", "/data/train.py", "--chief"});
         } else if (role == "worker") {
-          CHECK(command == std::vector<std::string>{
-                               "/var/run/tfk8s/launcher/tfk8s-launcher", "--", "/bin/sh", "-c",
-                               "python /data/train.py --epochs 10"});
+          CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher", "--",
+                                                    "/bin/sh", "-c",
+                                                    "python /data/train.py --epochs 10"});
         }
       }
       CHECK(replicas == (topology == TFTopology::kPerReplica ? 6 : 4));
@@ -331,8 +336,8 @@ TEST_SUITE("tfcluster") {
     s.launcher.enabled = false;
     auto objects = RenderTFCluster(s);
     CHECK_FALSE(objects[0].contains("binaryData"));
-    const Json& c = (*Find(objects, "Job", "resnet-chief-0"))["spec"]["template"]["spec"]
-                                                                ["containers"][0];
+    const Json& c =
+        (*Find(objects, "Job", "resnet-chief-0"))["spec"]["template"]["spec"]["containers"][0];
     CHECK(c["command"] == Json::array({"python", "/data/train.py"}));
     CHECK(c["args"] == Json::array({"--chief"}));
     CHECK(EnvOf(c, "TFK8S_BARRIER_TIMEOUT") == "<unset>");
@@ -348,7 +353,8 @@ TEST_SUITE("tfcluster") {
     TFClusterSpec s = GpuExample();
     TFRenderOptions o;
     o.root_uid = "uid-1";
-    o.session_credentials = DevCredentials{"pw-plain", "argon2:$argon2id$hash", "sha512:salt:hash", "$6$salt$hash"};
+    o.session_credentials =
+        DevCredentials{"pw-plain", "argon2:$argon2id$hash", "sha512:salt:hash", "$6$salt$hash"};
     auto objects = RenderTFCluster(s, o);
     const Json* secret = Find(objects, "Secret", "resnet-session-credentials");
     REQUIRE(secret);
@@ -394,12 +400,13 @@ TEST_SUITE("tfcluster") {
     // ... and also as PASSWORD, by reference to the Secret, when the image expects it (the seed).
     s.session->password_env = true;
     auto env_too = RenderTFCluster(s, o);
-    const Json& ec = (*Find(env_too, "Job", "resnet-session"))["spec"]["template"]["spec"]
-                                                                ["containers"][0];
-    CHECK(ec["env"].back() ==
-          Json{{"name", "PASSWORD"},
-               {"valueFrom", {{"secretKeyRef", {{"name", "resnet-session-credentials"},
-                                                {"key", "password"}}}}}});
+    const Json& ec =
+        (*Find(env_too, "Job", "resnet-session"))["spec"]["template"]["spec"]["containers"][0];
+    CHECK(
+        ec["env"].back() ==
+        Json{{"name", "PASSWORD"},
+             {"valueFrom",
+              {{"secretKeyRef", {{"name", "resnet-session-credentials"}, {"key", "password"}}}}}});
     CHECK(TFClusterSpec::FromJson(s.ToJson()).session->password_env);
   }
 
@@ -409,7 +416,8 @@ TEST_SUITE("tfcluster") {
     auto objects = RenderTFCluster(GpuExample(), o);
     CHECK(objects[0]["kind"] == "ConfigMap");
     CHECK_FALSE(objects[0]["metadata"].contains("ownerReferences"));
-    auto stored = TFClusterSpec::FromJson(Json::parse(objects[0]["data"]["spec.json"].get<std::string>()));
+    auto stored =
+        TFClusterSpec::FromJson(Json::parse(objects[0]["data"]["spec.json"].get<std::string>()));
     CHECK(stored.ToJson() == GpuExample().ToJson());
     for (std::size_t i = 1; i < objects.size(); ++i) {
       CHECK(objects[i]["metadata"]["ownerReferences"][0]["uid"] == "uid-1");

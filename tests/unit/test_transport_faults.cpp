@@ -28,7 +28,9 @@ const Json kObject = {{"metadata", {{"name", "x"}}}};
 TEST_SUITE("transport_faults") {
   TEST_CASE("429 with Retry-After: the write waits and is sent again") {
     ScriptedServer server([](const ScriptedServer::Request&, int n) {
-      if (n <= 2) return ScriptedServer::Response(429, R"({"kind":"Status","code":429})", "Retry-After: 1\r\n");
+      if (n <= 2)
+        return ScriptedServer::Response(429, R"({"kind":"Status","code":429})",
+                                        "Retry-After: 1\r\n");
       return ScriptedServer::Response(201, R"({"metadata":{"name":"x"}})");
     });
     Client c(ConfigFor(server.url()));
@@ -84,7 +86,8 @@ TEST_SUITE("transport_faults") {
 
   TEST_CASE("a dropped connection: reads retried, a write that reached the server is not") {
     ScriptedServer server([](const ScriptedServer::Request& r, int n) -> std::string {
-      if (r.method == "GET" && n >= 3) return ScriptedServer::Response(200, R"({"metadata":{"name":"x"}})");
+      if (r.method == "GET" && n >= 3)
+        return ScriptedServer::Response(200, R"({"metadata":{"name":"x"}})");
       return "";  // read the request, then hang up without answering
     });
     Client c(ConfigFor(server.url()));

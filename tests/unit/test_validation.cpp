@@ -63,14 +63,14 @@ TEST_SUITE("validation") {
       CHECK(v::IsDns1123Label(good).empty());
     }
     for (const std::string& bad :
-         {std::string(""), std::string("A"),   std::string("ABC"), std::string("aBc"),
-          std::string("A1"), std::string("A-1"), std::string("1-A"), std::string("-"),
-          std::string("a-"), std::string("-a"),  std::string("1-"),  std::string("-1"),
-          std::string("_"),  std::string("a_"),  std::string("_a"),  std::string("a_b"),
-          std::string("1_"), std::string("_1"),  std::string("1_2"), std::string("."),
-          std::string("a."), std::string(".a"),  std::string("a.b"), std::string("1."),
-          std::string(".1"), std::string("1.2"), std::string(" "),   std::string("a "),
-          std::string(" a"), std::string("a b"), std::string("1 "),  std::string(" 1"),
+         {std::string(""),    std::string("A"),    std::string("ABC"), std::string("aBc"),
+          std::string("A1"),  std::string("A-1"),  std::string("1-A"), std::string("-"),
+          std::string("a-"),  std::string("-a"),   std::string("1-"),  std::string("-1"),
+          std::string("_"),   std::string("a_"),   std::string("_a"),  std::string("a_b"),
+          std::string("1_"),  std::string("_1"),   std::string("1_2"), std::string("."),
+          std::string("a."),  std::string(".a"),   std::string("a.b"), std::string("1."),
+          std::string(".1"),  std::string("1.2"),  std::string(" "),   std::string("a "),
+          std::string(" a"),  std::string("a b"),  std::string("1 "),  std::string(" 1"),
           std::string("1 2"), std::string(64, 'a')}) {
       CAPTURE(bad);
       CHECK_FALSE(v::IsDns1123Label(bad).empty());
@@ -82,33 +82,113 @@ TEST_SUITE("validation") {
     CHECK(v::IsDns1123Label("") == Strings{kLabelRuleMsg});
     // A valid subdomain that is not a label can only be wrong because of dots.
     CHECK(v::IsDns1123Label("a.b") == Strings{"must not contain dots"});
-    CHECK(v::IsDns1123Label(std::string(64, 'a')) ==
-          Strings{"must be no more than 63 characters"});
+    CHECK(v::IsDns1123Label(std::string(64, 'a')) == Strings{"must be no more than 63 characters"});
     CHECK(v::IsDns1123Label(std::string(64, 'A')) ==
           Strings{"must be no more than 63 characters", kLabelRuleMsg});
   }
 
   TEST_CASE("IsDns1123Subdomain: Kubernetes good and bad values") {
-    for (const char* good :
-         {"a",           "ab",        "abc",        "a1",      "a-1",    "a--1--2--b",
-          "0",           "01",        "012",        "1a",      "1-a",    "1--a--b--2",
-          "a.a",         "ab.a",      "abc.a",      "a1.a",    "a-1.a",  "a--1--2--b.a",
-          "a.1",         "ab.1",      "abc.1",      "a1.1",    "a-1.1",  "a--1--2--b.1",
-          "0.a",         "01.a",      "012.a",      "1a.a",    "1-a.a",  "0.1",
-          "01.1",        "012.1",     "1a.1",       "1-a.1",   "1--a--b--2.1",
-          "a.b.c.d.e",   "aa.bb.cc.dd.ee", "1.2.3.4.5", "11.22.33.44.55"}) {
+    for (const char* good : {"a",
+                             "ab",
+                             "abc",
+                             "a1",
+                             "a-1",
+                             "a--1--2--b",
+                             "0",
+                             "01",
+                             "012",
+                             "1a",
+                             "1-a",
+                             "1--a--b--2",
+                             "a.a",
+                             "ab.a",
+                             "abc.a",
+                             "a1.a",
+                             "a-1.a",
+                             "a--1--2--b.a",
+                             "a.1",
+                             "ab.1",
+                             "abc.1",
+                             "a1.1",
+                             "a-1.1",
+                             "a--1--2--b.1",
+                             "0.a",
+                             "01.a",
+                             "012.a",
+                             "1a.a",
+                             "1-a.a",
+                             "0.1",
+                             "01.1",
+                             "012.1",
+                             "1a.1",
+                             "1-a.1",
+                             "1--a--b--2.1",
+                             "a.b.c.d.e",
+                             "aa.bb.cc.dd.ee",
+                             "1.2.3.4.5",
+                             "11.22.33.44.55"}) {
       CAPTURE(good);
       CHECK(v::IsDns1123Subdomain(good).empty());
     }
     CHECK(v::IsDns1123Subdomain(std::string(253, 'a')).empty());
-    for (const char* bad :
-         {"",     "A",    "ABC",  "aBc",  "A1",   "A-1",  "1-A",  "-",    "a-",   "-a",
-          "1-",   "-1",   "_",    "a_",   "_a",   "a_b",  "1_",   "_1",   "1_2",  ".",
-          "a.",   ".a",   "a..b", "1.",   ".1",   "1..2", " ",    "a ",   " a",   "a b",
-          "1 ",   " 1",   "1 2",  "A.a",  "aB.a", "ab.A", "A1.a", "a1.A", "A.1",  "aB.1",
-          "A1.1", "1A.1", "0.A",  "01.A", "012.A", "1A.a", "1a.A", "A.B.C.D.E",
-          "AA.BB.CC.DD.EE", "a.B.c.d.e", "aa.bB.cc.dd.ee", "a@b", "a,b", "a;b", "a:b", "a%b",
-          "a?b",  "a$b"}) {
+    for (const char* bad : {"",
+                            "A",
+                            "ABC",
+                            "aBc",
+                            "A1",
+                            "A-1",
+                            "1-A",
+                            "-",
+                            "a-",
+                            "-a",
+                            "1-",
+                            "-1",
+                            "_",
+                            "a_",
+                            "_a",
+                            "a_b",
+                            "1_",
+                            "_1",
+                            "1_2",
+                            ".",
+                            "a.",
+                            ".a",
+                            "a..b",
+                            "1.",
+                            ".1",
+                            "1..2",
+                            " ",
+                            "a ",
+                            " a",
+                            "a b",
+                            "1 ",
+                            " 1",
+                            "1 2",
+                            "A.a",
+                            "aB.a",
+                            "ab.A",
+                            "A1.a",
+                            "a1.A",
+                            "A.1",
+                            "aB.1",
+                            "A1.1",
+                            "1A.1",
+                            "0.A",
+                            "01.A",
+                            "012.A",
+                            "1A.a",
+                            "1a.A",
+                            "A.B.C.D.E",
+                            "AA.BB.CC.DD.EE",
+                            "a.B.c.d.e",
+                            "aa.bB.cc.dd.ee",
+                            "a@b",
+                            "a,b",
+                            "a;b",
+                            "a:b",
+                            "a%b",
+                            "a?b",
+                            "a$b"}) {
       CAPTURE(bad);
       CHECK_FALSE(v::IsDns1123Subdomain(bad).empty());
     }
@@ -129,10 +209,9 @@ TEST_SUITE("validation") {
           std::string("1234"), std::string("simple/simple"), std::string("now-with-dashes/simple"),
           std::string("now-with-dashes/now-with-dashes"), std::string("now.with.dots/simple"),
           std::string("now-with.dashes-and.dots/simple"), std::string("1-num.2-num/3-num"),
-          std::string("1234/5678"), std::string("1.2.3.4/5678"),
-          std::string("Uppercase_Is_OK_123"), std::string("example.com/Uppercase_Is_OK_123"),
-          std::string("requests.storage-foo"), std::string(63, 'a'),
-          std::string(253, 'a') + "/" + std::string(63, 'b'),
+          std::string("1234/5678"), std::string("1.2.3.4/5678"), std::string("Uppercase_Is_OK_123"),
+          std::string("example.com/Uppercase_Is_OK_123"), std::string("requests.storage-foo"),
+          std::string(63, 'a'), std::string(253, 'a') + "/" + std::string(63, 'b'),
           std::string("app.kubernetes.io/name"), std::string("nvidia.com/gpu")}) {
       CAPTURE(good);
       CHECK(v::IsQualifiedName(good).empty());
@@ -164,8 +243,8 @@ TEST_SUITE("validation") {
   TEST_CASE("IsValidLabelValue: Kubernetes good and bad values and messages") {
     for (const std::string& good :
          {std::string("simple"), std::string("now-with-dashes"), std::string("1-starts-with-num"),
-          std::string("end-with-num-1"), std::string("1234"), std::string(63, 'a'),
-          std::string(""), std::string("My_Value.1")}) {
+          std::string("end-with-num-1"), std::string("1234"), std::string(63, 'a'), std::string(""),
+          std::string("My_Value.1")}) {
       CAPTURE(good);
       CHECK(v::IsValidLabelValue(good).empty());
     }

@@ -60,16 +60,16 @@ TEST_CASE("wait engine: each new status reported once, done when the judge says 
   options.timeout = std::chrono::seconds(20);
   options.on_progress = [&](const std::string& v) { reported.push_back(v); };
   int judged = 0;
-  std::string last = internal::Wait<std::string>(
-      fake.client(), "default", CounterWatch(), "Counter default/counter", options,
-      [&](const internal::WaitSnapshot& s) {
-        ++judged;
-        internal::WaitVerdict v;
-        v.report = s.synced;
-        v.progress = ValueOf(s);
-        v.done = v.progress == "3";
-        return std::pair{ValueOf(s), v};
-      });
+  std::string last = internal::Wait<std::string>(fake.client(), "default", CounterWatch(),
+                                                 "Counter default/counter", options,
+                                                 [&](const internal::WaitSnapshot& s) {
+                                                   ++judged;
+                                                   internal::WaitVerdict v;
+                                                   v.report = s.synced;
+                                                   v.progress = ValueOf(s);
+                                                   v.done = v.progress == "3";
+                                                   return std::pair{ValueOf(s), v};
+                                                 });
   writer.join();
   CHECK(last == "3");
   CHECK(reported == std::vector<std::string>{"1", "2", "3"});
@@ -82,20 +82,19 @@ TEST_CASE("wait engine: the judge's failure is reported, then thrown as its own 
   std::vector<std::string> reported;
   WaitOptions<std::string> options;
   options.on_progress = [&](const std::string& v) { reported.push_back(v); };
-  CHECK_THROWS_WITH_AS(internal::Wait<std::string>(
-                           fake.client(), "default", CounterWatch(), "Counter default/counter",
-                           options,
-                           [&](const internal::WaitSnapshot& s) {
-                             internal::WaitVerdict v;
-                             v.report = s.synced;
-                             v.progress = ValueOf(s);
-                             if (ValueOf(s) == "broken") {
-                               v.failure = std::make_exception_ptr(
-                                   std::runtime_error("the counter is broken"));
-                             }
-                             return std::pair{ValueOf(s), v};
-                           }),
-                       "the counter is broken", std::runtime_error);
+  CHECK_THROWS_WITH_AS(
+      internal::Wait<std::string>(
+          fake.client(), "default", CounterWatch(), "Counter default/counter", options,
+          [&](const internal::WaitSnapshot& s) {
+            internal::WaitVerdict v;
+            v.report = s.synced;
+            v.progress = ValueOf(s);
+            if (ValueOf(s) == "broken") {
+              v.failure = std::make_exception_ptr(std::runtime_error("the counter is broken"));
+            }
+            return std::pair{ValueOf(s), v};
+          }),
+      "the counter is broken", std::runtime_error);
   CHECK(reported == std::vector<std::string>{"broken"});
 }
 
@@ -106,16 +105,15 @@ TEST_CASE("wait engine: Timeout names the workload, the goal, the whole duration
   options.until = WaitUntil::kFinished;
   options.timeout = milliseconds(300);
   auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH_AS(
-      internal::Wait<std::string>(fake.client(), "default", CounterWatch(),
-                                  "Counter default/counter", options,
-                                  [&](const internal::WaitSnapshot& s) {
-                                    internal::WaitVerdict v;
-                                    v.progress = ValueOf(s);
-                                    v.message = "value " + ValueOf(s);
-                                    return std::pair{ValueOf(s), v};
-                                  }),
-      "Counter default/counter: not finished after 300 ms: value 1", Timeout);
+  CHECK_THROWS_WITH_AS(internal::Wait<std::string>(fake.client(), "default", CounterWatch(),
+                                                   "Counter default/counter", options,
+                                                   [&](const internal::WaitSnapshot& s) {
+                                                     internal::WaitVerdict v;
+                                                     v.progress = ValueOf(s);
+                                                     v.message = "value " + ValueOf(s);
+                                                     return std::pair{ValueOf(s), v};
+                                                   }),
+                       "Counter default/counter: not finished after 300 ms: value 1", Timeout);
   CHECK(std::chrono::steady_clock::now() - start >= milliseconds(300));
 }
 
@@ -126,13 +124,13 @@ TEST_CASE("wait engine: `cancelled` ends the wait with CancelledError") {
   options.timeout = std::chrono::seconds(30);
   const auto start = std::chrono::steady_clock::now();
   options.cancelled = [&] { return std::chrono::steady_clock::now() - start > milliseconds(200); };
-  CHECK_THROWS_WITH_AS(internal::Wait<std::string>(fake.client(), "default", CounterWatch(),
-                                                   "Counter default/counter", options,
-                                                   [&](const internal::WaitSnapshot& s) {
-                                                     return std::pair{ValueOf(s),
-                                                                      internal::WaitVerdict{}};
-                                                   }),
-                       "waiting for Counter default/counter was cancelled", CancelledError);
+  CHECK_THROWS_WITH_AS(
+      internal::Wait<std::string>(fake.client(), "default", CounterWatch(),
+                                  "Counter default/counter", options,
+                                  [&](const internal::WaitSnapshot& s) {
+                                    return std::pair{ValueOf(s), internal::WaitVerdict{}};
+                                  }),
+      "waiting for Counter default/counter was cancelled", CancelledError);
   // Asked at least once a second, not only at the deadline.
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }

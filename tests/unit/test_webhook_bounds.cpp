@@ -64,9 +64,8 @@ TEST_SUITE("webhook_bounds") {
 
     AlertWebhook basic;
     basic.url = "http://alice:pw-SECRET@127.0.0.1:" + std::to_string(receiver.port()) + "/a";
-    ExpectRefused(basic, "webhook.url", "http://127.0.0.1:" + std::to_string(receiver.port()) +
-                                            "/…",
-                  "SECRET", receiver);
+    ExpectRefused(basic, "webhook.url",
+                  "http://127.0.0.1:" + std::to_string(receiver.port()) + "/…", "SECRET", receiver);
 
     // Basic auth as a header is a header like any other.
     AlertWebhook basic_header;

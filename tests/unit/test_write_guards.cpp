@@ -31,8 +31,8 @@ ClientConfig FakeConfig() {
 }
 
 std::string Status(int code, const std::string& reason, const std::string& message) {
-  return Json{{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
-              {"reason", reason},   {"code", code},       {"message", message}}
+  return Json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+              {"reason", reason}, {"code", code},       {"message", message}}
       .dump();
 }
 
@@ -101,8 +101,7 @@ TEST_SUITE("write_guards") {
         sent_body = Json::parse(r.body);
         return Respond(200, Namespace("team-a", {}).dump());
       }
-      return Respond(200,
-                     Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}}).dump());
+      return Respond(200, Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}}).dump());
     });
     Client client(FakeConfig(), fake);
     DeleteQuota(client, "team-a", true);
@@ -118,8 +117,7 @@ TEST_SUITE("write_guards") {
                                    "Precondition failed: UID in precondition: uid-1, UID in "
                                    "object meta: uid-2"));
       }
-      return Respond(200,
-                     Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}}).dump());
+      return Respond(200, Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}}).dump());
     });
     Client racing(FakeConfig(), replaced);
     try {

@@ -166,8 +166,9 @@ class WebhookReceiver {
       std::lock_guard lock(mu_);
       answer_bytes = answer_bytes_;
     }
-    std::string response = "HTTP/1.1 " + std::to_string(status) + " Status\r\nContent-Length: " +
-                           std::to_string(answer_bytes) + "\r\nConnection: close\r\n\r\n";
+    std::string response = "HTTP/1.1 " + std::to_string(status) +
+                           " Status\r\nContent-Length: " + std::to_string(answer_bytes) +
+                           "\r\nConnection: close\r\n\r\n";
     // Recorded before the answer goes out, as a real receiver stores an alert before it says
     // 2xx: the sender may return (and a test look) as soon as it has the status line.
     if (status >= 200 && status < 300) {

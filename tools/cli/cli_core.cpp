@@ -81,7 +81,9 @@ std::vector<Json> ReadMappings(std::string_view text, const std::string& origin)
   return documents;
 }
 
-std::string KindText(const Json& kind) { return kind.is_string() ? kind.get<std::string>() : kind.dump(); }
+std::string KindText(const Json& kind) {
+  return kind.is_string() ? kind.get<std::string>() : kind.dump();
+}
 
 }  // namespace
 
@@ -93,7 +95,8 @@ std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& or
     if (doc.contains("kind")) {
       const Json& kind = doc["kind"];
       if (!kind.is_string() || kind.get<std::string>() != expected_kind) {
-        throw ValidationError(origin + " document " + std::to_string(i + 1) + ": kind", KindText(kind),
+        throw ValidationError(origin + " document " + std::to_string(i + 1) + ": kind",
+                              KindText(kind),
                               "must be " + expected_kind + " (or absent) for this command");
       }
       doc.erase("kind");
@@ -111,9 +114,11 @@ std::vector<KindedDocument> ReadKindedDocuments(std::string_view text, const std
   for (std::size_t i = 0; i < documents.size(); ++i) {
     Json& doc = documents[i];
     std::string where = origin + " document " + std::to_string(i + 1) + ": kind";
-    if (!doc.contains("kind")) throw ValidationError(where, "", "is required here (one of " + known + ")");
+    if (!doc.contains("kind"))
+      throw ValidationError(where, "", "is required here (one of " + known + ")");
     const Json& kind = doc["kind"];
-    if (!kind.is_string() || std::find(kinds.begin(), kinds.end(), kind.get<std::string>()) == kinds.end()) {
+    if (!kind.is_string() ||
+        std::find(kinds.begin(), kinds.end(), kind.get<std::string>()) == kinds.end()) {
       throw ValidationError(where, KindText(kind), "must be one of " + known);
     }
     KindedDocument d{kind.get<std::string>(), std::move(doc)};
@@ -135,8 +140,21 @@ namespace {
 // characters other than whitespace and the special ones (`!`, `=`, `<`, `>`, `(`, `)`, `,`);
 // `in` and `notin` are keywords.
 struct SelectorToken {
-  enum class Type { kIdentifier, kIn, kNotIn, kNot, kEquals, kDoubleEquals, kNotEquals,
-                    kGreater, kLess, kOpen, kClose, kComma, kEnd } type;
+  enum class Type {
+    kIdentifier,
+    kIn,
+    kNotIn,
+    kNot,
+    kEquals,
+    kDoubleEquals,
+    kNotEquals,
+    kGreater,
+    kLess,
+    kOpen,
+    kClose,
+    kComma,
+    kEnd
+  } type;
   std::string text;
 };
 
@@ -156,14 +174,21 @@ std::vector<SelectorToken> LexSelector(std::string_view s) {
     }
     if (IsSelectorSpecial(c)) {
       std::string two(s.substr(i, 2));
-      if (two == "==") out.push_back({T::kDoubleEquals, two});
-      else if (two == "!=") out.push_back({T::kNotEquals, two});
+      if (two == "==")
+        out.push_back({T::kDoubleEquals, two});
+      else if (two == "!=")
+        out.push_back({T::kNotEquals, two});
       if (two == "==" || two == "!=") {
         i += 2;
         continue;
       }
-      T type = c == '!' ? T::kNot : c == '=' ? T::kEquals : c == '<' ? T::kLess
-             : c == '>' ? T::kGreater : c == '(' ? T::kOpen : c == ')' ? T::kClose : T::kComma;
+      T type = c == '!'   ? T::kNot
+               : c == '=' ? T::kEquals
+               : c == '<' ? T::kLess
+               : c == '>' ? T::kGreater
+               : c == '(' ? T::kOpen
+               : c == ')' ? T::kClose
+                          : T::kComma;
       out.push_back({type, std::string(1, c)});
       ++i;
       continue;
@@ -186,7 +211,9 @@ std::vector<LabelRequirement> ParseLabelSelector(std::string_view selector) {
   using T = SelectorToken::Type;
   using Op = LabelRequirement::Op;
   const std::string whole(selector);
-  auto fail = [&](const std::string& why) -> void { throw ValidationError("selector", whole, why); };
+  auto fail = [&](const std::string& why) -> void {
+    throw ValidationError("selector", whole, why);
+  };
   std::vector<SelectorToken> tokens = LexSelector(selector);
   std::size_t at = 0;
   auto next = [&]() -> const SelectorToken& { return tokens[at++]; };
@@ -231,8 +258,8 @@ std::vector<LabelRequirement> ParseLabelSelector(std::string_view selector) {
         case T::kLess: {
           T op = next().type;
           r.op = op == T::kNotEquals ? Op::kNotEquals
-               : op == T::kGreater   ? Op::kGreaterThan
-               : op == T::kLess      ? Op::kLessThan
+                 : op == T::kGreater ? Op::kGreaterThan
+                 : op == T::kLess    ? Op::kLessThan
                                      : Op::kEquals;
           std::string value;
           if (peek().type == T::kIdentifier) {
@@ -270,8 +297,9 @@ std::vector<LabelRequirement> ParseLabelSelector(std::string_view selector) {
               if (expect_value) values.insert("");
               expect_value = true;
             } else {
-              fail(t.type == T::kEnd ? "a value set is not closed with ')'"
-                                     : "found '" + t.text + "' in the value set of '" + r.key + "'");
+              fail(t.type == T::kEnd
+                       ? "a value set is not closed with ')'"
+                       : "found '" + t.text + "' in the value set of '" + r.key + "'");
             }
           }
           if (values.empty()) fail("the value set of '" + r.key + "' is empty");
@@ -305,14 +333,30 @@ std::string FormatLabelSelector(const std::vector<LabelRequirement>& selector) {
       return " (" + joined + ")";
     };
     switch (r.op) {
-      case Op::kEquals: out += r.key + "=" + first(); break;
-      case Op::kNotEquals: out += r.key + "!=" + first(); break;
-      case Op::kIn: out += r.key + " in" + set(); break;
-      case Op::kNotIn: out += r.key + " notin" + set(); break;
-      case Op::kExists: out += r.key; break;
-      case Op::kNotExists: out += "!" + r.key; break;
-      case Op::kGreaterThan: out += r.key + ">" + first(); break;
-      case Op::kLessThan: out += r.key + "<" + first(); break;
+      case Op::kEquals:
+        out += r.key + "=" + first();
+        break;
+      case Op::kNotEquals:
+        out += r.key + "!=" + first();
+        break;
+      case Op::kIn:
+        out += r.key + " in" + set();
+        break;
+      case Op::kNotIn:
+        out += r.key + " notin" + set();
+        break;
+      case Op::kExists:
+        out += r.key;
+        break;
+      case Op::kNotExists:
+        out += "!" + r.key;
+        break;
+      case Op::kGreaterThan:
+        out += r.key + ">" + first();
+        break;
+      case Op::kLessThan:
+        out += r.key + "<" + first();
+        break;
     }
   }
   return out;
@@ -328,11 +372,13 @@ bool MatchesSelector(const std::vector<LabelRequirement>& selector,
     };
     auto compare = [&](bool greater) {
       if (!has || it->second.empty() || r.values.empty()) return false;
-      if (!std::all_of(it->second.begin(), it->second.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (!std::all_of(it->second.begin(), it->second.end(),
+                       [](char c) { return c >= '0' && c <= '9'; })) {
         return false;
       }
       // Whole numbers of at most 63 digits: compare by length, then lexically.
-      const std::string a = it->second.substr(std::min(it->second.find_first_not_of('0'), it->second.size() - 1));
+      const std::string a =
+          it->second.substr(std::min(it->second.find_first_not_of('0'), it->second.size() - 1));
       const std::string& v = r.values.front();
       const std::string b = v.substr(std::min(v.find_first_not_of('0'), v.size() - 1));
       int cmp = a.size() != b.size() ? (a.size() < b.size() ? -1 : 1) : a.compare(b);
@@ -340,13 +386,19 @@ bool MatchesSelector(const std::vector<LabelRequirement>& selector,
     };
     switch (r.op) {
       case LabelRequirement::Op::kEquals:
-      case LabelRequirement::Op::kIn: return in_values();
+      case LabelRequirement::Op::kIn:
+        return in_values();
       case LabelRequirement::Op::kNotEquals:
-      case LabelRequirement::Op::kNotIn: return !in_values();
-      case LabelRequirement::Op::kExists: return has;
-      case LabelRequirement::Op::kNotExists: return !has;
-      case LabelRequirement::Op::kGreaterThan: return compare(true);
-      case LabelRequirement::Op::kLessThan: return compare(false);
+      case LabelRequirement::Op::kNotIn:
+        return !in_values();
+      case LabelRequirement::Op::kExists:
+        return has;
+      case LabelRequirement::Op::kNotExists:
+        return !has;
+      case LabelRequirement::Op::kGreaterThan:
+        return compare(true);
+      case LabelRequirement::Op::kLessThan:
+        return compare(false);
     }
     return false;
   });
@@ -371,34 +423,49 @@ std::string ErrorLine(const std::exception& error) {
 }
 
 std::string BashCompletion(const CommandNode& root) {
-  std::string out =
-      "# bash completion for " + root.name + " (generated by `" + root.name +
-      " completion bash`)\n"
-      "_" + root.name + "_complete() {\n"
-      "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" path=\"" + root.name + "\" words=\"\" i w\n"
-      "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
-      "    w=\"${COMP_WORDS[i]}\"\n"
-      "    [[ \"$w\" == -* ]] && continue\n"
-      "    case \" $(_" + root.name + "_children \"$path\") \" in\n"
-      "      *\" $w \"*) path=\"$path $w\" ;;\n"
-      "    esac\n"
-      "  done\n"
-      "  words=\"$(_" + root.name + "_words \"$path\")\"\n"
-      "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
-      "}\n"
-      "_" + root.name + "_words() {\n"
-      "  local words=\"\"\n"
-      "  case \"$1\" in\n";
+  std::string out = "# bash completion for " + root.name + " (generated by `" + root.name +
+                    " completion bash`)\n"
+                    "_" +
+                    root.name +
+                    "_complete() {\n"
+                    "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" path=\"" +
+                    root.name +
+                    "\" words=\"\" i w\n"
+                    "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+                    "    w=\"${COMP_WORDS[i]}\"\n"
+                    "    [[ \"$w\" == -* ]] && continue\n"
+                    "    case \" $(_" +
+                    root.name +
+                    "_children \"$path\") \" in\n"
+                    "      *\" $w \"*) path=\"$path $w\" ;;\n"
+                    "    esac\n"
+                    "  done\n"
+                    "  words=\"$(_" +
+                    root.name +
+                    "_words \"$path\")\"\n"
+                    "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+                    "}\n"
+                    "_" +
+                    root.name +
+                    "_words() {\n"
+                    "  local words=\"\"\n"
+                    "  case \"$1\" in\n";
   BashCases(root, root.name, &out);
-  out += "  esac\n"
-         "  echo \"$words\"\n"
-         "}\n"
-         "_" + root.name + "_children() {\n"
-         "  local w out=\"\"\n"
-         "  for w in $(_" + root.name + "_words \"$1\"); do [[ \"$w\" == -* ]] || out=\"$out $w\"; done\n"
-         "  echo \"$out\"\n"
-         "}\n"
-         "complete -F _" + root.name + "_complete " + root.name + "\n";
+  out +=
+      "  esac\n"
+      "  echo \"$words\"\n"
+      "}\n"
+      "_" +
+      root.name +
+      "_children() {\n"
+      "  local w out=\"\"\n"
+      "  for w in $(_" +
+      root.name +
+      "_words \"$1\"); do [[ \"$w\" == -* ]] || out=\"$out $w\"; done\n"
+      "  echo \"$out\"\n"
+      "}\n"
+      "complete -F _" +
+      root.name + "_complete " + root.name + "\n";
   return out;
 }
 

@@ -43,7 +43,6 @@ namespace {
 
 using Rows = std::vector<std::vector<std::string>>;
 
-
 // ---- global state ------------------------------------------------------------------------
 
 struct Globals {
@@ -70,7 +69,9 @@ class Session {
     return *client_;
   }
   // -n, else the context's namespace.
-  std::string Namespace() { return g_.namespace_name.empty() ? client().default_namespace() : g_.namespace_name; }
+  std::string Namespace() {
+    return g_.namespace_name.empty() ? client().default_namespace() : g_.namespace_name;
+  }
   // "" with -A (every namespace).
   std::string ListNamespace() { return g_.all_namespaces ? std::string() : Namespace(); }
   const Globals& globals() const { return g_; }
@@ -149,7 +150,8 @@ struct LogRequest {
 // What differs between the workloads; the verbs below are written once over it.
 class Kind {
  public:
-  Kind(std::string command, std::string doc_kind) : command_(std::move(command)), doc_kind_(std::move(doc_kind)) {}
+  Kind(std::string command, std::string doc_kind)
+      : command_(std::move(command)), doc_kind_(std::move(doc_kind)) {}
   virtual ~Kind() = default;
   const std::string& command() const { return command_; }    // "tfcluster"
   const std::string& doc_kind() const { return doc_kind_; }  // "TFCluster"
@@ -254,35 +256,39 @@ class TFClusterKind : public WorkloadKind<TFClusterSpec, TFCluster, TFDeleteOpti
   std::string Apply(Session& s, const Json& doc, bool) const override {
     TFCluster cluster(s.client(), Read(doc));
     auto objects = cluster.Apply();
-    return "tfcluster/" + NameOf(doc) + " applied (" + std::to_string(objects.size()) + " objects)\n";
+    return "tfcluster/" + NameOf(doc) + " applied (" + std::to_string(objects.size()) +
+           " objects)\n";
   }
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Client& c = s.client();
-    return RefRows(TFCluster::ListRefs(c, ns, s.globals().owner), wide ? std::vector<std::string>{"PHASE", "NOT-READY"} : std::vector<std::string>{},
-                   wide ? std::function<std::vector<std::string>(const WorkloadRef&)>(
-                              [&c](const WorkloadRef& r) {
-                                TFClusterStatus st = TFCluster::Load(c, r.namespace_name, r.name).Status();
-                                return std::vector<std::string>{ToString(st.phase), std::to_string(st.NotReady())};
-                              })
-                        : nullptr);
+    return RefRows(
+        TFCluster::ListRefs(c, ns, s.globals().owner),
+        wide ? std::vector<std::string>{"PHASE", "NOT-READY"} : std::vector<std::string>{},
+        wide ? std::function<std::vector<std::string>(const WorkloadRef&)>([&c](const WorkloadRef&
+                                                                                    r) {
+          TFClusterStatus st = TFCluster::Load(c, r.namespace_name, r.name).Status();
+          return std::vector<std::string>{ToString(st.phase), std::to_string(st.NotReady())};
+        })
+             : nullptr);
   }
   void Status(Session& s, const std::string& ns, const std::string& name,
               const std::string& output) const override {
     TFClusterStatus st = TFCluster::StatusOf(s.client(), ns, name);
-    PrintResult(ToString(st.phase) + (st.message.empty() ? "" : ": " + st.message) + "\n" + st.Table(),
-                st.ToJson(), output);
+    PrintResult(
+        ToString(st.phase) + (st.message.empty() ? "" : ": " + st.message) + "\n" + st.Table(),
+        st.ToJson(), output);
   }
   std::vector<std::string> WaitConditions() const override { return {"ready", "finished"}; }
   void Wait(Session& s, const std::string& ns, const std::string& name, const std::string& until,
             std::chrono::milliseconds timeout, const std::string& output) const override {
     TFCluster cluster = Load(s, ns, name);
-    TFClusterStatus st = cluster.Wait(
-        {.until = until == "finished" ? WaitUntil::kFinished : WaitUntil::kReady,
-         .timeout = timeout,
-         .on_progress = [](const TFClusterStatus& p) {
-           Progress(ToString(p.phase) + ", " + std::to_string(p.NotReady()) + " not ready" +
-                    (p.message.empty() ? "" : ": " + p.message));
-         }});
+    TFClusterStatus st =
+        cluster.Wait({.until = until == "finished" ? WaitUntil::kFinished : WaitUntil::kReady,
+                      .timeout = timeout,
+                      .on_progress = [](const TFClusterStatus& p) {
+                        Progress(ToString(p.phase) + ", " + std::to_string(p.NotReady()) +
+                                 " not ready" + (p.message.empty() ? "" : ": " + p.message));
+                      }});
     EndProgress();
     PrintResult(ToString(st.phase) + "\n" + st.Table(), st.ToJson(), output);
   }
@@ -322,8 +328,9 @@ class DevKind : public WorkloadKind<DevInstanceSpec, DevInstance, DevDeleteOptio
     Rows rows{{"NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"}};
     if (wide) rows.front().insert(rows.front().end(), {"PHASE", "NODE", "RESTARTS", "REASON"});
     for (const auto& d : DevInstance::List(s.client(), ns, s.globals().owner)) {
-      std::vector<std::string> row{d.namespace_name, d.name, d.owner, d.image,
-                                   d.running ? "yes" : "no", d.ready ? "yes" : "no"};
+      std::vector<std::string> row{
+          d.namespace_name,      d.name, d.owner, d.image, d.running ? "yes" : "no",
+          d.ready ? "yes" : "no"};
       if (wide) {
         DevInstanceStatus st = Load(s, d.namespace_name, d.name).Status();
         row.insert(row.end(), {ToString(st.phase), st.node.empty() ? "-" : st.node,
@@ -341,10 +348,11 @@ class DevKind : public WorkloadKind<DevInstanceSpec, DevInstance, DevDeleteOptio
   std::vector<std::string> WaitConditions() const override { return {"ready"}; }
   void Wait(Session& s, const std::string& ns, const std::string& name, const std::string&,
             std::chrono::milliseconds timeout, const std::string& output) const override {
-    DevInstanceStatus st = Load(s, ns, name).Wait(
-        {.timeout = timeout, .on_progress = [](const DevInstanceStatus& p) {
-           Progress(ToString(p.phase) + (p.message.empty() ? "" : ": " + p.message));
-         }});
+    DevInstanceStatus st =
+        Load(s, ns, name).Wait({.timeout = timeout, .on_progress = [](const DevInstanceStatus& p) {
+                                  Progress(ToString(p.phase) +
+                                           (p.message.empty() ? "" : ": " + p.message));
+                                }});
     EndProgress();
     PrintResult(st.Table(), st.ToJson(), output);
   }
@@ -382,10 +390,12 @@ class JobKind : public WorkloadKind<ScheduledJobSpec, ScheduledJob, ScheduledJob
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Client& c = s.client();
     return RefRows(ScheduledJob::ListRefs(c, ns, s.globals().owner),
-                   wide ? std::vector<std::string>{"SCHEDULE", "SUSPENDED", "ACTIVE"} : std::vector<std::string>{},
+                   wide ? std::vector<std::string>{"SCHEDULE", "SUSPENDED", "ACTIVE"}
+                        : std::vector<std::string>{},
                    wide ? std::function<std::vector<std::string>(const WorkloadRef&)>(
                               [&c](const WorkloadRef& r) {
-                                ScheduleStatus st = ScheduledJob::Load(c, r.namespace_name, r.name).Status();
+                                ScheduleStatus st =
+                                    ScheduledJob::Load(c, r.namespace_name, r.name).Status();
                                 return std::vector<std::string>{st.exists ? st.schedule : "-",
                                                                 st.suspended ? "yes" : "no",
                                                                 std::to_string(st.active.size())};
@@ -429,7 +439,8 @@ class JobKind : public WorkloadKind<ScheduledJobSpec, ScheduledJob, ScheduledJob
   static std::string LatestRun(ScheduledJob& job) {
     std::vector<JobRun> runs = job.History();
     if (runs.empty()) {
-      throw NotFound(ErrorKind::kNotFound, "job/" + job.spec().name + " has no run yet", 404, "NotFound");
+      throw NotFound(ErrorKind::kNotFound, "job/" + job.spec().name + " has no run yet", 404,
+                     "NotFound");
     }
     auto newest = std::max_element(runs.begin(), runs.end(), [](const JobRun& a, const JobRun& b) {
       return a.start_time.value_or(std::chrono::system_clock::time_point{}) <
@@ -449,7 +460,8 @@ class QuotaKind : public SpecKind<QuotaSpec> {
   }
   Json Get(Session& s, const std::string&, const std::string& name) const override {
     auto usages = GetQuotaUsage(s.client(), name);
-    if (usages.empty()) throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
+    if (usages.empty())
+      throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
     return UsagesJson(usages);
   }
   // -o wide: used/hard of the resources a queue is usually about ("-": not limited).
@@ -463,7 +475,8 @@ class QuotaKind : public SpecKind<QuotaSpec> {
       for (const auto& [column, resource] : kWideResources) rows.front().push_back(column);
     }
     for (const auto& u : ListQueues(s.client())) {
-      std::vector<std::string> row{u.ns, std::to_string(u.resources.size()), u.ready ? "yes" : "no"};
+      std::vector<std::string> row{u.ns, std::to_string(u.resources.size()),
+                                   u.ready ? "yes" : "no"};
       if (wide) {
         for (const auto& [column, resource] : kWideResources) {
           std::optional<ResourceUsage> r = u.Find(resource);
@@ -478,7 +491,8 @@ class QuotaKind : public SpecKind<QuotaSpec> {
   void Status(Session& s, const std::string&, const std::string& name,
               const std::string& output) const override {
     auto usages = GetQuotaUsage(s.client(), name);
-    if (usages.empty()) throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
+    if (usages.empty())
+      throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
     PrintResult(FormatUsageTable(usages), UsagesJson(usages), output);
   }
   void Delete(Session& s, const std::string&, const std::string& name,
@@ -515,7 +529,8 @@ void CheckDocument(const Kind& kind, Json& doc, const std::string& where,
   }
   try {
     std::vector<std::string> unknown = UnknownFields(doc, kind.RoundTrip(doc));
-    if (!unknown.empty()) throw ValidationError(unknown.front(), "", "is not a field of " + kind.doc_kind());
+    if (!unknown.empty())
+      throw ValidationError(unknown.front(), "", "is not a field of " + kind.doc_kind());
     (void)kind.Render(doc);
   } catch (const ValidationError& e) {
     throw ValidationError(where + ": " + e.field(), e.value(), e.server_message());
@@ -530,7 +545,8 @@ std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
   std::string origin = Origin(file);
   std::vector<Json> docs = ReadSpecDocuments(ReadInput(file), origin, kind.doc_kind());
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    CheckDocument(kind, docs[i], origin + " document " + std::to_string(i + 1), default_ns, forced_ns);
+    CheckDocument(kind, docs[i], origin + " document " + std::to_string(i + 1), default_ns,
+                  forced_ns);
   }
   return docs;
 }
@@ -540,12 +556,15 @@ std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
 bool ReportFit(const Kind& kind, const Json& doc, const FitResult& fit, const std::string& output,
                Json* records) {
   if (output == "json" || output == "yaml") {
-    Json record{{"kind", kind.doc_kind()}, {"name", NameOf(doc)}, {"namespace", doc.value("namespace", "")}};
+    Json record{{"kind", kind.doc_kind()},
+                {"name", NameOf(doc)},
+                {"namespace", doc.value("namespace", "")}};
     record.update(fit.ToJson());
     records->push_back(std::move(record));
     return fit.fits;
   }
-  std::cout << kind.command() << "/" << NameOf(doc) << ": " << (fit.fits ? "fits" : "does not fit") << "\n";
+  std::cout << kind.command() << "/" << NameOf(doc) << ": " << (fit.fits ? "fits" : "does not fit")
+            << "\n";
   if (!fit.fits) {
     std::string why = fit.Message();
     std::cout << why << (why.empty() || why.back() == '\n' ? "" : "\n");
@@ -666,24 +685,30 @@ using Action = std::function<void()>;
 void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
              std::vector<std::pair<CLI::App*, Action>>& actions) {
   const std::string noun = kind.command();
-  CLI::App* cmd = app.add_subcommand(noun, "Work with " + kind.doc_kind() + "s")->require_subcommand(1);
+  CLI::App* cmd =
+      app.add_subcommand(noun, "Work with " + kind.doc_kind() + "s")->require_subcommand(1);
   auto add = [&](const std::string& verb, const std::string& help, Action action) {
     CLI::App* v = cmd->add_subcommand(verb, help);
     actions.emplace_back(v, std::move(action));
     return v;
   };
-  auto name_arg = [&](CLI::App* v) { v->add_option("name", f.name, "The " + kind.doc_kind() + "'s name")->required(); };
+  auto name_arg = [&](CLI::App* v) {
+    v->add_option("name", f.name, "The " + kind.doc_kind() + "'s name")->required();
+  };
   const Kind* k = &kind;
   Session* s = &session;
 
-  add("apply", "Create or update from a spec file (YAML or JSON, several documents; -f - for stdin)",
+  add("apply",
+      "Create or update from a spec file (YAML or JSON, several documents; -f - for stdin)",
       [s, k, &f] {
         auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
         for (const auto& doc : docs) std::cout << k->Apply(*s, doc, f.show_password) << std::flush;
       })
-      ->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
+      ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
+      ->required();
   if (noun == "dev") {
-    actions.back().first->add_flag("--show-password", f.show_password, "Print a created instance's password");
+    actions.back().first->add_flag("--show-password", f.show_password,
+                                   "Print a created instance's password");
   }
   add("render", "Print the Kubernetes objects of a spec file (YAML, or -o json); sends nothing",
       [s, k, &f] {
@@ -696,51 +721,55 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
         }
         PrintObjects(objects, s->globals().output);
       })
-      ->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
-  auto list = [s, k] {
-    PrintListing(*s, *k, Listing(*s, *k, s->globals().output == "wide"));
-  };
+      ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
+      ->required();
+  auto list = [s, k] { PrintListing(*s, *k, Listing(*s, *k, s->globals().output == "wide")); };
   add("list", "List them (-A: every namespace, -l: by the spec's labels)", list);
-  CLI::App* get = add("get", "Show one (its stored spec with -o yaml|json), or list them without a name",
-                      [s, k, &f, list] {
-                        if (f.name.empty()) return list();
-                        std::string ns = k->namespaced() ? s->Namespace() : "";
-                        Json spec = k->Get(*s, ns, f.name);
-                        const std::string& output = s->globals().output;
-                        if (output == "json" || output == "yaml") {
-                          if (spec.is_object()) {
-                            Json with_kind{{"kind", k->doc_kind()}};
-                            with_kind.update(spec);
-                            spec = std::move(with_kind);
-                          }
-                          PrintResult("", spec, output);
-                        } else if (output == "name") {
-                          std::cout << k->command() << "/" << f.name << "\n";
-                        } else {
-                          Rows rows = k->List(*s, ns, output == "wide");
-                          Rows one{rows.front()};
-                          for (std::size_t i = 1; i < rows.size(); ++i) {
-                            if (rows[i][k->namespaced() ? 1 : 0] == f.name) one.push_back(rows[i]);
-                          }
-                          std::cout << FormatTextTable(one);
-                        }
-                      });
+  CLI::App* get =
+      add("get", "Show one (its stored spec with -o yaml|json), or list them without a name",
+          [s, k, &f, list] {
+            if (f.name.empty()) return list();
+            std::string ns = k->namespaced() ? s->Namespace() : "";
+            Json spec = k->Get(*s, ns, f.name);
+            const std::string& output = s->globals().output;
+            if (output == "json" || output == "yaml") {
+              if (spec.is_object()) {
+                Json with_kind{{"kind", k->doc_kind()}};
+                with_kind.update(spec);
+                spec = std::move(with_kind);
+              }
+              PrintResult("", spec, output);
+            } else if (output == "name") {
+              std::cout << k->command() << "/" << f.name << "\n";
+            } else {
+              Rows rows = k->List(*s, ns, output == "wide");
+              Rows one{rows.front()};
+              for (std::size_t i = 1; i < rows.size(); ++i) {
+                if (rows[i][k->namespaced() ? 1 : 0] == f.name) one.push_back(rows[i]);
+              }
+              std::cout << FormatTextTable(one);
+            }
+          });
   get->add_option("name", f.name, "The " + kind.doc_kind() + "'s name");
   name_arg(add("status", "Status table (-o json|yaml for the fields)", [s, k, &f] {
     k->Status(*s, k->namespaced() ? s->Namespace() : "", f.name, s->globals().output);
   }));
-  CLI::App* del = add("delete", "Delete it (cascading); --wait until everything is gone", [s, k, &f] {
-    std::optional<std::chrono::milliseconds> wait;
-    if (f.wait) wait = ParseDuration(f.timeout, "--timeout");
-    k->Delete(*s, k->namespaced() ? s->Namespace() : "", f.name, wait);
-    std::cout << k->command() << "/" << f.name << " deleted\n";
-  });
+  CLI::App* del =
+      add("delete", "Delete it (cascading); --wait until everything is gone", [s, k, &f] {
+        std::optional<std::chrono::milliseconds> wait;
+        if (f.wait) wait = ParseDuration(f.timeout, "--timeout");
+        k->Delete(*s, k->namespaced() ? s->Namespace() : "", f.name, wait);
+        std::cout << k->command() << "/" << f.name << " deleted\n";
+      });
   name_arg(del);
   if (kind.namespaced()) {
     del->add_flag("--wait", f.wait, "Wait until every object is gone");
-    del->add_option("--timeout", f.timeout, "Bound of --wait (e.g. 90s, 5m)")->capture_default_str();
+    del->add_option("--timeout", f.timeout, "Bound of --wait (e.g. 90s, 5m)")
+        ->capture_default_str();
   } else {
-    del->add_flag("--delete-namespace", f.delete_namespace, "Also delete the queue's namespace and everything in it (only a namespace tfk8s created)");
+    del->add_flag(
+        "--delete-namespace", f.delete_namespace,
+        "Also delete the queue's namespace and everything in it (only a namespace tfk8s created)");
   }
   if (kind.namespaced()) {
     add("fits", "Would the spec fit now (quota headroom, node placement)? Exit 1 when not",
@@ -749,28 +778,34 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
           const std::string& output = s->globals().output;
           bool all = true;
           Json records = Json::array();
-          for (const auto& doc : docs) all = ReportFit(*k, doc, k->Fits(*s, doc), output, &records) && all;
-          if (!records.empty()) PrintResult("", records.size() == 1 ? records.front() : records, output);
+          for (const auto& doc : docs)
+            all = ReportFit(*k, doc, k->Fits(*s, doc), output, &records) && all;
+          if (!records.empty())
+            PrintResult("", records.size() == 1 ? records.front() : records, output);
           if (!all) throw Reported();  // exit 1; the report above says why
         })
-        ->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
+        ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
+        ->required();
   }
   if (!kind.WaitConditions().empty()) {
     CLI::App* w = add("wait", "Wait (driven by watches) until the condition holds", [s, k, &f] {
-      k->Wait(*s, s->Namespace(), f.name, f.until, ParseDuration(f.timeout, "--timeout"), s->globals().output);
+      k->Wait(*s, s->Namespace(), f.name, f.until, ParseDuration(f.timeout, "--timeout"),
+              s->globals().output);
     });
     name_arg(w);
     f.until = kind.WaitConditions().front();
-    w->add_option("--for", f.until, "Condition")->capture_default_str()->check(CLI::IsMember(kind.WaitConditions()));
+    w->add_option("--for", f.until, "Condition")
+        ->capture_default_str()
+        ->check(CLI::IsMember(kind.WaitConditions()));
     w->add_option("--timeout", f.timeout, "How long at most (e.g. 90s, 5m)")->capture_default_str();
   }
   if (kind.HasLogs()) {
-    CLI::App* l = add("logs", "Logs, prefixed by their source (coloured on a terminal)", [s, k, &f] {
-      StreamLines(k->Logs(*s, s->Namespace(), f.name, f.logs));
-    });
+    CLI::App* l = add("logs", "Logs, prefixed by their source (coloured on a terminal)",
+                      [s, k, &f] { StreamLines(k->Logs(*s, s->Namespace(), f.name, f.logs)); });
     name_arg(l);
     l->add_flag("-f,--follow", f.logs.follow, "Follow until the workload ends");
-    if (noun == "tfcluster") l->add_option("--role", f.logs.role, "Only this role (ps, worker, chief, evaluator)");
+    if (noun == "tfcluster")
+      l->add_option("--role", f.logs.role, "Only this role (ps, worker, chief, evaluator)");
     if (noun == "job") l->add_option("--run", f.logs.run, "This run (default: the newest)");
   }
 
@@ -783,7 +818,9 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
     });
     name_arg(sc);
     sc->add_option("--role", f.role, "ps, worker, chief or evaluator")->required();
-    sc->add_option("--replicas", f.replicas, "New replica count")->required()->check(CLI::NonNegativeNumber);
+    sc->add_option("--replicas", f.replicas, "New replica count")
+        ->required()
+        ->check(CLI::NonNegativeNumber);
   }
   if (noun == "dev") {
     CLI::App* start = add("start", "Start a stopped instance (a fresh password)", [s, &f] {
@@ -800,23 +837,23 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
       DevAccess access = DevInstance::Load(s->client(), s->Namespace(), f.name).Access();
       PrintResult(access.Table(), access.ToJson(), s->globals().output);
     }));
-    CLI::App* cull = add(
-        "cull",
-        "Stop running instances idle at least their own policy's idle.after, else --idle "
-        "(-A: every namespace; --owner)",
-        [s, &f] {
-          DevCullOptions o;
-          o.namespace_name = s->ListNamespace();
-          o.owner = s->globals().owner;
-          o.idle_after = std::chrono::duration_cast<std::chrono::seconds>(
-              ParseDuration(f.idle, "--idle"));
-          o.action = f.dry_run ? DevIdleAction::kReport : DevIdleAction::kStop;
-          o.policy_only = f.policy_only;
-          auto decisions = CullIdleDevInstances(s->client(), o);
-          Json json = Json::array();
-          for (const auto& d : decisions) json.push_back(d.ToJson());
-          PrintResult(FormatCullTable(decisions), json, s->globals().output);
-        });
+    CLI::App* cull =
+        add("cull",
+            "Stop running instances idle at least their own policy's idle.after, else --idle "
+            "(-A: every namespace; --owner)",
+            [s, &f] {
+              DevCullOptions o;
+              o.namespace_name = s->ListNamespace();
+              o.owner = s->globals().owner;
+              o.idle_after =
+                  std::chrono::duration_cast<std::chrono::seconds>(ParseDuration(f.idle, "--idle"));
+              o.action = f.dry_run ? DevIdleAction::kReport : DevIdleAction::kStop;
+              o.policy_only = f.policy_only;
+              auto decisions = CullIdleDevInstances(s->client(), o);
+              Json json = Json::array();
+              for (const auto& d : decisions) json.push_back(d.ToJson());
+              PrintResult(FormatCullTable(decisions), json, s->globals().output);
+            });
     cull->add_option("--idle", f.idle,
                      "The default for instances without their own idle policy: idle at least "
                      "this long, stopped (e.g. 90m, 2h)");
@@ -872,12 +909,16 @@ int Run(int argc, char** argv) {
   app.require_subcommand(1);
   app.add_option("-n,--namespace", g.namespace_name, "Namespace (default: the context's)");
   app.add_option("--context", g.context, "Kubeconfig context (default: current-context)");
-  app.add_option("--kubeconfig", g.kubeconfig, "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config)");
+  app.add_option("--kubeconfig", g.kubeconfig,
+                 "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config)");
   app.add_option("-o,--output", g.output, "Output format: json, yaml, wide or name")
       ->check(CLI::IsMember({"json", "yaml", "wide", "name"}));
   app.add_flag("-A,--all-namespaces", g.all_namespaces, "List across every namespace");
-  app.add_option("-l,--selector", g.selector, "Label selector on the specs' labels (k=v, k!=v, k in (a,b), k notin (a,b), k, !k)");
-  app.add_option("--owner", g.owner, "List only the workloads of this user (their tfk8s.io/owner label)");
+  app.add_option(
+      "-l,--selector", g.selector,
+      "Label selector on the specs' labels (k=v, k!=v, k in (a,b), k notin (a,b), k, !k)");
+  app.add_option("--owner", g.owner,
+                 "List only the workloads of this user (their tfk8s.io/owner label)");
 
   TFClusterKind tfcluster;
   DevKind dev;
@@ -891,8 +932,9 @@ int Run(int argc, char** argv) {
   AddKind(app, session, quota, quota_flags, actions);
 
   std::string fits_file;
-  CLI::App* fits = app.add_subcommand(
-      "fits", "Would each document of a file (mixed kinds, each with kind:) fit now? Exit 1 when one does not");
+  CLI::App* fits = app.add_subcommand("fits",
+                                      "Would each document of a file (mixed kinds, each with "
+                                      "kind:) fit now? Exit 1 when one does not");
   fits->add_option("-f,--filename", fits_file, "Spec file, - for stdin")->required();
   actions.emplace_back(fits, [&] {
     const std::vector<const Kind*> kinds{&tfcluster, &dev, &job, &quota};
@@ -926,7 +968,8 @@ int Run(int argc, char** argv) {
     if (!all) throw Reported();
   });
 
-  CLI::App* nodes = app.add_subcommand("nodes", "Node inventory with the seeds' label columns (gputype, cputype, pool)");
+  CLI::App* nodes = app.add_subcommand(
+      "nodes", "Node inventory with the seeds' label columns (gputype, cputype, pool)");
   actions.emplace_back(nodes, [&] {
     Inventory inv = GetInventory(session.client());
     PrintResult(FormatInventory(inv), inv.ToJson(), g.output);
@@ -938,12 +981,17 @@ int Run(int argc, char** argv) {
     Json v = {{"clientVersion", TFK8S_VERSION}};
     if (!client_only) v["serverVersion"] = session.client().ServerVersion();
     std::string text = std::string("Client Version: ") + TFK8S_VERSION + "\n";
-    if (!client_only) text += "Server Version: " + v["serverVersion"].value("gitVersion", std::string("unknown")) + "\n";
+    if (!client_only)
+      text += "Server Version: " + v["serverVersion"].value("gitVersion", std::string("unknown")) +
+              "\n";
     PrintResult(text, v, g.output);
   });
   std::string shell;
-  CLI::App* completion = app.add_subcommand("completion", "Shell completion script: source <(tfk8s completion bash)");
-  completion->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+  CLI::App* completion =
+      app.add_subcommand("completion", "Shell completion script: source <(tfk8s completion bash)");
+  completion->add_option("shell", shell, "bash or zsh")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh"}));
   actions.emplace_back(completion, [&] {
     std::vector<std::string> globals;
     for (const CLI::Option* opt : app.get_options()) {

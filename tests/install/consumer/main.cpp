@@ -11,8 +11,8 @@ int main() {
   config.server = "https://127.0.0.1:6443";
   config.token = "secret";
   std::string printed = config.ToString();
-  bool redacted = printed.find("secret") == std::string::npos &&
-                  printed.find("REDACTED") != std::string::npos;
+  bool redacted =
+      printed.find("secret") == std::string::npos && printed.find("REDACTED") != std::string::npos;
   std::string kind;
   try {
     tfk8s::ThrowApiError(404, R"({"kind":"Status","reason":"NotFound","message":"x","code":404})",
