@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: installs dependencies, builds, runs every test (unit, the local
-# cluster, integration against it, packaging), then the unit layer under ASan+UBSan, the unit
-# layer under ThreadSanitizer, and a short fixed-seed libFuzzer run of every parser harness
-# (tools/fuzz.sh; TFK8S_FUZZ_RUNS sets the inputs per harness, default 20000).
+# The whole test suite: installs dependencies, lints (tools/lint.sh), builds, runs every test
+# (unit, the local cluster, integration against it, packaging), then the unit layer under
+# ASan+UBSan, the unit layer under ThreadSanitizer, and a short fixed-seed libFuzzer run of every
+# parser harness (tools/fuzz.sh; TFK8S_FUZZ_RUNS sets the inputs per harness, default 20000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,17 +27,23 @@ run_ctest() {
   fi
 }
 
+stage "lint: shell, Python, C++ format (tools/lint.sh; clang-tidy runs beside the tests)"
+bash tools/lint/shell.sh
+bash tools/lint/python.sh
+bash tools/lint/cpp.sh --format-only
+
 stage "dev build"
 cmake --preset dev
 cmake --build --preset dev
 
-# The sanitizer and fuzz configurations build in the background, at the lowest CPU priority,
-# while the dev tier's tests run: those mostly wait on the API server and on containers, and a
+# clang-tidy (with the dev build's compile commands) and the sanitizer and fuzz configurations
+# run in the background, at the lowest CPU priority, while the dev tier's tests run: those mostly wait on the API server and on containers, and a
 # nice 19 compiler only takes the CPU they leave idle. Each configuration is built once.
 mkdir -p build
 background_log=build/background-builds.log
 setsid nice -n 19 bash -c '
   set -euo pipefail
+  bash tools/lint/cpp.sh build/dev
   cmake --preset asan-ubsan
   cmake --build --preset asan-ubsan --target tfk8s_unit_tests
   cmake --preset tsan
@@ -55,7 +61,7 @@ run_ctest dev
 stage "waiting for the sanitizer and fuzz builds (started after the dev build)"
 if ! wait "$background_pid"; then
   tail -n 60 "$background_log"
-  echo "the sanitizer or fuzz build failed; whole log: $background_log" >&2
+  echo "clang-tidy or the sanitizer or fuzz build failed; whole log: $background_log" >&2
   exit 1
 fi
 trap - EXIT

@@ -171,7 +171,6 @@ __all__ = [
     "FitResult",
     "TFCluster",
     "TFClusterStatus",
-    "TFClusterLogs",
     # devinstance.__all__
     "DevInstance",
     "DevInstanceStatus",
