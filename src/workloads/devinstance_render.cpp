@@ -649,17 +649,6 @@ Json Env(const DevInstanceSpec& spec) {
   return env;
 }
 
-// Unique claims in mount order: each becomes one volume, mounted at one or more paths.
-std::vector<std::string> MountClaims(const DevInstanceSpec& spec) {
-  std::vector<std::string> claims;
-  for (const auto& m : spec.mounts) {
-    if (std::find(claims.begin(), claims.end(), m.claim) == claims.end()) {
-      claims.push_back(m.claim);
-    }
-  }
-  return claims;
-}
-
 Json Container(const DevInstanceSpec& spec) {
   Json c = {{"name", internal::kDevContainer}, {"image", spec.image}};
   internal::AddContainerOptions(&c, spec.pod);
@@ -677,14 +666,7 @@ Json Container(const DevInstanceSpec& spec) {
   c["resources"] = internal::ResourcesJson(spec.resources);
   Json mounts = Json::array();
   if (spec.home.enabled) mounts.push_back({{"name", "home"}, {"mountPath", spec.home.mount_path}});
-  auto claims = MountClaims(spec);
-  for (const auto& m : spec.mounts) {
-    auto index = std::find(claims.begin(), claims.end(), m.claim) - claims.begin();
-    Json vm = {{"name", fmt::format("claim-{}", index)}, {"mountPath", m.mount_path}};
-    if (m.read_only) vm["readOnly"] = true;
-    if (!m.sub_path.empty()) vm["subPath"] = m.sub_path;
-    mounts.push_back(vm);
-  }
+  for (auto& m : internal::ClaimVolumesJson(spec.mounts).mounts) mounts.push_back(std::move(m));
   mounts.push_back(internal::CredentialsMount());
   if (spec.host_localtime) {
     mounts.push_back({{"name", "localtime"}, {"mountPath", "/etc/localtime"}, {"readOnly", true}});
@@ -702,17 +684,7 @@ Json Volumes(const DevInstanceSpec& spec) {
     volumes.push_back(
         {{"name", "home"}, {"persistentVolumeClaim", {{"claimName", HomeClaimName(spec.owner)}}}});
   }
-  auto claims = MountClaims(spec);
-  for (std::size_t i = 0; i < claims.size(); ++i) {
-    // A claim mounted only read-only is also attached read-only.
-    bool read_only = true;
-    for (const auto& m : spec.mounts) {
-      if (m.claim == claims[i] && !m.read_only) read_only = false;
-    }
-    Json pvc = {{"claimName", claims[i]}};
-    if (read_only) pvc["readOnly"] = true;
-    volumes.push_back({{"name", fmt::format("claim-{}", i)}, {"persistentVolumeClaim", pvc}});
-  }
+  for (auto& v : internal::ClaimVolumesJson(spec.mounts).volumes) volumes.push_back(std::move(v));
   // The hashes (and public keys) are projected into root-only files; the plaintext only for
   // an image's own start script (tfk8s's gives every tool a hash).
   volumes.push_back(internal::CredentialsVolume(internal::DevSecretName(spec),

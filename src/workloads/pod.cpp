@@ -83,6 +83,32 @@ Json GpuToleration() {
   return {{"key", std::string(kGpuResource)}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
 }
 
+ClaimVolumes ClaimVolumesJson(const std::vector<VolumeMount>& mounts) {
+  ClaimVolumes out;
+  std::vector<std::string> claims;  // distinct, by first mention
+  for (const auto& m : mounts) {
+    if (std::find(claims.begin(), claims.end(), m.claim) == claims.end()) {
+      claims.push_back(m.claim);
+    }
+  }
+  for (std::size_t i = 0; i < claims.size(); ++i) {
+    const bool read_only = std::all_of(mounts.begin(), mounts.end(), [&](const VolumeMount& m) {
+      return m.claim != claims[i] || m.read_only;
+    });
+    Json pvc = {{"claimName", claims[i]}};
+    if (read_only) pvc["readOnly"] = true;
+    out.volumes.push_back({{"name", fmt::format("claim-{}", i)}, {"persistentVolumeClaim", pvc}});
+  }
+  for (const auto& m : mounts) {
+    const auto index = std::find(claims.begin(), claims.end(), m.claim) - claims.begin();
+    Json vm = {{"name", fmt::format("claim-{}", index)}, {"mountPath", m.mount_path}};
+    if (m.read_only) vm["readOnly"] = true;
+    if (!m.sub_path.empty()) vm["subPath"] = m.sub_path;
+    out.mounts.push_back(std::move(vm));
+  }
+  return out;
+}
+
 Json EnvJson(const std::vector<EnvVar>& env) {
   Json out = Json::array();
   for (const auto& e : env) out.push_back({{"name", e.name}, {"value", e.value}});

@@ -26,6 +26,16 @@ Json AffinityJson(const Placement& placement, bool gpu);
 Json GpuToleration();
 /// `env` entries with plain values, in order.
 Json EnvJson(const std::vector<EnvVar>& env);
+
+/// The claims of `mounts` as a pod's volumes and a container's volumeMounts, the one naming
+/// rule of every workload: each distinct claim is one volume `claim-N` (N by first mention),
+/// attached read-only when every mount of it is; each mount is one volumeMount of its volume
+/// (readOnly, subPath when set).
+struct ClaimVolumes {
+  Json volumes = Json::array();
+  Json mounts = Json::array();
+};
+ClaimVolumes ClaimVolumesJson(const std::vector<VolumeMount>& mounts);
 /// `argv` as the process must receive it, whatever the kubelet does to a container's command
 /// and args: it expands `$(VAR)` references and turns `$$` into `$`, so every `$` is written
 /// `$$`. With `expand_variable_references` (the user asked for Kubernetes' expansion) `argv`

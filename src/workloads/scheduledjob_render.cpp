@@ -503,17 +503,9 @@ Json PodTemplate(const ScheduledJobSpec& spec) {
     if (spec.home_read_only) claim["readOnly"] = true;
     volumes.push_back({{"name", "home"}, {"persistentVolumeClaim", claim}});
   }
-  for (std::size_t i = 0; i < spec.volumes.size(); ++i) {
-    const VolumeMount& v = spec.volumes[i];
-    std::string name = fmt::format("volume-{}", i);
-    Json m = {{"name", name}, {"mountPath", v.mount_path}};
-    if (v.read_only) m["readOnly"] = true;
-    if (!v.sub_path.empty()) m["subPath"] = v.sub_path;
-    mounts.push_back(m);
-    Json claim = {{"claimName", v.claim}};
-    if (v.read_only) claim["readOnly"] = true;
-    volumes.push_back({{"name", name}, {"persistentVolumeClaim", claim}});
-  }
+  internal::ClaimVolumes claims = internal::ClaimVolumesJson(spec.volumes);
+  for (auto& m : claims.mounts) mounts.push_back(std::move(m));
+  for (auto& v : claims.volumes) volumes.push_back(std::move(v));
   if (!mounts.empty()) container["volumeMounts"] = mounts;
   const PodOptions options = internal::WithSecurityDefaults(spec.pod, spec.pod_security);
   internal::AddContainerOptions(&container, options);

@@ -13,6 +13,7 @@
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/pod.hpp"
 
 using namespace tfk8s;
 
@@ -312,4 +313,32 @@ TEST_SUITE("workload kit") {
     Json bare = {{"owner", "alice"}, {"name", "kit"}};
     CHECK(DevInstanceSpec::FromJson(bare).pod == DevInstanceSpec::DefaultPodOptions());
   }
+}
+
+TEST_CASE("claim volumes: one volume per distinct claim, one naming rule for every workload") {
+  std::vector<VolumeMount> mounts(4);
+  mounts[0].claim = "datasets";
+  mounts[0].mount_path = "/data";
+  mounts[0].read_only = true;
+  mounts[1].claim = "scratch";
+  mounts[1].mount_path = "/scratch";
+  mounts[2].claim = "datasets";
+  mounts[2].mount_path = "/imagenet";
+  mounts[2].sub_path = "imagenet";
+  mounts[2].read_only = true;
+  mounts[3].claim = "scratch";
+  mounts[3].mount_path = "/ro-scratch";
+  mounts[3].read_only = true;
+  internal::ClaimVolumes c = internal::ClaimVolumesJson(mounts);
+  // Every mount of "datasets" is read-only: attached read-only; "scratch" has a writer.
+  CHECK(c.volumes == Json::parse(R"([
+    {"name": "claim-0", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": true}},
+    {"name": "claim-1", "persistentVolumeClaim": {"claimName": "scratch"}}])"));
+  CHECK(c.mounts == Json::parse(R"([
+    {"name": "claim-0", "mountPath": "/data", "readOnly": true},
+    {"name": "claim-1", "mountPath": "/scratch"},
+    {"name": "claim-0", "mountPath": "/imagenet", "subPath": "imagenet", "readOnly": true},
+    {"name": "claim-1", "mountPath": "/ro-scratch", "readOnly": true}])"));
+  CHECK(internal::ClaimVolumesJson({}).volumes.empty());
+  CHECK(internal::ClaimVolumesJson({}).mounts.empty());
 }
