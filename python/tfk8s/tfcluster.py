@@ -194,9 +194,6 @@ class TFCluster(Workload):
             s.setdefault("launcher", {})["barrierTimeoutSeconds"] = int(barrier_timeout_seconds)
         if strategy is not None:
             s["strategy"] = strategy
-        elif "strategy" not in s:
-            has_ps = int((s.get("ps") or {}).get("replicas", 0) or 0) > 0
-            s["strategy"] = "parameter-server" if has_ps else "multi-worker-mirrored"
         if pod_security is not None:
             s["podSecurity"] = pod_security
         if cleanup is not None:

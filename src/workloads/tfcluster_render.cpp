@@ -368,15 +368,6 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   s.labels = Field<std::map<std::string, std::string>>(j, "labels", "", {});
   s.pod = internal::PodOptionsFromSpecJson(j, "");
   s.pod_security = internal::PodSecurityFromSpecJson(j, "");
-  std::string strategy = Field<std::string>(j, "strategy", "", "parameter-server");
-  if (strategy == "parameter-server") {
-    s.strategy = TFStrategy::kParameterServer;
-  } else if (strategy == "multi-worker-mirrored") {
-    s.strategy = TFStrategy::kMultiWorkerMirrored;
-  } else {
-    throw ValidationError("strategy", strategy,
-                          "must be parameter-server or multi-worker-mirrored");
-  }
   std::string topology = Field<std::string>(j, "topology", "", "per-replica");
   if (topology == "per-replica") {
     s.topology = TFTopology::kPerReplica;
@@ -400,6 +391,18 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     if (auto r = j.find(role); r != j.end()) {
       internal::MutableRoleOf(s, role) = RoleFromJson(*r, std::string(role) + ".");
     }
+  }
+  // Without a strategy, the roles say which: parameter servers mean the parameter-server
+  // strategy, none the multi-worker-mirrored one (C++, Python and the CLI all read specs here).
+  const std::string strategy = Field<std::string>(
+      j, "strategy", "", s.ps.replicas > 0 ? "parameter-server" : "multi-worker-mirrored");
+  if (strategy == "parameter-server") {
+    s.strategy = TFStrategy::kParameterServer;
+  } else if (strategy == "multi-worker-mirrored") {
+    s.strategy = TFStrategy::kMultiWorkerMirrored;
+  } else {
+    throw ValidationError("strategy", strategy,
+                          "must be parameter-server or multi-worker-mirrored");
   }
   if (auto p = j.find("placement"); p != j.end() && p->is_object()) {
     s.placement = internal::PlacementFromSpecJson(*p, "placement.");

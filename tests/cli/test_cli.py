@@ -7,6 +7,7 @@ CTest sets TFK8S_CLI (the built binary) and TFK8S_TEST_KUBECONFIG (the `local_cl
 
 import json
 import os
+import pathlib
 import pty
 import re
 import subprocess
@@ -559,3 +560,21 @@ def test_tfcluster_logs_follow_until_every_replica_finished():
     status = run("tfcluster", "status", "fin", "-n", NS).stdout
     assert status.startswith("Succeeded"), status
     run("tfcluster", "delete", "fin", "-n", NS)
+
+
+def test_specs_agree_with_the_library(tmp_path):
+    """tests/data/specs/agreement.json through `tfk8s KIND render -f` (sends nothing): each spec
+    accepted, or refused naming the table's field, as the C++ library and Python decide."""
+    table = json.loads((pathlib.Path(__file__).resolve().parents[1] / "data" / "specs" /
+                        "agreement.json").read_text())
+    for case in table["cases"]:
+        doc = tmp_path / "spec.json"
+        doc.write_text(json.dumps(dict(case["spec"], kind=case["kind"])))
+        r = run(case["command"], "render", "-n", "team", "-f", str(doc), "-o", "json", check=False)
+        if case["field"] is None:
+            assert r.returncode == 0, (case["case"], r.stderr)
+            assert json.loads(r.stdout), case["case"]
+        else:
+            assert r.returncode != 0, (case["case"], r.stdout)
+            # "<file> document 1: <field>: …" names the refused field.
+            assert f"document 1: {case['field']}" in r.stderr, (case["case"], r.stderr)

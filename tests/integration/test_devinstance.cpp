@@ -10,6 +10,7 @@
 
 #include "cluster.hpp"
 #include "tfk8s/devinstance.hpp"
+#include "tfk8s/quota.hpp"
 #include "util/base64.hpp"
 
 using namespace tfk8s;
@@ -91,7 +92,7 @@ TEST_SUITE("devinstance") {
     // Running on a simulated node (which marks pods Ready without running probes): the served
     // tools are listed, the custom port "web" is not. That the probe really waits for every
     // port is proven on the real node (tests/e2e/test_ready_tools.py).
-    DevInstanceStatus st = inst.Wait(kReady);
+    DevInstanceStatus st = inst.Wait({.timeout = kReady});
     CHECK(st.phase == DevPhase::kRunning);
     CHECK(st.node.rfind("sim-", 0) == 0);
     CHECK(st.ready_tools ==
@@ -145,7 +146,7 @@ TEST_SUITE("devinstance") {
                     DevInstanceFailed);  // stopped: at once
     DevStartResult again = inst.Start();
     CHECK(again.password != started.password);
-    st = inst.Wait(kReady);
+    st = inst.Wait({.timeout = kReady});
     CHECK(st.phase == DevPhase::kRunning);
     CHECK(c.Get(kPvcs, ns.name(), "alice-home")["metadata"]["uid"] == home_uid);
     CHECK(PortsOf(TcpServices(c, ns.name()), ns.name(), "nb").size() == 3);
@@ -155,7 +156,7 @@ TEST_SUITE("devinstance") {
     DevStartResult restarted = inst.Restart();
     CHECK(restarted.password != again.password);
     CHECK(SecretPassword(c, ns.name(), "nb") == restarted.password);
-    st = inst.Wait(kReady);
+    st = inst.Wait({.timeout = kReady});
     CHECK(st.phase == DevPhase::kRunning);
     CHECK(PodUid(c, ns.name(), "nb-0") != old_pod);
 
@@ -172,7 +173,7 @@ TEST_SUITE("devinstance") {
     CHECK(SecretPassword(c, ns.name(), "nb") == restarted.password);
     CHECK(c.Get(kSecrets, ns.name(), "nb-credentials")["data"].contains("authorized_keys"));
     CHECK(PortsOf(TcpServices(c, ns.name()), ns.name(), "nb") == before_apply);
-    CHECK(inst.Wait(kReady).phase == DevPhase::kRunning);
+    CHECK(inst.Wait({.timeout = kReady}).phase == DevPhase::kRunning);
 
     // Load gives back the same spec; List finds it by owner and by team.
     CHECK(DevInstance::Load(c, ns.name(), "nb").spec().ToJson() == inst.spec().ToJson());
@@ -274,7 +275,7 @@ TEST_SUITE("devinstance") {
       all.insert(mine.begin(), mine.end());
     }
     CHECK(all.size() == kCount * 4);
-    for (auto& inst : instances) CHECK(inst->Wait(kReady).phase == DevPhase::kRunning);
+    for (auto& inst : instances) CHECK(inst->Wait({.timeout = kReady}).phase == DevPhase::kRunning);
 
     // Stopping with keep_ports keeps the entries; starting again reuses them.
     std::set<int> kept = PortsOf(TcpServices(c, ns.name()), ns.name(), "nb-0");
@@ -316,7 +317,7 @@ TEST_SUITE("devinstance") {
     auto grants = VolumeGrants(c.Get(kPvcs, ns.name(), "bob-datasets"));
     CHECK(grants.at("alice") == DevShareMode::kReadOnly);
     reader.Create();
-    CHECK(reader.Wait(kReady).phase == DevPhase::kRunning);
+    CHECK(reader.Wait({.timeout = kReady}).phase == DevPhase::kRunning);
     Json sts = c.Get(kStatefulSets, ns.name(), "reader");
     bool mounted_ro = false;
     for (const auto& m : sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]) {
@@ -349,7 +350,7 @@ TEST_SUITE("devinstance") {
     broken.Create();
     auto t0 = std::chrono::steady_clock::now();
     try {
-      broken.Wait(kReady);
+      broken.Wait({.timeout = kReady});
       FAIL("expected DevInstanceFailed");
     } catch (const DevInstanceFailed& e) {
       CHECK(std::string(e.what()).find("ImagePull") != std::string::npos);
@@ -407,7 +408,7 @@ TEST_SUITE("devinstance") {
     unchecked.Create(DevCreateOptions{true, false});
     auto t0 = std::chrono::steady_clock::now();
     try {
-      unchecked.Wait(kReady);
+      unchecked.Wait({.timeout = kReady});
       FAIL("expected DevInstanceFailed");
     } catch (const DevInstanceFailed& e) {
       CHECK(std::string(e.what()).find("exceeded quota") != std::string::npos);
@@ -427,7 +428,7 @@ TEST_SUITE("devinstance") {
     spec.placement.gputype = "v100";
     DevInstance inst(c, spec);
     inst.Create();
-    CHECK(inst.Wait(kReady).node.rfind("sim-gpu-", 0) == 0);
+    CHECK(inst.Wait({.timeout = kReady}).node.rfind("sim-gpu-", 0) == 0);
     DevAccess access = inst.Access();
     auto ssh = access.Find("ssh");
     REQUIRE(ssh);
