@@ -344,7 +344,9 @@ std::int64_t Quantity::MilliValue() const { return ScaledAwayFromZero(nanos_, kN
 
 double Quantity::AsDouble() const {
   // Whole units convert with a single rounding; otherwise two roundings are fine for display.
-  if (nanos_ % kNanosPerUnit == 0) return static_cast<double>(nanos_ / kNanosPerUnit);
+  if (nanos_ % kNanosPerUnit == 0) {
+    return static_cast<double>(nanos_ / kNanosPerUnit);  // NOLINT(bugprone-integer-division): exact
+  }
   return static_cast<double>(nanos_) / 1e9;
 }
 

@@ -119,7 +119,7 @@ constexpr int kMaxDepth = internal::kMaxJsonDepth;
 // Output bytes allowed per input byte (plus a floor): without aliases the output is never
 // larger than the input, so only alias expansion can reach it.
 constexpr std::size_t kExpansionFactor = 16;
-constexpr std::size_t kExpansionFloor = 64 * 1024;
+constexpr std::size_t kExpansionFloor = std::size_t{64} * 1024;
 
 // True for well-formed UTF-8 (no overlong forms, surrogates, code points above U+10FFFF, nor
 // Unicode noncharacters).

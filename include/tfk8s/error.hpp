@@ -187,11 +187,11 @@ class ApiError : public Error {
   using Error::Error;
 };
 
-#define TFK8S_DECLARE_API_ERROR(Name) \
-  /** API error: see ErrorKind. */    \
-  class Name : public ApiError {      \
-   public:                            \
-    using ApiError::ApiError;         \
+#define TFK8S_DECLARE_API_ERROR(Name)                                                   \
+  /** API error: see ErrorKind. */                                                      \
+  class Name : public ApiError { /* NOLINT(bugprone-macro-parentheses): a class name */ \
+   public:                                                                              \
+    using ApiError::ApiError;                                                           \
   };
 TFK8S_DECLARE_API_ERROR(BadRequest)
 TFK8S_DECLARE_API_ERROR(Unauthorized)

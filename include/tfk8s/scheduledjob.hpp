@@ -416,7 +416,7 @@ struct AlertWebhook {
 };
 
 /// How much of a webhook's answer is read (64 KiB); the rest is never received.
-inline constexpr std::size_t kWebhookMaxResponseBytes = 64 * 1024;
+inline constexpr std::size_t kWebhookMaxResponseBytes = std::size_t{64} * 1024;
 
 /// Throws ValidationError (field "webhook.url", "webhook.headers" or "webhook.timeout"; the
 /// value shown never holds a header value, the URL's user info, path or query) for a webhook

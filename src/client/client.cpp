@@ -387,7 +387,7 @@ std::vector<std::string> Client::ServerGroupVersions() {
   for (const auto& v : conn_->versions_by_group[""]) out.push_back(v);
   for (const auto& [group, versions] : conn_->versions_by_group) {
     if (group.empty()) continue;
-    for (const auto& v : versions) out.push_back(group + "/" + v);
+    for (const auto& v : versions) out.push_back(fmt::format("{}/{}", group, v));
   }
   return out;
 }
@@ -474,7 +474,7 @@ Json Client::ListAll(const ResourceType& type, std::string_view ns, ListOptions 
                      std::int64_t page_size, const std::function<void(Json& item)>& each_item) {
   Json result;
   const std::string context = Describe("list", type, ns);
-  ListPages(type, ns, std::move(options), page_size, [&](std::string text) {
+  ListPages(type, ns, std::move(options), page_size, [&](const std::string& text) {
     Json page = ParseText(text, context);
     return Decoding(context, [&] {
       if (!page.is_object()) {

@@ -355,7 +355,7 @@ void ThrowForStream(HttpStream& stream, int status, std::string_view context) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     auto r = stream.Read(&body, std::chrono::milliseconds(200));
-    if (r == HttpStream::ReadResult::kEnd || body.size() > 64 * 1024) break;
+    if (r == HttpStream::ReadResult::kEnd || body.size() > std::size_t{64} * 1024) break;
   }
   stream.Cancel();
   ThrowApiError(status, body, context);

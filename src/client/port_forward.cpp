@@ -15,6 +15,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "client/connection.hpp"
@@ -39,7 +40,10 @@ bool SendAll(int fd, std::string_view data) {
   return true;
 }
 
-std::string Errno(const char* what) { return fmt::format("{}: {}", what, std::strerror(errno)); }
+std::string Errno(const char* what) {
+  // The message of a std::error_code is thread-safe (std::strerror is not).
+  return fmt::format("{}: {}", what, std::error_code(errno, std::generic_category()).message());
+}
 
 }  // namespace
 

@@ -365,7 +365,7 @@ class BeastWebSocket final : public WebSocket {
   }
 
   // The connection ended (cleanly or with `error`): wake everyone, let the thread finish.
-  void Finish(std::exception_ptr error) {
+  void Finish(const std::exception_ptr& error) {
     {
       std::lock_guard lock(mu_);
       if (ended_) return;

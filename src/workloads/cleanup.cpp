@@ -210,6 +210,7 @@ HistoryLimits TaskHistoryLimits(const Json* cronjob, const std::vector<Json>& ru
   // The newest run's stored spec that really is this task's (identity checked: a run's owner
   // may rewrite it; a forged or unreadable one is passed over).
   std::vector<const Json*> newest_first;
+  newest_first.reserve(runs.size());
   for (const auto& run : runs) newest_first.push_back(&run);
   std::stable_sort(newest_first.begin(), newest_first.end(), [](const Json* a, const Json* b) {
     return Meta(*a).value("creationTimestamp", "") > Meta(*b).value("creationTimestamp", "");

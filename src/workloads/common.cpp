@@ -123,7 +123,7 @@ std::vector<Json> ListItemsWithout(Client& client, const ResourceType& type, con
     return std::find(dropped.begin(), dropped.end(), key) == dropped.end();
   };
   std::vector<Json> items;
-  client.ListPages(type, ns, options, 500, [&](std::string text) {
+  client.ListPages(type, ns, options, 500, [&](const std::string& text) {
     Json page = ParseJson(text, fmt::format("list {}", type.plural), keep);
     if (page.is_discarded() || !page.is_object()) {
       throw DecodeError(fmt::format("list {}: the server's answer is not a list object ({} bytes)",

@@ -21,7 +21,6 @@
 
 namespace tfk8s {
 
-using internal::AnnotationOf;
 using internal::DevPodName;
 using internal::DevPorts;
 using internal::DevSecretName;

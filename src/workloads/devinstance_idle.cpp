@@ -18,7 +18,6 @@
 namespace tfk8s {
 
 using internal::AnnotationOf;
-using internal::LabelOf;
 using namespace internal::kinds;
 using Clock = std::chrono::system_clock;
 

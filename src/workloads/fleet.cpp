@@ -192,6 +192,7 @@ FleetEntry ScheduledJobEntry(const FleetKey& key, const FleetObserved& seen) {
   FleetEntry e = BaseEntry(key, cronjob ? *cronjob : *jobs.front());
   if (e.owner.empty() && !jobs.empty()) e.owner = LabelOf(*jobs.back(), kOwnerLabel);
   std::vector<JobRun> runs;
+  runs.reserve(jobs.size());
   for (const Json* j : jobs) runs.push_back(RunOf(*j));
   auto running = std::find_if(runs.begin(), runs.end(),
                               [](const JobRun& r) { return r.result == RunResult::kRunning; });

@@ -22,6 +22,7 @@ struct FleetKey {
   FleetKind kind = FleetKind::kTFCluster;
   std::string namespace_name;
   std::string name;
+  // NOLINTNEXTLINE(modernize-use-nullptr): a false positive on a defaulted <=> (clang-tidy 14)
   auto operator<=>(const FleetKey&) const = default;
   bool operator==(const FleetKey&) const = default;
 };

@@ -668,7 +668,8 @@ std::map<std::string, std::string> StringMapAt(const Json& spec, const std::stri
     } else if (v.is_number()) {
       out[k] = v.dump();
     } else {
-      throw ValidationError(path + key + "[" + k + "]", v.dump(), "must be a string or a number");
+      throw ValidationError(fmt::format("{}{}[{}]", path, key, k), v.dump(),
+                            "must be a string or a number");
     }
   }
   return out;

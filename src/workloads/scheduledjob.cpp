@@ -195,6 +195,7 @@ std::vector<WorkloadRef> ScheduledJob::ListRefs(Client client, const std::string
   }
   add(Items(client.ListAll(kJobs, ns, sel)));
   std::vector<WorkloadRef> refs;
+  refs.reserve(found.size());
   for (auto& [where, who] : found) refs.push_back({where.first, where.second, who});
   return refs;  // sorted by the map
 }

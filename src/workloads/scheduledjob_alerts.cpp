@@ -506,7 +506,7 @@ struct ScheduledJobWatcher::Impl {
 
   // Claims `flight_key` here and on `object`; false when someone else holds it.
   bool ClaimCleanup(const ResourceType& type, const Json& object, const std::string& flight_key,
-                    Json annotations) {
+                    const Json& annotations) {
     {
       std::lock_guard lock(mu);
       if (in_flight.count(flight_key)) return false;

@@ -251,7 +251,7 @@ struct Walk {
         }
       } else if (value.is_object()) {
         for (const auto& [key, v] : value.items()) {
-          Check(v, tail, path.empty() ? key : path + "." + key, want);
+          Check(v, tail, path.empty() ? key : fmt::format("{}.{}", path, key), want);
         }
       }
       return;  // a parent of another type is its own rule's to report

@@ -27,9 +27,6 @@ namespace tfk8s {
 using internal::Items;
 using internal::LabelOf;
 using namespace internal::kinds;
-using internal::PodProblem;
-using internal::ReplicaName;
-using internal::RoleName;
 using internal::RoleOf;
 
 namespace {
@@ -150,7 +147,7 @@ std::string JobCondition(const Json& job, const char* type) {
     if (c.value("type", "") == type && c.value("status", "") == "True") {
       std::string reason = c.value("reason", type);
       std::string message = c.value("message", "");
-      return message.empty() ? reason : reason + ": " + message;
+      return message.empty() ? reason : fmt::format("{}: {}", reason, message);
     }
   }
   return {};

@@ -460,6 +460,7 @@ std::string Address(const TFClusterSpec& spec, const std::string& role, int inde
 
 std::vector<std::string> Addresses(const TFClusterSpec& spec, const std::string& role) {
   std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(std::max(0, RoleOf(spec, role).replicas)));
   for (int i = 0; i < RoleOf(spec, role).replicas; ++i) out.push_back(Address(spec, role, i));
   return out;
 }
@@ -556,8 +557,10 @@ Json VolumeMounts(const TFClusterSpec& spec, Launched launched) {
   return out;
 }
 
-Json Env(std::vector<std::pair<const char*, std::string>> vars, const std::vector<EnvVar>& extra) {
+Json Env(const std::vector<std::pair<const char*, std::string>>& vars,
+         const std::vector<EnvVar>& extra) {
   std::vector<EnvVar> env;
+  env.reserve(vars.size() + extra.size());
   for (const auto& [k, v] : vars) env.push_back({k, v});
   env.insert(env.end(), extra.begin(), extra.end());
   return internal::EnvJson(env);
@@ -636,7 +639,7 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
       args.clear();
     }
   }
-  c["env"] = Env(std::move(env), r.env);
+  c["env"] = Env(env, r.env);
   if (!command.empty()) c["command"] = command;
   if (!args.empty()) c["args"] = args;
   c["ports"] = Json::array({{{"name", "grpc"}, {"containerPort", r.port}, {"protocol", "TCP"}}});

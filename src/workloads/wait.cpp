@@ -15,7 +15,7 @@
 
 namespace tfk8s::internal {
 
-void RunWait(Client client, const std::string& ns, const std::vector<WaitWatch>& watches,
+void RunWait(const Client& client, const std::string& ns, const std::vector<WaitWatch>& watches,
              const std::string& what, const std::string& goal, std::chrono::milliseconds timeout,
              const std::function<bool()>& cancelled,
              const std::function<WaitVerdict(const WaitSnapshot&)>& judge,

@@ -44,7 +44,7 @@ struct WaitVerdict {
 /// The type-erased engine. `what` names the workload ("TFCluster ns/name"), `goal` what it waits
 /// for ("ready", "finished"). `judge` runs on the waiting thread; `report` is called with each
 /// new verdict whose `report` is set.
-void RunWait(Client client, const std::string& ns, const std::vector<WaitWatch>& watches,
+void RunWait(const Client& client, const std::string& ns, const std::vector<WaitWatch>& watches,
              const std::string& what, const std::string& goal, std::chrono::milliseconds timeout,
              const std::function<bool()>& cancelled,
              const std::function<WaitVerdict(const WaitSnapshot&)>& judge,
@@ -53,13 +53,13 @@ void RunWait(Client client, const std::string& ns, const std::vector<WaitWatch>&
 /// The typed wait: `judge` returns the status and its verdict; the status of the verdict that
 /// ended the wait is returned, and options.on_progress sees every new one.
 template <typename Status>
-Status Wait(Client client, const std::string& ns, const std::vector<WaitWatch>& watches,
+Status Wait(const Client& client, const std::string& ns, const std::vector<WaitWatch>& watches,
             const std::string& what, const WaitOptions<Status>& options,
             const std::function<std::pair<Status, WaitVerdict>(const WaitSnapshot&)>& judge) {
   Status last{};
   const std::string goal = options.until == WaitUntil::kFinished ? "finished" : "ready";
   RunWait(
-      std::move(client), ns, watches, what, goal, options.timeout, options.cancelled,
+      client, ns, watches, what, goal, options.timeout, options.cancelled,
       [&](const WaitSnapshot& snapshot) {
         auto [status, verdict] = judge(snapshot);
         last = std::move(status);
