@@ -23,9 +23,15 @@ namespace tfk8s {
 
 using Json = nlohmann::json;
 
+class Client;
+struct ClientConfig;
 namespace internal {
 class Connection;
 class HttpTransport;
+/// Internal (src/client): a client over a given transport (the fake cluster, unit tests).
+Client ClientOver(ClientConfig config, std::shared_ptr<HttpTransport> transport);
+/// Internal (src/client): the connection a client shares with its copies.
+const std::shared_ptr<Connection>& ConnectionOf(const Client& client);
 }  // namespace internal
 
 /// One kind of resource as the server serves it (from discovery or written by hand).
@@ -186,9 +192,6 @@ class Client {
   explicit Client(ClientConfig config);
   /// Loads the configuration automatically (kubeconfig, then in-cluster); see LoadDefaultConfig.
   static Client FromDefault(const KubeconfigOptions& options = {});
-  /// For tests: a client over a given transport.
-  Client(ClientConfig config, std::shared_ptr<internal::HttpTransport> transport);
-
   /// The configuration in use (secrets intact; print it with ToString()).
   [[nodiscard]] const ClientConfig& config() const;
   /// The namespace used when a call gets "" for a namespaced resource.
@@ -293,10 +296,11 @@ class Client {
   PortForward ForwardPort(std::string_view ns, std::string_view pod, int remote_port,
                           const PortForwardOptions& options = {});
 
-  /// Internal: the shared connection.
-  [[nodiscard]] const std::shared_ptr<internal::Connection>& connection() const { return conn_; }
-
  private:
+  Client(ClientConfig config, std::shared_ptr<internal::HttpTransport> transport);
+  friend Client internal::ClientOver(ClientConfig config,
+                                     std::shared_ptr<internal::HttpTransport> transport);
+  friend const std::shared_ptr<internal::Connection>& internal::ConnectionOf(const Client& client);
   std::shared_ptr<internal::Connection> conn_;
 };
 

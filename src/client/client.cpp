@@ -115,6 +115,13 @@ Client::Client(ClientConfig config) : Client(std::move(config), internal::MakeCu
 Client::Client(ClientConfig config, std::shared_ptr<internal::HttpTransport> transport)
     : conn_(std::make_shared<Connection>(std::move(config), std::move(transport))) {}
 
+namespace internal {
+Client ClientOver(ClientConfig config, std::shared_ptr<HttpTransport> transport) {
+  return Client(std::move(config), std::move(transport));
+}
+const std::shared_ptr<Connection>& ConnectionOf(const Client& client) { return client.conn_; }
+}  // namespace internal
+
 Client Client::FromDefault(const KubeconfigOptions& options) {
   return Client(LoadDefaultConfig(options));
 }

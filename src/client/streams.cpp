@@ -476,8 +476,9 @@ struct Informer::Impl {
     w.allow_bookmarks = true;
     // Spread reconnects of many informers, like client-go's reflector.
     auto min = min_watch_timeout.count();
-    w.timeout_seconds = static_cast<int>(
-        min + static_cast<long>(client.connection()->Random01() * static_cast<double>(min)));
+    w.timeout_seconds =
+        static_cast<int>(min + static_cast<long>(internal::ConnectionOf(client)->Random01() *
+                                                 static_cast<double>(min)));
     WatchStream s = client.Watch(type, ns, w);
     std::lock_guard lock(mu);
     watch_opened = std::chrono::steady_clock::now();
@@ -507,8 +508,9 @@ struct Informer::Impl {
         initial_backoff * (1 << std::min(consecutive_failures - 1, 6)), max_backoff);
     // Jitter in [0.5, 1.5) spreads the reconnects of many informers.
     return std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(static_cast<std::int64_t>(
-            static_cast<double>(base.count()) * (0.5 + client.connection()->Random01()))),
+        std::chrono::milliseconds(
+            static_cast<std::int64_t>(static_cast<double>(base.count()) *
+                                      (0.5 + internal::ConnectionOf(client)->Random01()))),
         max_backoff);
   }
 

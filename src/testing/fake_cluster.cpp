@@ -1488,7 +1488,7 @@ Client FakeCluster::client(const ClientConfig& config) const {
   fake.retry = config.retry;
   fake.rate_limit = config.rate_limit;
   fake.user_agent = config.user_agent;
-  return Client(std::move(fake), server_);
+  return internal::ClientOver(std::move(fake), server_);
 }
 
 void FakeCluster::Add(Json object) { server_->Add(std::move(object)); }

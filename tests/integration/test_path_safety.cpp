@@ -132,7 +132,7 @@ TEST_SUITE("path_safety") {
     spec.context = "raw get";
     std::string kind;
     try {
-      auto response = c.connection()->Execute(spec);
+      auto response = internal::ConnectionOf(c)->Execute(spec);
       Json body = Json::parse(response.body, nullptr, false);
       if (body.is_object()) kind = body.value("kind", "");
     } catch (const Error& e) {

@@ -83,7 +83,7 @@ TEST_SUITE("secret_replace") {
       c.Patch(kSecrets, ns.name(), "creds", PatchType::kMerge,
               {{"metadata", {{"labels", {{"bump", std::to_string(++bumps)}}}}}});
     });
-    Client racing(ConfigFor(), transport);
+    Client racing = internal::ClientOver(ConfigFor(), transport);
     try {
       internal::WriteSecretWhole(racing, Secret(ns.name(), "creds", "new-pw"), true);
       FAIL("the replace went through although every precondition failed");

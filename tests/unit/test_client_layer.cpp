@@ -64,7 +64,7 @@ TEST_SUITE("client_layer") {
     auto fake = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
       return Respond(200, R"({"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[]})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     client.Get(kPods, "", "web-0");
     ListOptions o;
     o.label_selector = "a=b";
@@ -102,7 +102,7 @@ TEST_SUITE("client_layer") {
       return Respond(
           200, R"({"metadata":{"resourceVersion":"101"},"items":[{"metadata":{"name":"b"}}]})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     auto all = client.ListAll(kPods, "ns", {}, 1);
     CHECK(all["items"].size() == 2);
     CHECK(all["metadata"]["resourceVersion"] == "100");
@@ -124,7 +124,7 @@ TEST_SUITE("client_layer") {
       return Respond(200, R"({"metadata":{"resourceVersion":"101"},)"
                           R"("items":[{"metadata":{"name":"c"},"big":"z"}]})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     Json all = client.ListAll(kPods, "ns", {}, 2, [&](Json& item) {
       log.push_back("item " + item["metadata"]["name"].get<std::string>());
       item.erase("big");  // what the caller keeps is what the list holds
@@ -148,7 +148,7 @@ TEST_SUITE("client_layer") {
       urls.push_back(r.url);
       return Respond(200, calls++ < 2 ? page1 : page2);  // ListText, then two pages
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     ListOptions o;
     o.resource_version = "5";
     o.resource_version_match = "NotOlderThan";
@@ -175,7 +175,7 @@ TEST_SUITE("client_layer") {
           403,
           R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":"pods is forbidden"})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     CHECK_THROWS_AS(client.ListText(kPods, "ns"), Forbidden);
     CHECK_THROWS_AS(client.ListPages(kPods, "ns", {}, 0, [](std::string) { return std::string(); }),
                     Forbidden);
@@ -184,7 +184,7 @@ TEST_SUITE("client_layer") {
   TEST_CASE("writes: create, replace, patch types, delete options, dry run") {
     auto fake = std::make_shared<FakeTransport>(
         [](const internal::HttpRequest&) { return Respond(200, "{}"); });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     Json cm = {{"apiVersion", "v1"},
                {"kind", "ConfigMap"},
                {"metadata", {{"name", "c"}, {"namespace", "from-object"}}}};
@@ -233,7 +233,7 @@ TEST_SUITE("client_layer") {
       }
       return Respond(404, R"({"kind":"Status","reason":"NotFound","code":404})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     CHECK(client.Resolve("v1", "Pod").plural == "pods");  // cached from here on
     std::vector<std::thread> waiting;
     std::vector<std::string> plurals(3);
@@ -261,7 +261,7 @@ TEST_SUITE("client_layer") {
                  : Respond(200,
                            R"({"resources":[{"name":"jobs","namespaced":true,"kind":"Job"}]})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     CHECK_THROWS_AS(client.Resolve("batch/v1", "Job"), Forbidden);
     CHECK(client.Resolve("batch/v1", "Job").plural == "jobs");
     CHECK(client.Resolve("batch/v1", "Job").plural == "jobs");
@@ -279,7 +279,7 @@ TEST_SUITE("client_layer") {
       }
       return Respond(200, r.body);
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     std::vector<Json> objects;
     for (int i = 0; i < 20; ++i) {
       objects.push_back({{"apiVersion", "apps/v1"},
@@ -319,7 +319,7 @@ TEST_SUITE("client_layer") {
       }
       return Respond(200, r.body);
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     std::vector<Json> objects = {
         {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "good"}}}},
         {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "bad"}}}},
@@ -340,7 +340,7 @@ TEST_SUITE("client_layer") {
       if (calls++ < 2) return Respond(429, "{}", {{"retry-after", "0"}});
       return Respond(201, R"({"metadata":{"name":"c"}})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     auto out = client.Create({"", "v1", "ConfigMap", "configmaps", true}, "ns",
                              {{"metadata", {{"name", "c"}}}});
     CHECK(out["metadata"]["name"] == "c");
@@ -354,7 +354,7 @@ TEST_SUITE("client_layer") {
       ++calls;
       return Respond(503, "unavailable", headers);
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), ServerError);
     CHECK(calls == 1);  // client-go: no Retry-After, no retry
     calls = 0;
@@ -374,7 +374,7 @@ TEST_SUITE("client_layer") {
           ++calls;
           throw TransportError("connection reset", sent);
         });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), TransportError);
     CHECK(calls == 11);
     calls = 0;
@@ -394,7 +394,7 @@ TEST_SUITE("client_layer") {
       return Respond(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden",
         "message":"nodes is forbidden","code":403})");
     });
-    Client client(TestConfig(), fake);  // default namespace team-a
+    Client client = internal::ClientOver(TestConfig(), fake);  // default namespace team-a
     try {
       client.List(kNodes, "team-a");
       FAIL("not refused");
@@ -413,7 +413,7 @@ TEST_SUITE("client_layer") {
           ++calls;
           throw TlsError("TLS: certificate verify failed");
         });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), TlsError);
     CHECK(calls == 1);
   }
@@ -425,7 +425,7 @@ TEST_SUITE("client_layer") {
       return Respond(
           401, R"({"kind":"Status","message":"Unauthorized","reason":"Unauthorized","code":401})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), Unauthorized);
     CHECK(calls == 1);
   }
@@ -441,7 +441,7 @@ TEST_SUITE("client_layer") {
           "}\n"
           "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     WatchOptions o;
     o.resource_version = "5";
     auto w = client.Watch(kPods, "ns", o);

@@ -626,7 +626,7 @@ TEST_SUITE("devinstance") {
       ++version;
       return Respond(200, cm().dump());
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     DevExposeSpec x;
     x.configmap_namespace = "ingress";
     x.port_min = 20000;
@@ -652,7 +652,7 @@ TEST_SUITE("devinstance") {
     auto missing = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
       return Respond(404, R"({"kind":"Status","reason":"NotFound","code":404})");
     });
-    Client none(TestConfig(), missing);
+    Client none = internal::ClientOver(TestConfig(), missing);
     CHECK_NOTHROW(internal::UpdateTcpServices(
         none, x, [](Json*) { return true; }, false));
     CHECK_THROWS_AS(internal::UpdateTcpServices(
@@ -691,7 +691,7 @@ TEST_SUITE("devinstance") {
       }
       return Respond(404, R"({"kind":"Status","reason":"NotFound","code":404})");
     });
-    Client client(TestConfig(), fake);
+    Client client = internal::ClientOver(TestConfig(), fake);
     auto spec = CpuSpec();
     spec.mounts = {{"bob-datasets", "/data", true, ""}};
     DevInstance inst(client, spec);

@@ -97,7 +97,7 @@ TEST_SUITE("informer") {
       ++lists;
       return Respond(200, kUndecodableList);
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     Fast(informer);
     informer.set_failure_limit(3);
     Seen seen;
@@ -141,7 +141,7 @@ TEST_SUITE("informer") {
         throw TlsError("TLS: GET 127.0.0.1:6443: certificate verify failed");
         return Respond(200, "");
       });
-      Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+      Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
       Fast(informer);
       CHECK_THROWS_AS(informer.Next(std::chrono::seconds(20)), TlsError);
       CHECK(requests == limit);
@@ -156,7 +156,7 @@ TEST_SUITE("informer") {
                                "max_response_bytes", 1024);
         return Respond(200, "");
       });
-      Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+      Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
       Fast(informer);
       CHECK_THROWS_AS(informer.Next(std::chrono::seconds(20)), ResponseTooLarge);
       CHECK(requests == limit);
@@ -169,7 +169,7 @@ TEST_SUITE("informer") {
       ++lists;
       return Respond(503, R"({"kind":"Status","reason":"ServiceUnavailable","code":503})");
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     Fast(informer);
     informer.set_failure_limit(2);
     Seen seen;
@@ -198,7 +198,7 @@ TEST_SUITE("informer") {
       if (n <= 9 && n % 3 == 0) return Respond(200, GoodEvent("cm-" + std::to_string(n), 7 + n));
       return Respond(200, kUndecodableEvent);
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     Fast(informer);
     informer.set_failure_limit(3);
     std::vector<std::string> names;
@@ -233,7 +233,7 @@ TEST_SUITE("informer") {
       if (n % 3 == 0) return Respond(503, R"({"kind":"Status","code":503})");
       return Respond(200, kUndecodableList);
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     Fast(informer);
     informer.set_failure_limit(3);
     CHECK_FALSE(informer.Next(std::chrono::milliseconds(500)).has_value());
@@ -248,7 +248,7 @@ TEST_SUITE("informer") {
       ++watches;
       return Respond(403, R"({"kind":"Status","reason":"Forbidden","code":403})");
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     Fast(informer);
     Seen seen;
     seen.Attach(informer);

@@ -98,7 +98,7 @@ TEST_SUITE("informer") {
       // After the expiry: a changed, b gone, c new.
       return Respond(200, List("12", {Object("a", "11"), Object("c", "12")}));
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     CHECK(Take(informer, 3) == std::vector<std::string>{"ADDED a@7", "ADDED b@7", "MODIFIED a@8"});
     // The relist's differences against what was delivered, in the store's order.
     CHECK(Take(informer, 3) ==
@@ -129,7 +129,7 @@ TEST_SUITE("informer") {
       if (n == 2) return Respond(200, Event("ADDED", "b", "9"));
       return Respond(200, "");
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     auto t0 = std::chrono::steady_clock::now();
     CHECK(Take(informer, 2) == std::vector<std::string>{"ADDED a@8", "ADDED b@9"});
     // client-go's first backoff is 0.8 s with jitter in [0.5, 1.5): at least 0.4 s.
@@ -147,7 +147,7 @@ TEST_SUITE("informer") {
       if (!IsWatch(r.url)) return Respond(200, List("7", {}));
       return Respond(200, ErrorEvent(403, "Forbidden"));
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     CHECK_THROWS_AS(informer.Next(std::chrono::seconds(5)), Forbidden);
   }
 
@@ -168,7 +168,7 @@ TEST_SUITE("informer") {
       if (n == 2) return Respond(200, Event("MODIFIED", "a", "9"));
       return Respond(200, "");
     });
-    Informer informer(Client(Config(), fake), kConfigMaps, "ns");
+    Informer informer(internal::ClientOver(Config(), fake), kConfigMaps, "ns");
     CHECK(Take(informer, 1) == std::vector<std::string>{"ADDED a@7"});
     auto t0 = std::chrono::steady_clock::now();
     CHECK(Take(informer, 1) == std::vector<std::string>{"MODIFIED a@9"});

@@ -66,9 +66,9 @@ const ResourceType kPods{"", "v1", "Pod", "pods", true};
 
 // A client whose server answers every request with `body` (200).
 Client ClientAnswering(const std::string& body) {
-  return Client(TestConfig(), std::make_shared<FakeTransport>([body](const internal::HttpRequest&) {
-                  return Respond(200, body);
-                }));
+  return internal::ClientOver(
+      TestConfig(), std::make_shared<FakeTransport>(
+                        [body](const internal::HttpRequest&) { return Respond(200, body); }));
 }
 
 // A PodList page holding one pod whose field "deep" makes the page `depth` levels deep (list,

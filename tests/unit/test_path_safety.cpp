@@ -48,7 +48,7 @@ Client MakeClient(const std::shared_ptr<FakeTransport>& fake) {
   c.token = "t";
   c.default_namespace = "victim";
   c.rate_limit.qps = 0;
-  return Client(c, fake);
+  return internal::ClientOver(c, fake);
 }
 
 Json ConfigMap(const std::string& ns, const std::string& name) {

@@ -144,7 +144,7 @@ TEST_SUITE("placement") {
       bodies.push_back(r.body);
       return Respond(200, SimNodes()[0].dump());
     });
-    Client client(FakeConfig(), fake);
+    Client client = internal::ClientOver(FakeConfig(), fake);
     SetNodeLabels(client, "sim-cpu-0", {{"gputype", "a100"}});
     REQUIRE(bodies.size() == 1);
     Json patch = Json::parse(bodies[0]);

@@ -206,7 +206,7 @@ TEST_CASE("exec and port-forward refuse bad arguments before sending anything") 
   ClientConfig config;
   config.server = "https://127.0.0.1:6443";
   config.token = "t";
-  Client client(config, transport);
+  Client client = internal::ClientOver(config, transport);
   try {
     client.Exec("ns", "pod", {});
     FAIL("expected ValidationError");
@@ -235,7 +235,7 @@ TEST_CASE("exec refuses a proxy_url instead of bypassing the proxy") {
   config.server = "https://127.0.0.1:6443";
   config.token = "t";
   config.proxy_url = "http://proxy.example:3128";
-  Client client(config, transport);
+  Client client = internal::ClientOver(config, transport);
   try {
     client.Exec("ns", "pod", {"true"});
     FAIL("expected TransportError");

@@ -792,7 +792,7 @@ TEST_SUITE("quota") {
       }
       return Respond(200, R"({"kind":"LimitRangeList","items":[]})");
     });
-    Client client(FakeConfig(), fake);
+    Client client = internal::ClientOver(FakeConfig(), fake);
     Json pod = PodSpec(Json::array({Container("w", nullptr, {{"nvidia.com/gpu", "2"}})}));
     FitResult r = CheckQuotaForPods(client, "team-a", pod, 2);
     CHECK_FALSE(r.fits);

@@ -115,7 +115,7 @@ TEST_SUITE("retry_semantics") {
     });
     ClientConfig cfg = FakeConfig();
     cfg.retry.max_attempts = 3;
-    Client client(cfg, fake);
+    Client client = internal::ClientOver(cfg, fake);
     try {
       client.Create(kConfigMaps, "ns", kObject);
       FAIL("expected ServerError");
@@ -135,7 +135,7 @@ TEST_SUITE("retry_semantics") {
       ++calls;
       return Respond(status, R"({"kind":"Status","code":)" + std::to_string(status) + "}");
     });
-    Client client(FakeConfig(), fake);
+    Client client = internal::ClientOver(FakeConfig(), fake);
     try {
       client.Create(kConfigMaps, "ns", kObject);
       FAIL("expected TooManyRequests");
@@ -157,7 +157,7 @@ TEST_SUITE("retry_semantics") {
     });
     ClientConfig cfg = FakeConfig();
     cfg.request_timeout = std::chrono::seconds(2);
-    Client client(cfg, fake);
+    Client client = internal::ClientOver(cfg, fake);
     auto t0 = Clock::now();
     try {
       client.Get(kConfigMaps, "ns", "x");
@@ -179,7 +179,7 @@ TEST_SUITE("retry_semantics") {
         });
     ClientConfig cfg = FakeConfig();
     cfg.retry.max_attempts = 4;
-    Client client(cfg, fake);
+    Client client = internal::ClientOver(cfg, fake);
     try {
       client.Get(kConfigMaps, "ns", "x");
       FAIL("expected TransportError");
@@ -205,7 +205,7 @@ TEST_SUITE("retry_semantics") {
     });
     ClientConfig cfg = FakeConfig();
     cfg.rate_limit = RateLimit{5.0, 1};  // one token, then one every 200 ms
-    Client client(cfg, fake);
+    Client client = internal::ClientOver(cfg, fake);
     auto t0 = Clock::now();
     CHECK(client.Get(kConfigMaps, "ns", "x")["metadata"]["name"] == "x");
     CHECK(calls == 4);
@@ -249,7 +249,7 @@ TEST_SUITE("bounded_input") {
       s.SetHeaders(200, {});
       s.Push(Event("ADDED", "a", "1") + huge);
     });
-    Client client(cfg, transport);
+    Client client = internal::ClientOver(cfg, transport);
     WatchStream w = client.Watch(kConfigMaps, "ns", {});
     CHECK_THROWS_AS(w.Next(std::chrono::seconds(2)), ResponseTooLarge);
     CHECK(w.ended());
@@ -262,7 +262,7 @@ TEST_SUITE("bounded_input") {
       s.SetHeaders(200, {});
       s.Push("short\n" + std::string(5000, 'x'));  // the second line never ends
     });
-    Client client(cfg, transport);
+    Client client = internal::ClientOver(cfg, transport);
     LogStream logs = client.StreamLogs("ns", "p", {});
     CHECK(logs.NextLine(std::chrono::seconds(2)) == "short");
     try {
@@ -293,7 +293,7 @@ TEST_SUITE("decode_errors") {
       }
       return Respond(200, list_body);
     });
-    Client client(FakeConfig(), fake);
+    Client client = internal::ClientOver(FakeConfig(), fake);
     list_body = R"({"metadata":{"resourceVersion":"1"},"items":"oops"})";
     CHECK_THROWS_AS(client.ListAll(kConfigMaps, "ns"), DecodeError);
     list_body = R"({"metadata":{"continue":7},"items":[]})";
@@ -328,7 +328,7 @@ TEST_SUITE("informer") {
                        R"({"metadata":{"resourceVersion":"9"},"items":[)"
                        R"({"metadata":{"name":"a","namespace":"ns","resourceVersion":"9"}}]})");
       });
-      Informer informer(Client(FakeConfig(), fake), kConfigMaps, "ns");
+      Informer informer(internal::ClientOver(FakeConfig(), fake), kConfigMaps, "ns");
       auto t0 = Clock::now();
       std::optional<WatchEvent> ev;
       CHECK_NOTHROW(ev = informer.Next(std::chrono::seconds(8)));
@@ -380,7 +380,7 @@ TEST_SUITE("informer") {
       s.Push(Event("ADDED", "a", "1"));
     });
     {
-      Client client(cfg, transport);
+      Client client = internal::ClientOver(cfg, transport);
       WatchStream w = client.Watch(kConfigMaps, "ns", {});
       CHECK(w.Next(std::chrono::seconds(2)));
       try {
@@ -394,12 +394,12 @@ TEST_SUITE("informer") {
     }
     ClientConfig log_cfg = FakeConfig();
     CHECK(log_cfg.log_idle_timeout.count() == 0);
-    Client client(log_cfg, transport);
+    Client client = internal::ClientOver(log_cfg, transport);
     LogStream logs = client.StreamLogs("ns", "p", {});
     CHECK(logs.NextLine(std::chrono::seconds(1)).has_value());
     CHECK_FALSE(logs.NextLine(std::chrono::milliseconds(600)).has_value());  // waits, no error
     log_cfg.log_idle_timeout = std::chrono::milliseconds(300);
-    Client strict(log_cfg, transport);
+    Client strict = internal::ClientOver(log_cfg, transport);
     LogStream strict_logs = strict.StreamLogs("ns", "p", {});
     CHECK(strict_logs.NextLine(std::chrono::seconds(1)).has_value());
     CHECK_THROWS_AS(strict_logs.NextLine(std::chrono::seconds(5)), TransportError);

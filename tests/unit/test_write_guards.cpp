@@ -81,7 +81,7 @@ TEST_SUITE("write_guards") {
       auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest&) {
         return Respond(200, Namespace("team-a", labels).dump());
       });
-      Client client(FakeConfig(), fake);
+      Client client = internal::ClientOver(FakeConfig(), fake);
       try {
         DeleteQuota(client, "team-a", true);
         FAIL("not refused");
@@ -103,7 +103,7 @@ TEST_SUITE("write_guards") {
       }
       return Respond(200, Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}}).dump());
     });
-    Client client(FakeConfig(), fake);
+    Client client = internal::ClientOver(FakeConfig(), fake);
     DeleteQuota(client, "team-a", true);
     CHECK(Calls(*fake) == std::vector<std::string>{"GET /api/v1/namespaces/team-a",
                                                    "DELETE /api/v1/namespaces/team-a"});
@@ -119,7 +119,7 @@ TEST_SUITE("write_guards") {
       }
       return Respond(200, Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}}).dump());
     });
-    Client racing(FakeConfig(), replaced);
+    Client racing = internal::ClientOver(FakeConfig(), replaced);
     try {
       DeleteQuota(racing, "team-a", true);
       FAIL("not refused");
@@ -132,7 +132,7 @@ TEST_SUITE("write_guards") {
     auto gone = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
       return Respond(404, Status(404, "NotFound", "namespaces \"team-a\" not found"));
     });
-    Client none(FakeConfig(), gone);
+    Client none = internal::ClientOver(FakeConfig(), gone);
     CHECK_NOTHROW(DeleteQuota(none, "team-a", true));
   }
 
@@ -158,7 +158,7 @@ TEST_SUITE("write_guards") {
         if (r.method == "GET") return Respond(404, Status(404, "NotFound", "not found"));
         return Respond(200, R"({"kind":"Namespace","metadata":{"name":"team-a"}})");
       });
-      Client client(FakeConfig(), fake);
+      Client client = internal::ClientOver(FakeConfig(), fake);
       QuotaSpec spec;
       spec.name = "team-a";
       ApplyQuotaOptions options;
@@ -186,7 +186,7 @@ TEST_SUITE("write_guards") {
       }
       return Respond(500, Status(500, "InternalError", "unexpected " + r.method));
     });
-    Client client(FakeConfig(), fake);
+    Client client = internal::ClientOver(FakeConfig(), fake);
     CHECK(internal::WriteSecretWhole(client, DesiredSecret(), /*replace=*/true));
     CHECK(Calls(*fake) == std::vector<std::string>{"POST /api/v1/namespaces/team-a/secrets",
                                                    "GET " + kSecretPath, "PUT " + kSecretPath});
@@ -197,7 +197,7 @@ TEST_SUITE("write_guards") {
       auto only_create = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
         return Respond(409, Status(409, "AlreadyExists", "exists"));
       });
-      Client c(FakeConfig(), only_create);
+      Client c = internal::ClientOver(FakeConfig(), only_create);
       CHECK_FALSE(internal::WriteSecretWhole(c, DesiredSecret(), /*replace=*/dry_run, dry_run));
       CHECK(Calls(*only_create) ==
             std::vector<std::string>{"POST /api/v1/namespaces/team-a/secrets"});
@@ -216,7 +216,7 @@ TEST_SUITE("write_guards") {
       }
       return Respond(500, Status(500, "InternalError", "unexpected " + r.method));
     });
-    Client client(FakeConfig(), fake);
+    Client client = internal::ClientOver(FakeConfig(), fake);
     try {
       internal::WriteSecretWhole(client, DesiredSecret(), true);
       FAIL("the Conflict did not stand");
@@ -241,7 +241,7 @@ TEST_SUITE("write_guards") {
       if (r.method == "GET") return Respond(404, Status(404, "NotFound", "not found"));
       return Respond(201, StoredSecret("50").dump());
     });
-    Client c(FakeConfig(), deleted);
+    Client c = internal::ClientOver(FakeConfig(), deleted);
     CHECK(internal::WriteSecretWhole(c, DesiredSecret(), true));
     CHECK(Calls(*deleted) == std::vector<std::string>{"POST /api/v1/namespaces/team-a/secrets",
                                                       "GET " + kSecretPath,
