@@ -146,12 +146,15 @@ void CheckPortName(const std::string& field, const std::string& name) {
 
 }  // namespace
 
-void DevInstanceSpec::Validate() const {
-  validation::RequireDns1123Label("owner", owner);
-  validation::RequireDns1035Label("name", name);  // the instance's Service is named after it
-  validation::RequireStatefulSetName("name", name);
-  validation::RequireDns1123Label("namespace", namespace_name);
-  for (const auto& [k, v] : labels) {
+// DevInstanceSpec::Validate, one part per seam of the spec (each throws ValidationError).
+namespace {
+
+void ValidateBasics(const DevInstanceSpec& s) {
+  validation::RequireDns1123Label("owner", s.owner);
+  validation::RequireDns1035Label("name", s.name);  // the instance's Service is named after it
+  validation::RequireStatefulSetName("name", s.name);
+  validation::RequireDns1123Label("namespace", s.namespace_name);
+  for (const auto& [k, v] : s.labels) {
     validation::RequireLabelKey("labels", k);
     validation::RequireLabelValue("labels[" + k + "]", v);
     if (k == kManagedBy || k == kInstanceLabel || k == kOwnerLabel ||
@@ -159,64 +162,70 @@ void DevInstanceSpec::Validate() const {
       throw ValidationError("labels", k, "is set by tfk8s");
     }
   }
-  if (image.empty() || image.find_first_of(" \t\n") != std::string::npos) {
-    throw ValidationError("image", image, "must be a non-empty image reference without spaces");
+  if (s.image.empty() || s.image.find_first_of(" \t\n") != std::string::npos) {
+    throw ValidationError("image", s.image, "must be a non-empty image reference without spaces");
   }
-  validation::ValidatePodOptions("", pod);
-  if (launch_workloads && !pod.service_account.empty()) {
-    throw ValidationError("serviceAccount", pod.service_account,
+  validation::ValidatePodOptions("", s.pod);
+  if (s.launch_workloads && !s.pod.service_account.empty()) {
+    throw ValidationError("serviceAccount", s.pod.service_account,
                           "launchWorkloads runs the instance as its own service account");
   }
-  for (std::size_t i = 0; i < command.size(); ++i) {
-    if (command[i].empty() && i == 0) {
+  for (std::size_t i = 0; i < s.command.size(); ++i) {
+    if (s.command[i].empty() && i == 0) {
       throw ValidationError("command[0]", "", "must name a program");
     }
   }
 
   // Resources: requests are required (a dev container is a long-lived reservation) and
   // positive; limits equal requests unless given (then at least the request).
-  validation::ValidateResources("resources", resources, /*require_requests=*/true);
-  RequirePositiveQuantity("resources.cpu", resources.cpu, true);
-  RequirePositiveQuantity("resources.memory", resources.memory, true);
+  validation::ValidateResources("resources", s.resources, /*require_requests=*/true);
+  RequirePositiveQuantity("resources.cpu", s.resources.cpu, true);
+  RequirePositiveQuantity("resources.memory", s.resources.memory, true);
+}
 
+void ValidateEnvAndTime(const DevInstanceSpec& s) {
   // Environment: tfk8s's own variables cannot be overridden (PASSWORD would defeat the Secret).
-  validation::ValidateEnv("env", env, [this](std::string_view env_name) -> std::string {
+  validation::ValidateEnv("env", s.env, [&s](std::string_view env_name) -> std::string {
     if (env_name == "PASSWORD" || env_name == "NOTEBOOK_TAG" || env_name == "HADOOP_USER" ||
         env_name.rfind("TFK8S_", 0) == 0) {
       return "is set by tfk8s (use notebookTag / hadoopUser; the password comes from the "
              "instance's Secret)";
     }
-    if (env_name == "TZ" && !time_zone.empty()) return "is set by timeZone";
+    if (env_name == "TZ" && !s.time_zone.empty()) return "is set by timeZone";
     return {};
   });
-  if (!time_zone.empty()) {
+  if (!s.time_zone.empty()) {
     // An IANA zone name ("UTC", "Europe/Berlin", "Etc/GMT+2"): no dots, so never a path out of
     // the zone database.
     static const std::regex kZone("[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*");
-    if (time_zone.size() > 64 || !std::regex_match(time_zone, kZone)) {
-      throw ValidationError("timeZone", time_zone,
+    if (s.time_zone.size() > 64 || !std::regex_match(s.time_zone, kZone)) {
+      throw ValidationError("timeZone", s.time_zone,
                             "must be an IANA time zone name such as Europe/Berlin or UTC");
     }
-    if (host_localtime) {
-      throw ValidationError("timeZone", time_zone,
+    if (s.host_localtime) {
+      throw ValidationError("timeZone", s.time_zone,
                             "give either timeZone or hostLocaltime, not both");
     }
   }
-  for (const auto& [k, v] : pod_annotations) validation::RequireLabelKey("podAnnotations", k);
-  if (idle && idle->after.count() <= 0) {
-    throw ValidationError("idle.after", idle->AfterText(), "must be a positive duration");
+  for (const auto& [k, v] : s.pod_annotations) validation::RequireLabelKey("podAnnotations", k);
+  if (s.idle && s.idle->after.count() <= 0) {
+    throw ValidationError("idle.after", s.idle->AfterText(), "must be a positive duration");
   }
-  if (idle && idle->action != DevIdleAction::kStop) {
-    throw ValidationError("idle.action", ToString(idle->action),
+  if (s.idle && s.idle->action != DevIdleAction::kStop) {
+    throw ValidationError("idle.action", ToString(s.idle->action),
                           "must be stop (the only action of an instance's idle policy)");
   }
+}
 
+// Tools and ports; returns the names of every served port (built-in tools and custom ports).
+std::set<std::string> ValidateTools(const DevInstanceSpec& s) {
   // Tools and ports: every port once, every name once.
-  validation::RequirePort("tools.jupyterPort", tools.jupyter_port);
-  validation::RequirePort("tools.sshPort", tools.ssh_port);
-  validation::RequirePort("tools.codeServerPort", tools.code_server_port);
-  validation::RequirePort("tools.tensorboardPort", tools.tensorboard_port);
-  if (tools.tensorboard) CheckAbsolutePath("tools.tensorboardLogDir", tools.tensorboard_log_dir);
+  validation::RequirePort("tools.jupyterPort", s.tools.jupyter_port);
+  validation::RequirePort("tools.sshPort", s.tools.ssh_port);
+  validation::RequirePort("tools.codeServerPort", s.tools.code_server_port);
+  validation::RequirePort("tools.tensorboardPort", s.tools.tensorboard_port);
+  if (s.tools.tensorboard)
+    CheckAbsolutePath("tools.tensorboardLogDir", s.tools.tensorboard_log_dir);
   std::map<int, std::string> port_owner;
   std::set<std::string> port_names;
   auto claim_port = [&](const std::string& field, const std::string& port_name, int port) {
@@ -229,12 +238,14 @@ void DevInstanceSpec::Validate() const {
       throw ValidationError(field, port_name, "port name is used twice");
     }
   };
-  if (tools.jupyter) claim_port("tools.jupyterPort", "jupyter", tools.jupyter_port);
-  if (tools.ssh) claim_port("tools.sshPort", "ssh", tools.ssh_port);
-  if (tools.code_server) claim_port("tools.codeServerPort", "code-server", tools.code_server_port);
-  if (tools.tensorboard) claim_port("tools.tensorboardPort", "tensorboard", tools.tensorboard_port);
-  for (std::size_t i = 0; i < tools.custom_ports.size(); ++i) {
-    const DevPort& p = tools.custom_ports[i];
+  if (s.tools.jupyter) claim_port("tools.jupyterPort", "jupyter", s.tools.jupyter_port);
+  if (s.tools.ssh) claim_port("tools.sshPort", "ssh", s.tools.ssh_port);
+  if (s.tools.code_server)
+    claim_port("tools.codeServerPort", "code-server", s.tools.code_server_port);
+  if (s.tools.tensorboard)
+    claim_port("tools.tensorboardPort", "tensorboard", s.tools.tensorboard_port);
+  for (std::size_t i = 0; i < s.tools.custom_ports.size(); ++i) {
+    const DevPort& p = s.tools.custom_ports[i];
     std::string f = fmt::format("tools.customPorts[{}]", i);
     CheckPortName(f + ".name", p.name);
     for (const char* reserved : {"jupyter", "ssh", "code-server", "tensorboard"}) {
@@ -249,6 +260,10 @@ void DevInstanceSpec::Validate() const {
     claim_port(f + ".port", p.name, p.port);
   }
 
+  return port_names;
+}
+
+void ValidateVolumes(const DevInstanceSpec& s) {
   // Volumes.
   std::set<std::string> paths;
   auto claim_path = [&](const std::string& field, const std::string& path) {
@@ -257,30 +272,30 @@ void DevInstanceSpec::Validate() const {
     if (!paths.insert(p).second) throw ValidationError(field, path, "is mounted twice");
   };
   claim_path("credentials (reserved)", internal::kCredentialsDir);
-  if (host_localtime) claim_path("hostLocaltime (reserved)", "/etc/localtime");
-  if (home.enabled) {
-    RequirePositiveQuantity("home.size", home.size, true);
-    if (home.access_modes.empty()) {
+  if (s.host_localtime) claim_path("hostLocaltime (reserved)", "/etc/localtime");
+  if (s.home.enabled) {
+    RequirePositiveQuantity("home.size", s.home.size, true);
+    if (s.home.access_modes.empty()) {
       throw ValidationError("home.accessModes", "", "needs at least one access mode");
     }
-    for (const auto& m : home.access_modes) {
+    for (const auto& m : s.home.access_modes) {
       if (m != "ReadWriteOnce" && m != "ReadOnlyMany" && m != "ReadWriteMany") {
         throw ValidationError("home.accessModes", m,
                               "must be ReadWriteOnce, ReadOnlyMany or ReadWriteMany");
       }
     }
-    if (!home.storage_class.empty()) {
-      validation::RequireDns1123Subdomain("home.storageClass", home.storage_class);
+    if (!s.home.storage_class.empty()) {
+      validation::RequireDns1123Subdomain("home.storageClass", s.home.storage_class);
     }
-    claim_path("home.mountPath", home.mount_path);
+    claim_path("home.mountPath", s.home.mount_path);
   }
-  for (std::size_t i = 0; i < mounts.size(); ++i) {
-    const VolumeMount& m = mounts[i];
+  for (std::size_t i = 0; i < s.mounts.size(); ++i) {
+    const VolumeMount& m = s.mounts[i];
     std::string f = fmt::format("mounts[{}]", i);
     validation::RequireDns1123Subdomain(f + ".claim", m.claim);
-    if (home.enabled && m.claim == HomeClaimName(owner)) {
+    if (s.home.enabled && m.claim == HomeClaimName(s.owner)) {
       throw ValidationError(f + ".claim", m.claim,
-                            "is the owner's home volume, already mounted at " + home.mount_path);
+                            "is the owner's home volume, already mounted at " + s.home.mount_path);
     }
     claim_path(f + ".mountPath", m.mount_path);
     if (!m.sub_path.empty() &&
@@ -291,12 +306,12 @@ void DevInstanceSpec::Validate() const {
                             "must be a relative path that does not leave the volume");
     }
   }
+}
 
-  validation::ValidatePlacement("placement", placement);
-
+void ValidateSecurity(const DevInstanceSpec& s) {
   // SSH login.
-  for (std::size_t i = 0; i < security.ssh_authorized_keys.size(); ++i) {
-    const std::string& key = security.ssh_authorized_keys[i];
+  for (std::size_t i = 0; i < s.security.ssh_authorized_keys.size(); ++i) {
+    const std::string& key = s.security.ssh_authorized_keys[i];
     std::string f = fmt::format("security.sshAuthorizedKeys[{}]", i);
     if (key.find_first_of("\r\n") != std::string::npos || key.empty()) {
       throw ValidationError(f, "(key)", "must be one non-empty line");
@@ -306,8 +321,8 @@ void DevInstanceSpec::Validate() const {
                             "must be an OpenSSH public key (ssh-ed25519 …, ssh-rsa …, ecdsa-…)");
     }
   }
-  for (std::size_t i = 0; i < security.credential_readers.size(); ++i) {
-    const RbacSubject& r = security.credential_readers[i];
+  for (std::size_t i = 0; i < s.security.credential_readers.size(); ++i) {
+    const RbacSubject& r = s.security.credential_readers[i];
     std::string f = fmt::format("security.credentialReaders[{}]", i);
     if (r.kind != "User" && r.kind != "Group" && r.kind != "ServiceAccount") {
       throw ValidationError(f + ".kind", r.kind, "must be User, Group or ServiceAccount");
@@ -323,40 +338,54 @@ void DevInstanceSpec::Validate() const {
                             "only a ServiceAccount has a namespace");
     }
   }
-  if (tools.ssh && !security.ssh_password_login && security.ssh_authorized_keys.empty()) {
+  if (s.tools.ssh && !s.security.ssh_password_login && s.security.ssh_authorized_keys.empty()) {
     throw ValidationError("security.sshPasswordLogin", "false",
                           "SSH is enabled with neither password login nor authorized keys");
   }
+}
 
+void ValidateExposure(const DevInstanceSpec& s, const std::set<std::string>& port_names) {
   // Exposure.
-  if (expose.backend != DevExposure::kNone) {
-    for (std::size_t i = 0; i < expose.tools.size(); ++i) {
-      if (!port_names.count(expose.tools[i])) {
-        throw ValidationError(fmt::format("expose.tools[{}]", i), expose.tools[i],
+  if (s.expose.backend != DevExposure::kNone) {
+    for (std::size_t i = 0; i < s.expose.tools.size(); ++i) {
+      if (!port_names.count(s.expose.tools[i])) {
+        throw ValidationError(fmt::format("expose.tools[{}]", i), s.expose.tools[i],
                               "is not an enabled tool or custom port of this instance");
       }
     }
-    if (internal::DevExposedPorts(*this).empty()) {
+    if (internal::DevExposedPorts(s).empty()) {
       throw ValidationError("expose.tools", "",
                             "nothing to expose: enable Jupyter, SSH or code-server, or list the "
                             "tools to expose");
     }
   }
-  if (expose.backend == DevExposure::kIngressTcp) {
-    validation::RequireDns1123Label("expose.configmapNamespace", expose.configmap_namespace);
-    validation::RequireDns1123Subdomain("expose.configmapName", expose.configmap_name);
-    validation::RequirePort("expose.portMin", expose.port_min);
-    validation::RequirePort("expose.portMax", expose.port_max);
-    if (expose.port_max < expose.port_min) {
-      throw ValidationError("expose.portMax", std::to_string(expose.port_max),
-                            "must be at least portMin (" + std::to_string(expose.port_min) + ")");
+  if (s.expose.backend == DevExposure::kIngressTcp) {
+    validation::RequireDns1123Label("expose.configmapNamespace", s.expose.configmap_namespace);
+    validation::RequireDns1123Subdomain("expose.configmapName", s.expose.configmap_name);
+    validation::RequirePort("expose.portMin", s.expose.port_min);
+    validation::RequirePort("expose.portMax", s.expose.port_max);
+    if (s.expose.port_max < s.expose.port_min) {
+      throw ValidationError("expose.portMax", std::to_string(s.expose.port_max),
+                            "must be at least portMin (" + std::to_string(s.expose.port_min) + ")");
     }
   }
-  if (!expose.external_host.empty() &&
-      expose.external_host.find_first_of(" /\t\n") != std::string::npos) {
-    throw ValidationError("expose.externalHost", expose.external_host,
+  if (!s.expose.external_host.empty() &&
+      s.expose.external_host.find_first_of(" /\t\n") != std::string::npos) {
+    throw ValidationError("expose.externalHost", s.expose.external_host,
                           "must be a host name or address");
   }
+}
+
+}  // namespace
+
+void DevInstanceSpec::Validate() const {
+  ValidateBasics(*this);
+  ValidateEnvAndTime(*this);
+  const std::set<std::string> port_names = ValidateTools(*this);
+  ValidateVolumes(*this);
+  validation::ValidatePlacement("placement", placement);
+  ValidateSecurity(*this);
+  ValidateExposure(*this, port_names);
 }
 
 // ---- JSON round trip ------------------------------------------------------------------------
