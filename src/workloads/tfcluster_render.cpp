@@ -728,9 +728,10 @@ Json ExposedService(const TFClusterSpec& spec, const TFRenderOptions& o, const s
 
 }  // namespace
 
-std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptions& o) {
-  spec.Validate();
-  std::vector<Json> out;
+// RenderTFCluster, one part per kind of object; each appends to `out`.
+namespace {
+
+void RenderRoot(const TFClusterSpec& spec, std::vector<Json>& out) {
   // The root: owns everything else (one delete cascades) and stores the spec.
   out.push_back({{"apiVersion", "v1"},
                  {"kind", "ConfigMap"},
@@ -749,20 +750,25 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
     static const std::string launcher = internal::Base64Encode(internal::LauncherBinary());
     out.back()["binaryData"] = {{kLauncherKey, launcher}};
   }
+}
 
-  if (spec.storage && spec.storage->existing_claim.empty()) {
-    Json pvc = {{"apiVersion", "v1"},
-                {"kind", "PersistentVolumeClaim"},
-                {"metadata", Metadata(spec, o, ClaimName(spec), {{kComponentLabel, "storage"}})},
-                {"spec",
-                 {{"accessModes", spec.storage->access_modes},
-                  {"resources", {{"requests", {{"storage", spec.storage->size}}}}}}}};
-    if (!spec.storage->storage_class.empty()) {
-      pvc["spec"]["storageClassName"] = spec.storage->storage_class;
-    }
-    out.push_back(pvc);
+// The created claim, unless the spec mounts an existing one.
+void RenderStorage(const TFClusterSpec& spec, const TFRenderOptions& o, std::vector<Json>& out) {
+  if (!spec.storage || !spec.storage->existing_claim.empty()) return;
+  Json pvc = {{"apiVersion", "v1"},
+              {"kind", "PersistentVolumeClaim"},
+              {"metadata", Metadata(spec, o, ClaimName(spec), {{kComponentLabel, "storage"}})},
+              {"spec",
+               {{"accessModes", spec.storage->access_modes},
+                {"resources", {{"requests", {{"storage", spec.storage->size}}}}}}}};
+  if (!spec.storage->storage_class.empty()) {
+    pvc["spec"]["storageClassName"] = spec.storage->storage_class;
   }
+  out.push_back(pvc);
+}
 
+// Every role: its headless Service, then one Job per replica or one StatefulSet.
+void RenderRoles(const TFClusterSpec& spec, const TFRenderOptions& o, std::vector<Json>& out) {
   for (const char* role_c : {"ps", "worker", "chief", "evaluator"}) {
     std::string role = role_c;
     const TFRoleSpec& r = RoleOf(spec, role);
@@ -807,102 +813,119 @@ std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptio
                                           "Always", launched)}}}}}});
     }
   }
+}
 
-  if (spec.session) {
-    const TFSessionSpec& s = *spec.session;
-    std::string name = spec.name + "-session";
-    std::string secret = internal::TFSessionSecretName(spec);
-    Json labels = {{kComponentLabel, "session"}, {kRoleLabel, "session"}};
-    Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, "session"}};
-    if (o.session_credentials) {
-      out.push_back({{"apiVersion", "v1"},
-                     {"kind", "Secret"},
-                     {"metadata", Metadata(spec, o, secret, labels)},
-                     {"type", "Opaque"},
-                     {"data", internal::CredentialsSecretData(*o.session_credentials)}});
-    }
-    Json c = {{"name", "session"}, {"image", s.image.empty() ? spec.cpu_image : s.image}};
-    Json env = Env({{"TF_CLUSTER", TFClusterAddresses(spec).dump()},
-                    {"CLUSTER_SPEC", SeedClusterSpec(spec)},
-                    {"TASK_NAME", spec.name},
-                    {"RESOURCE_TYPE", "session"},
-                    {"RESOURCE_NAME", "session"}},
-                   {});
-    Json mounts = VolumeMounts(spec, Launched::kNo);
-    if (s.command.empty()) {
-      // The DevInstance start script: Jupyter and sshd, reading the hashes from the Secret.
-      DevTools tools;
-      tools.jupyter_port = s.jupyter_port;
-      tools.ssh_port = s.ssh_port;
-      tools.code_server = false;
-      tools.tensorboard = false;
-      internal::StartScriptTools script;
-      script.tools = &tools;
-      script.home = spec.storage ? spec.storage->mount_path : "/root";
-      for (auto& e : internal::StartScriptEnv(script)) env.push_back(std::move(e));
-      c["command"] = internal::StartScriptCommand();
-      mounts.push_back(internal::CredentialsMount());
-      c["readinessProbe"] = internal::ToolsReadinessProbe(tools);
-    } else {
-      c["command"] = internal::KubeletArgv(s.command, spec.expand_variable_references);
-      // An image's own start script reads the password from a file (PASSWORD only on request).
-      for (auto& e : internal::CustomScriptPasswordEnv(secret, s.password_env)) {
-        env.push_back(std::move(e));
-      }
-      mounts.push_back(internal::CredentialsMount());
-    }
-    c["env"] = std::move(env);
-    if (!s.args.empty()) c["args"] = internal::KubeletArgv(s.args, spec.expand_variable_references);
-    c["ports"] =
-        Json::array({{{"name", "jupyter"}, {"containerPort", s.jupyter_port}, {"protocol", "TCP"}},
-                     {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
-    Json res = internal::ResourcesJson(s.resources);
-    if (!res.empty()) c["resources"] = res;
-    if (!mounts.empty()) c["volumeMounts"] = mounts;
-    Json pod = PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype,
-                       spec.placement.gputype, "Never", Launched::kNo, PodKind::kSession);
-    pod["volumes"].push_back(internal::CredentialsVolume(secret, !s.command.empty(), false));
-    out.push_back(OneShotJob(spec, o, name, labels, 0, {{"labels", PodLabels(spec, labels)}},
-                             std::move(pod)));
-    out.push_back(
-        ExposedService(spec, o, name, labels, selector, "jupyter", s.jupyter_port, s.service_type));
-    out.push_back(ExposedService(spec, o, name + "-ssh", labels, selector, "ssh", s.ssh_port,
-                                 s.service_type));
+// The session: its Secret (when credentials are given), its Job and its two Services.
+void RenderSession(const TFClusterSpec& spec, const TFRenderOptions& o, std::vector<Json>& out) {
+  if (!spec.session) return;
+  const TFSessionSpec& s = *spec.session;
+  std::string name = spec.name + "-session";
+  std::string secret = internal::TFSessionSecretName(spec);
+  Json labels = {{kComponentLabel, "session"}, {kRoleLabel, "session"}};
+  Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, "session"}};
+  if (o.session_credentials) {
+    out.push_back({{"apiVersion", "v1"},
+                   {"kind", "Secret"},
+                   {"metadata", Metadata(spec, o, secret, labels)},
+                   {"type", "Opaque"},
+                   {"data", internal::CredentialsSecretData(*o.session_credentials)}});
   }
+  Json c = {{"name", "session"}, {"image", s.image.empty() ? spec.cpu_image : s.image}};
+  Json env = Env({{"TF_CLUSTER", TFClusterAddresses(spec).dump()},
+                  {"CLUSTER_SPEC", SeedClusterSpec(spec)},
+                  {"TASK_NAME", spec.name},
+                  {"RESOURCE_TYPE", "session"},
+                  {"RESOURCE_NAME", "session"}},
+                 {});
+  Json mounts = VolumeMounts(spec, Launched::kNo);
+  if (s.command.empty()) {
+    // The DevInstance start script: Jupyter and sshd, reading the hashes from the Secret.
+    DevTools tools;
+    tools.jupyter_port = s.jupyter_port;
+    tools.ssh_port = s.ssh_port;
+    tools.code_server = false;
+    tools.tensorboard = false;
+    internal::StartScriptTools script;
+    script.tools = &tools;
+    script.home = spec.storage ? spec.storage->mount_path : "/root";
+    for (auto& e : internal::StartScriptEnv(script)) env.push_back(std::move(e));
+    c["command"] = internal::StartScriptCommand();
+    mounts.push_back(internal::CredentialsMount());
+    c["readinessProbe"] = internal::ToolsReadinessProbe(tools);
+  } else {
+    c["command"] = internal::KubeletArgv(s.command, spec.expand_variable_references);
+    // An image's own start script reads the password from a file (PASSWORD only on request).
+    for (auto& e : internal::CustomScriptPasswordEnv(secret, s.password_env)) {
+      env.push_back(std::move(e));
+    }
+    mounts.push_back(internal::CredentialsMount());
+  }
+  c["env"] = std::move(env);
+  if (!s.args.empty()) c["args"] = internal::KubeletArgv(s.args, spec.expand_variable_references);
+  c["ports"] =
+      Json::array({{{"name", "jupyter"}, {"containerPort", s.jupyter_port}, {"protocol", "TCP"}},
+                   {{"name", "ssh"}, {"containerPort", s.ssh_port}, {"protocol", "TCP"}}});
+  Json res = internal::ResourcesJson(s.resources);
+  if (!res.empty()) c["resources"] = res;
+  if (!mounts.empty()) c["volumeMounts"] = mounts;
+  Json pod = PodSpec(spec, c, s.resources.gpus > 0, spec.placement.cputype, spec.placement.gputype,
+                     "Never", Launched::kNo, PodKind::kSession);
+  pod["volumes"].push_back(internal::CredentialsVolume(secret, !s.command.empty(), false));
+  out.push_back(
+      OneShotJob(spec, o, name, labels, 0, {{"labels", PodLabels(spec, labels)}}, std::move(pod)));
+  out.push_back(
+      ExposedService(spec, o, name, labels, selector, "jupyter", s.jupyter_port, s.service_type));
+  out.push_back(
+      ExposedService(spec, o, name + "-ssh", labels, selector, "ssh", s.ssh_port, s.service_type));
+}
 
-  if (spec.tensorboard) {
-    const TFTensorBoardSpec& t = *spec.tensorboard;
-    std::string name = spec.name + "-tf-board";
-    Json labels = {{kComponentLabel, "tensorboard"}, {kRoleLabel, "tensorboard"}};
-    Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, "tensorboard"}};
-    std::string log_dir = t.log_dir;
-    if (log_dir.front() != '/' && spec.storage) log_dir = spec.storage->mount_path + "/" + log_dir;
-    Json c = {
-        {"name", "tensorboard"},
-        {"image", t.image.empty() ? spec.cpu_image : t.image},
-        {"command", internal::KubeletArgv({"tensorboard", "--logdir", log_dir, "--host", "0.0.0.0",
-                                           "--port", std::to_string(t.port)})},
-        {"env", Env({{"TASK_NAME", spec.name}, {"RESOURCE_TYPE", "tensorboard"}}, {})},
-        {"ports",
-         Json::array({{{"name", "tensorboard"}, {"containerPort", t.port}, {"protocol", "TCP"}}})}};
-    Json res = internal::ResourcesJson(t.resources);
-    if (!res.empty()) c["resources"] = res;
-    Json mounts = VolumeMounts(spec, Launched::kNo);
-    if (!mounts.empty()) c["volumeMounts"] = mounts;
-    Json pod_labels = PodLabels(spec, labels);
-    out.push_back({{"apiVersion", "apps/v1"},
-                   {"kind", t.use_replicaset ? "ReplicaSet" : "Deployment"},
-                   {"metadata", Metadata(spec, o, name, labels)},
-                   {"spec",
-                    {{"replicas", 1},
-                     {"selector", {{"matchLabels", selector}}},
-                     {"template",
-                      {{"metadata", {{"labels", pod_labels}}},
-                       {"spec", PodSpec(spec, c, t.resources.gpus > 0, spec.placement.cputype,
-                                        spec.placement.gputype, "Always")}}}}}});
-    out.push_back(
-        ExposedService(spec, o, name, labels, selector, "tensorboard", t.port, t.service_type));
-  }
+// TensorBoard: a Deployment (or the seed's ReplicaSet) and its Service.
+void RenderTensorBoard(const TFClusterSpec& spec, const TFRenderOptions& o,
+                       std::vector<Json>& out) {
+  if (!spec.tensorboard) return;
+  const TFTensorBoardSpec& t = *spec.tensorboard;
+  std::string name = spec.name + "-tf-board";
+  Json labels = {{kComponentLabel, "tensorboard"}, {kRoleLabel, "tensorboard"}};
+  Json selector = {{kClusterLabel, spec.name}, {kRoleLabel, "tensorboard"}};
+  std::string log_dir = t.log_dir;
+  if (log_dir.front() != '/' && spec.storage) log_dir = spec.storage->mount_path + "/" + log_dir;
+  Json c = {
+      {"name", "tensorboard"},
+      {"image", t.image.empty() ? spec.cpu_image : t.image},
+      {"command", internal::KubeletArgv({"tensorboard", "--logdir", log_dir, "--host", "0.0.0.0",
+                                         "--port", std::to_string(t.port)})},
+      {"env", Env({{"TASK_NAME", spec.name}, {"RESOURCE_TYPE", "tensorboard"}}, {})},
+      {"ports",
+       Json::array({{{"name", "tensorboard"}, {"containerPort", t.port}, {"protocol", "TCP"}}})}};
+  Json res = internal::ResourcesJson(t.resources);
+  if (!res.empty()) c["resources"] = res;
+  Json mounts = VolumeMounts(spec, Launched::kNo);
+  if (!mounts.empty()) c["volumeMounts"] = mounts;
+  Json pod_labels = PodLabels(spec, labels);
+  out.push_back({{"apiVersion", "apps/v1"},
+                 {"kind", t.use_replicaset ? "ReplicaSet" : "Deployment"},
+                 {"metadata", Metadata(spec, o, name, labels)},
+                 {"spec",
+                  {{"replicas", 1},
+                   {"selector", {{"matchLabels", selector}}},
+                   {"template",
+                    {{"metadata", {{"labels", pod_labels}}},
+                     {"spec", PodSpec(spec, c, t.resources.gpus > 0, spec.placement.cputype,
+                                      spec.placement.gputype, "Always")}}}}}});
+  out.push_back(
+      ExposedService(spec, o, name, labels, selector, "tensorboard", t.port, t.service_type));
+}
+
+}  // namespace
+
+std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptions& o) {
+  spec.Validate();
+  std::vector<Json> out;
+  RenderRoot(spec, out);
+  RenderStorage(spec, o, out);
+  RenderRoles(spec, o, out);
+  RenderSession(spec, o, out);
+  RenderTensorBoard(spec, o, out);
   // Nothing is sent when a pod would break the level the spec declares.
   for (const auto& object : out) {
     const Json labels = object.value("metadata", Json::object()).value("labels", Json::object());
