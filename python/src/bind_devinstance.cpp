@@ -60,11 +60,10 @@ DevShareMode ParseShareMode(const std::string& mode) {
   throw ValidationError("mode", mode, "must be \"ro\" or \"rw\"");
 }
 
-}  // namespace
-
-void BindDevInstance(py::module_& m) {
-  py::class_<DevInstance>(m, "DevInstance",
-                          "The C++ DevInstance with dicts in and out. Use tfk8s.DevInstance.")
+// The class: construction, loading, listing and the spec.
+py::class_<DevInstance> BindDevInstanceClass(py::module_& m) {
+  return py::class_<DevInstance>(
+             m, "DevInstance", "The C++ DevInstance with dicts in and out. Use tfk8s.DevInstance.")
       .def(py::init([](Client client, const Json& spec) {
              return DevInstance(std::move(client), DevInstanceSpec::FromJson(spec));
            }),
@@ -112,12 +111,16 @@ void BindDevInstance(py::module_& m) {
       .def_property(
           "spec", [](const DevInstance& d) { return d.spec().ToJson(); },
           [](DevInstance& d, const Json& spec) { d.set_spec(DevInstanceSpec::FromJson(spec)); },
-          "The spec as a dict; setting it validates (apply() converges the instance).")
-      .def(
-          "preflight",
-          [](DevInstance& d) { return CallNoGil([&] { return d.Preflight(); }).ToJson(); },
-          "Mount grants, quota headroom and node placement as {fits, shortfalls, problems, "
-          "message}.")
+          "The spec as a dict; setting it validates (apply() converges the instance).");
+}
+
+// Create, apply, start, stop, restart, delete.
+void BindDevLifecycle(py::class_<DevInstance>& cls) {
+  cls.def(
+         "preflight",
+         [](DevInstance& d) { return CallNoGil([&] { return d.Preflight(); }).ToJson(); },
+         "Mount grants, quota headroom and node placement as {fits, shortfalls, problems, "
+         "message}.")
       .def(
           "create",
           [](DevInstance& d, bool start, bool preflight,
@@ -161,10 +164,14 @@ void BindDevInstance(py::module_& m) {
             CallNoGil([&] { d.Delete(options); });
           },
           py::arg("delete_home_volume") = false, py::arg("wait") = py::none(),
-          "Deletes the instance; `wait` seconds for it to be gone.")
-      .def(
-          "status", [](DevInstance& d) { return CallNoGil([&] { return d.Status(); }).ToJson(); },
-          "{phase, pod, node, restarts, ready_tools, reason, message, table}.")
+          "Deletes the instance; `wait` seconds for it to be gone.");
+}
+
+// Status, wait, access, logs, activity and rendering.
+void BindDevObservers(py::class_<DevInstance>& cls) {
+  cls.def(
+         "status", [](DevInstance& d) { return CallNoGil([&] { return d.Status(); }).ToJson(); },
+         "{phase, pod, node, restarts, ready_tools, reason, message, table}.")
       .def("wait", &Wait, py::arg("timeout") = py::none(), py::arg("on_progress") = py::none(),
            "Waits on a worker thread until the tools are ready; Ctrl-C cancels it. Raises "
            "WorkloadFailed (with .status) when the pod cannot start, Timeout when time is up.")
@@ -196,7 +203,10 @@ void BindDevInstance(py::module_& m) {
           "and kernels, open SSH sessions, code-server's heartbeat, idle seconds.")
       .def("render", &DevInstance::Render, "The instance's objects (never the Secret).")
       .def("to_yaml", &DevInstance::ToYaml);
+}
 
+// The idle culler's pass.
+void BindDevCulling(py::module_& m) {
   m.def(
       "dev_cull_idle",
       [](Client client, const std::string& ns, const std::string& owner, double idle_after,
@@ -218,7 +228,10 @@ void BindDevInstance(py::module_& m) {
       "One culling pass: stops (or with dry_run reports) running instances idle at least their "
       "own policy's `after` (spec `idle`) or, without one, idle_after seconds (with policy_only: "
       "not at all); returns one decision per running instance.");
+}
 
+// Shared volumes: create, share, unshare, the grants of a claim.
+void BindDevVolumes(py::module_& m) {
   m.def(
       "dev_create_volume",
       [](Client client, const Json& spec) {
@@ -264,6 +277,16 @@ void BindDevInstance(py::module_& m) {
         return out;
       },
       py::arg("pvc"), "The grants recorded on a PVC object (user → \"ro\"/\"rw\").");
+}
+
+}  // namespace
+
+void BindDevInstance(py::module_& m) {
+  py::class_<DevInstance> cls = BindDevInstanceClass(m);
+  BindDevLifecycle(cls);
+  BindDevObservers(cls);
+  BindDevCulling(m);
+  BindDevVolumes(m);
 }
 
 }  // namespace tfk8s::python
