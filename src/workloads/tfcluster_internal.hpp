@@ -18,6 +18,11 @@ inline constexpr const char* kLauncherKey = "tfk8s-launcher";
 
 namespace internal {
 
+/// Whether a launched replica of `role` runs the launcher's default program, a TensorFlow
+/// server started with spec.launcher.python: a ps, or a worker under the parameter-server
+/// strategy, given no command, args or script.
+bool RunsDefaultServer(const TFClusterSpec& spec, const std::string& role);
+
 const TFRoleSpec& RoleOf(const TFClusterSpec& spec, const std::string& role);
 TFRoleSpec& MutableRoleOf(TFClusterSpec& spec, const std::string& role);
 /// `<cluster>-<role>-<index>`: the per-replica Service/Job name, or a StatefulSet pod name.
