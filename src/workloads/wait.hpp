@@ -27,6 +27,8 @@ struct WaitWatch {
 struct WaitSnapshot {
   std::vector<std::vector<Json>> objects;
   /// True once every watch's first list is done (before, an empty list means "not known yet").
+  /// Read before the objects are taken: when true the objects reflect the server; when false
+  /// they may already hold some (judge them as not known yet).
   bool synced = false;
 };
 
