@@ -397,11 +397,29 @@ std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOp
 /// A text table of decisions (NAMESPACE, NAME, OWNER, OUTCOME, IDLE, REASON).
 std::string FormatCullTable(const std::vector<DevCullDecision>& decisions);
 
-/// A live development instance: the spec plus a client.
-class DevInstance {
+/// The DevInstance kind: its spec and status types (see Workload).
+struct DevInstanceKind {
+  using Spec = DevInstanceSpec;
+  using Status = DevInstanceStatus;
+  static constexpr const char* kName = "DevInstance";
+  static constexpr bool kWaitsForStatus = true;
+};
+
+extern template class Workload<DevInstanceKind>;
+
+/// A live development instance: the spec plus a client. Construction, spec(), set_spec(),
+/// ListRefs(), Status() (phase, node, ready tools and the reason when not running; NotFound if
+/// absent), Render() and ToYaml() come from Workload. Preflight() first checks the mount
+/// grants (reads PVCs; ValidationError for a claim that is missing or not shared with the
+/// owner), then the quota headroom for what does not exist yet and node placement; it sends no
+/// writes. Render() is the StatefulSet, Services and the home PVC when it is created, never the
+/// Secret, which holds the credentials of a start. Wait() waits until the tools are ready
+/// (`options.until` is always kReady) and fails fast (DevInstanceFailed) when the pod cannot
+/// start (no node could ever take it, image pull failure, crash loop, configuration error,
+/// pods refused by quota) or the instance is stopped.
+class DevInstance : public Workload<DevInstanceKind> {
  public:
-  /// Validates the spec (throws ValidationError); sends nothing.
-  DevInstance(Client client, DevInstanceSpec spec);
+  using Workload::Workload;
   /// Loads an existing instance from its StatefulSet (the stored spec). The instance's name,
   /// namespace and owner are the StatefulSet's own (metadata, tfk8s.io/owner label): a stored
   /// spec that says otherwise is refused with a ValidationError naming the field and both
@@ -412,19 +430,7 @@ class DevInstance {
   /// those of `owner` (a team's instances: ns set, owner empty). Sorted by namespace and name.
   static std::vector<DevInstanceSummary> List(Client client, const std::string& ns,
                                               const std::string& owner = "");
-  /// List() as references (namespace, name, owner), like every workload's ListRefs.
-  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "",
-                                           const std::string& owner = "");
 
-  /// The spec.
-  [[nodiscard]] const DevInstanceSpec& spec() const { return spec_; }
-  /// Replaces the spec (validated; same owner, name and namespace); Apply() converges to it.
-  void set_spec(DevInstanceSpec spec);
-
-  /// Checks the mount grants (reads PVCs; throws ValidationError for a claim that is missing or
-  /// not shared with the owner), then the quota headroom for what does not exist yet and node
-  /// placement. Sends no writes.
-  FitResult Preflight();
   /// Creates the instance: mount grants, pre-flight (throws QuotaExceeded or DevInstanceFailed;
   /// nothing is created), the home PVC if missing, the StatefulSet, its Secret and Services,
   /// the external ports, then starts it. Throws AlreadyExists if it exists. On a failure after
@@ -443,14 +449,6 @@ class DevInstance {
   /// Deletes the StatefulSet (cascading to the pod, Services and Secret) and releases the
   /// external ports. PVCs are kept unless asked.
   void Delete(const DevDeleteOptions& options = {});
-  /// Phase, node, ready tools and the reason when not running. Throws NotFound if absent.
-  DevInstanceStatus Status();
-  /// Waits, driven by watches, until the tools are ready (`options.until` is always kReady);
-  /// fails fast (DevInstanceFailed) when the pod cannot start (no node could ever take it,
-  /// image pull failure, crash loop, configuration error, pods refused by quota) or the
-  /// instance is stopped. on_progress sees each new status once; `cancelled` ends the wait with
-  /// CancelledError; Timeout after `options.timeout`.
-  DevInstanceStatus Wait(const WaitOptions<DevInstanceStatus>& options);
   /// The instance's container log as a pull stream of lines whose source is the pod's name
   /// (`options.container` is set to the instance's container; `follow` follows it).
   [[nodiscard]] WorkloadLogStream StreamLogs(LogOptions options = {}) const;
@@ -461,11 +459,6 @@ class DevInstance {
   /// file, the open SSH sessions and code-server's heartbeat. Throws DevInstanceFailed when the
   /// instance is not running or the probe's answer cannot be read.
   DevActivity Activity(std::chrono::milliseconds timeout = std::chrono::seconds(20));
-  /// The instance's objects (StatefulSet, Services, the home PVC when it is created; never the
-  /// Secret, which holds the credentials of a start). Pure: sends nothing.
-  [[nodiscard]] std::vector<Json> Render() const;
-  /// Render() as YAML for `kubectl apply -f`.
-  [[nodiscard]] std::string ToYaml() const;
 
  private:
   DevStartResult Launch();
@@ -476,11 +469,6 @@ class DevInstance {
   Json ApplyObjects(bool running, const std::optional<DevCredentials>& credentials);
   // The StatefulSet as just read, refused (Conflict) when it is not the one loaded or made.
   Json GetRoot();
-  Client client_;
-  DevInstanceSpec spec_;
-  // The UID of the StatefulSet this object loaded or created ("" before): the precondition of
-  // every later write of it.
-  std::string root_uid_;
 };
 
 /// Thrown by DevInstance::Wait (and a refused pre-flight); carries the status.

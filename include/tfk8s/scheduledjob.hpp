@@ -273,33 +273,36 @@ struct ScheduledJobDeleteOptions {
   std::optional<std::chrono::milliseconds> wait;  ///< Wait until everything is gone.
 };
 
+/// The ScheduledJob kind: its spec and status types (see Workload). Its waits are for a run
+/// (ScheduledJob::WaitForRun), not for the schedule's status.
+struct ScheduledJobKind {
+  using Spec = ScheduledJobSpec;
+  using Status = ScheduleStatus;
+  static constexpr const char* kName = "ScheduledJob";
+  static constexpr bool kWaitsForStatus = false;
+};
+
+extern template class Workload<ScheduledJobKind>;
+
 /// A task bound to a client: applies the schedule, runs, suspends, inspects, deletes.
-class ScheduledJob {
+/// Construction, spec(), set_spec(), List() and ListRefs() (CronJobs and on-demand runs managed
+/// by tfk8s), Status() (the schedule's state; exists = false for on-demand tasks), Preflight()
+/// (one run against the namespace's quota headroom and the nodes: a gputype no node has, a run
+/// bigger than any node), Render() and ToYaml() come from Workload. Render() is what Apply()
+/// (a schedule: the CronJob) or RunNow() (an on-demand task: its Job) sends, in the API
+/// versions the client's server serves: CronJob batch/v1, or batch/v1beta1 where the server
+/// has no batch/v1 CronJob (Kubernetes < 1.21); it sends at most discovery requests (cached);
+/// use RenderScheduledJob() to render for another server without one. The `root_uid_` of an
+/// on-demand task stays "" (its runs are its roots).
+class ScheduledJob : public Workload<ScheduledJobKind> {
  public:
-  /// Validates the spec (throws ValidationError); sends nothing.
-  ScheduledJob(Client client, ScheduledJobSpec spec);
+  using Workload::Workload;
   /// Loads a task from its CronJob, or (no schedule) from its newest run. The task's name,
   /// namespace and owner are the object's own (its tfk8s.io/scheduledjob and tfk8s.io/owner
   /// labels, its namespace): a stored spec that says otherwise is refused with a
   /// ValidationError naming the field and both values, and nothing is sent. Later writes of a
   /// loaded CronJob carry its UID, so one deleted and re-created meanwhile is refused.
   static ScheduledJob Load(Client client, const std::string& ns, const std::string& name);
-  /// Names of the tasks in namespace `ns` (CronJobs and on-demand runs managed by tfk8s; `ns`
-  /// is required: ListRefs lists every namespace).
-  static std::vector<std::string> List(Client client, const std::string& ns);
-  /// The tasks of namespace `ns`, or of every namespace when `ns` is "", of `owner` only when
-  /// given, sorted by namespace then name.
-  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "",
-                                           const std::string& owner = "");
-
-  /// The spec.
-  [[nodiscard]] const ScheduledJobSpec& spec() const { return spec_; }
-  /// Replaces the spec (validated; same name and namespace). Apply() to update the schedule.
-  void set_spec(ScheduledJobSpec spec);
-
-  /// Pre-flight without creating anything: one run against the namespace's quota headroom and
-  /// the nodes (a gputype no node has, a run bigger than any node).
-  FitResult Preflight();
   /// Creates or updates the CronJob (server-side apply) in the API version the server serves.
   /// Throws ValidationError without a schedule (or for a time zone the server cannot honour),
   /// QuotaExceeded when one run would not fit (nothing is created). Returns the CronJob.
@@ -315,8 +318,6 @@ class ScheduledJob {
   /// Deletes the CronJob and every run (cascading to their pods).
   void Delete(const ScheduledJobDeleteOptions& options = {});
 
-  /// The schedule's state (exists = false for on-demand tasks).
-  ScheduleStatus Status();
   /// Every run still on the server, oldest first.
   std::vector<JobRun> History();
   /// One run by Job name. Throws NotFound.
@@ -340,24 +341,12 @@ class ScheduledJob {
   [[nodiscard]] WorkloadLogStream StreamLogs(
       const std::string& job_name, bool follow = true,
       std::chrono::milliseconds pending_wait = std::chrono::minutes(2));
-  /// What Apply() (a schedule: the CronJob) or RunNow() (an on-demand task: its Job) sends,
-  /// in the API versions the client's server serves: CronJob batch/v1, or batch/v1beta1 where
-  /// the server has no batch/v1 CronJob (Kubernetes < 1.21). Sends at most discovery requests
-  /// (cached); use RenderScheduledJob() to render for another server without one.
-  [[nodiscard]] std::vector<Json> Render();
-  /// Render() as YAML for `kubectl apply -f`.
-  [[nodiscard]] std::string ToYaml();
 
  private:
   ResourceType CronJobType();
   /// Render options for this client's server (CronJob version, time zone support).
   ScheduledJobRenderOptions ServerRenderOptions();
-  Client client_;
-  ScheduledJobSpec spec_;
   std::optional<ResourceType> cronjob_type_;
-  // The UID of the CronJob this object loaded or applied ("" before, and for on-demand tasks):
-  // the precondition of every later write of it.
-  std::string root_uid_;
 };
 
 /// What an alert is about.

@@ -294,52 +294,45 @@ struct TFLogOptions {
   std::function<bool()> cancelled;
 };
 
-/// A live cluster: the spec plus a client.
-class TFCluster {
+/// The TFCluster kind: its spec and status types (see Workload).
+struct TFClusterKind {
+  using Spec = TFClusterSpec;
+  using Status = TFClusterStatus;
+  static constexpr const char* kName = "TFCluster";
+  static constexpr bool kWaitsForStatus = true;
+};
+
+extern template class Workload<TFClusterKind>;
+
+/// A live cluster: the spec plus a client. Construction, spec(), set_spec(), List(),
+/// ListRefs(), Preflight() (quota headroom, node placement, the namespace's Pod Security),
+/// Status() (the status table and condition: one list of pods, Jobs and events), Render() and
+/// ToYaml() (every object, root ConfigMap first) come from Workload. Wait() waits until
+/// `options.until` holds: kReady, every replica Running (or already Succeeded); kFinished, the
+/// cluster Succeeded. It fails fast (throws TFClusterFailed) when a replica cannot start
+/// (unschedulable with no node that could ever fit, image pull failure, crash loop, OOMKilled,
+/// pods refused by quota) or the cluster failed. Example:
+/// `cluster.Wait({.until = WaitUntil::kFinished, .timeout = std::chrono::minutes(5)})`.
+class TFCluster : public Workload<TFClusterKind> {
  public:
-  /// Validates the spec (throws ValidationError); sends nothing.
-  TFCluster(Client client, TFClusterSpec spec);
+  using Workload::Workload;
   /// Loads an existing cluster from its root object (the stored spec). The cluster's name,
   /// namespace and owner are the root ConfigMap's own (metadata, tfk8s.io/owner label): a
   /// stored spec that says otherwise is refused with a ValidationError naming the field and
   /// both values, and nothing is sent. Later writes of the root carry its UID, so one deleted
   /// and re-created meanwhile is refused (Conflict), never overwritten.
   static TFCluster Load(Client client, const std::string& ns, const std::string& name);
-  /// Names of the clusters in namespace `ns` (required: names alone would be ambiguous across
-  /// namespaces; ListRefs lists every namespace).
-  static std::vector<std::string> List(Client client, const std::string& ns);
-  /// The clusters of namespace `ns`, or of every namespace when `ns` is "" (one list call),
-  /// of `owner` only when given, sorted by namespace then name.
-  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "",
-                                           const std::string& owner = "");
 
-  /// The spec.
-  [[nodiscard]] const TFClusterSpec& spec() const { return spec_; }
-  /// Replaces the spec (validated); call Apply() to converge the cluster to it.
-  void set_spec(TFClusterSpec spec);
-
-  /// Pre-flight checks without creating anything: quota headroom and node placement.
-  FitResult Preflight();
   /// Creates or updates every object (server-side apply, concurrently). Throws QuotaExceeded
   /// (pre-flight) or the first object's error; nothing is created when the pre-flight fails.
   /// Returns the applied objects.
   std::vector<Json> Apply(const TFApplyOptions& options = {});
   /// Changes one role's replica count and applies (adds or removes replicas, updates TF_CONFIG).
   void Scale(const std::string& role, int replicas);
-  /// The status table and condition (one list of pods, jobs and events).
-  TFClusterStatus Status();
   /// The status of the stored cluster `name` without loading it first: its root (the spec),
   /// pods and Jobs are read at the same time, one round trip instead of Load() then Status().
   /// Throws NotFound like Load().
   static TFClusterStatus StatusOf(Client client, const std::string& ns, const std::string& name);
-  /// Waits, driven by watches, until `options.until` holds: kReady, every replica Running
-  /// (or already Succeeded); kFinished, the cluster Succeeded. Fails fast (throws
-  /// TFClusterFailed) when a replica cannot start (unschedulable with no node that could ever
-  /// fit, image pull failure, crash loop, OOMKilled, pods refused by quota) or the cluster
-  /// failed. on_progress sees each new status once; `cancelled` (asked at least once a second)
-  /// ends the wait with CancelledError; Timeout after `options.timeout`. Example:
-  /// `cluster.Wait({.until = WaitUntil::kFinished, .timeout = std::chrono::minutes(5)})`.
-  TFClusterStatus Wait(const WaitOptions<TFClusterStatus>& options);
   /// Logs of one replica or all of them merged, delivered line by line to `on_line` until it
   /// returns false, the logs end, or (with follow) every replica has finished.
   void Logs(const TFLogOptions& options,
@@ -357,23 +350,13 @@ class TFCluster {
   /// read Secrets (a DevInstance's launching Role), only the object whose Apply created the
   /// session knows its password; any other throws Forbidden saying so.
   DevStartResult Session();
-  /// Every object of the cluster, root ConfigMap first, as Apply() sends them (pure: sends
-  /// nothing).
-  [[nodiscard]] std::vector<Json> Render() const;
-  /// Render() as a multi-document YAML stream for `kubectl apply -f`.
-  [[nodiscard]] std::string ToYaml() const;
 
  private:
   std::vector<Json> Children() const;
   void RecreateJob(const Json& job, const ApplyOptions& apply);
-  Client client_;
-  TFClusterSpec spec_;
   /// The session's password when this object's Apply created its Secret (for Session() with
   /// credentials that may not read Secrets).
   std::optional<std::string> session_password_;
-  /// The UID of the root this object loaded or applied ("" before): the precondition of every
-  /// later write of it.
-  std::string root_uid_;
 };
 
 /// Thrown by TFCluster::Wait when the cluster failed or cannot start; carries the status.

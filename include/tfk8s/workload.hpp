@@ -134,3 +134,88 @@ class WorkloadLogStream {
 };
 
 }  // namespace tfk8s
+
+namespace tfk8s {
+
+namespace internal {
+/// A kind's pure parts (rendering, identity, watches and judge); specialised in src/workloads,
+/// never seen by users. See docs/adr/0002-workload-spine.md.
+template <typename Kind>
+struct KindOps;
+}  // namespace internal
+
+/// The life every workload shares, written once: construction (the spec validated, nothing
+/// sent), the spec and its identity-preserving replacement, loading from the root object,
+/// listing, pre-flight, status, the watch-driven wait, rendering and YAML. `Kind` is a tag
+/// naming the kind's `Spec` and `Status` types (TFClusterKind, DevInstanceKind,
+/// ScheduledJobKind); TFCluster, DevInstance and ScheduledJob derive from their instantiation
+/// and add their own verbs (Scale, Stop, RunNow…). The members are compiled once, in the
+/// library (explicit instantiation): users compile no implementation.
+template <typename Kind>
+class Workload {
+ public:
+  using SpecType = typename Kind::Spec;
+  using StatusType = typename Kind::Status;
+
+  /// Validates the spec (throws ValidationError); sends nothing.
+  Workload(Client client, SpecType spec);
+
+  /// The spec.
+  [[nodiscard]] const SpecType& spec() const { return spec_; }
+  /// Replaces the spec (validated). The name, namespace and owner are the workload's identity:
+  /// a spec naming others is refused (ValidationError); delete and create instead. Nothing is
+  /// sent: Apply() converges the workload to it.
+  void set_spec(SpecType spec);
+
+  /// Names of the workloads of this kind in namespace `ns` (required: names alone would be
+  /// ambiguous across namespaces; ListRefs lists every namespace).
+  static std::vector<std::string> List(Client client, const std::string& ns);
+  /// The workloads of this kind in namespace `ns`, or in every namespace when `ns` is "",
+  /// of `owner` only when given, sorted by namespace then name. Read from the objects' labels
+  /// (what the API server vouches for), one list call per root resource type.
+  static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "",
+                                           const std::string& owner = "");
+
+  /// Pre-flight checks without creating anything: quota headroom, node placement and the
+  /// kind's own (mount grants, Pod Security).
+  FitResult Preflight();
+  /// The workload's state as the server holds it now.
+  StatusType Status();
+  /// Waits, driven by watches, until `options.until` holds; fails fast with the kind's own
+  /// error when it cannot get there (see the kind's class). on_progress sees each new status
+  /// once; `cancelled` (asked at least once a second) ends the wait with CancelledError;
+  /// Timeout after `options.timeout`.
+  StatusType Wait(const WaitOptions<StatusType>& options) requires Kind::kWaitsForStatus;
+
+  /// Every object Apply() sends, as it sends them. Pure but for discovery (cached) where the
+  /// kind's objects depend on the server's API versions (a ScheduledJob's CronJob).
+  [[nodiscard]] std::vector<Json> Render() const;
+  /// Render() as a multi-document YAML stream for `kubectl apply -f`.
+  [[nodiscard]] std::string ToYaml() const;
+
+ protected:
+  /// The workload `name` in `ns`, loaded from its root object: the name checked first, the
+  /// identity taken from the root's metadata (a stored spec naming another workload is refused
+  /// with a ValidationError, nothing sent), the root's UID remembered as the precondition of
+  /// every later write of it.
+  template <typename Derived>
+  static Derived LoadAs(Client client, const std::string& ns, const std::string& name) {
+    std::string uid;
+    SpecType spec = LoadSpec(client, ns, name, &uid);
+    Derived loaded(std::move(client), std::move(spec));
+    static_cast<Workload&>(loaded).root_uid_ = std::move(uid);
+    return loaded;
+  }
+
+  Client client_;
+  SpecType spec_;
+  /// The UID of the root this object loaded or applied ("" before): the precondition of every
+  /// later write of it.
+  std::string root_uid_;
+
+ private:
+  static SpecType LoadSpec(Client& client, const std::string& ns, const std::string& name,
+                           std::string* uid);
+};
+
+}  // namespace tfk8s

@@ -18,6 +18,7 @@
 #include "workloads/devinstance_internal.hpp"
 #include "workloads/start_script.hpp"
 #include "workloads/wait.hpp"
+#include "workloads/workload_impl.hpp"
 
 namespace tfk8s {
 
@@ -256,6 +257,11 @@ DevAccess BaseAccess(const DevInstanceSpec& spec) {
 
 // FailedCreate events saying "exceeded quota" about this StatefulSet since tfk8s last applied
 // it (older ones belong to an earlier start).
+// The events saying the StatefulSet could not create its pod.
+std::string FailedCreateSelector(const DevInstanceSpec& spec) {
+  return "involvedObject.name=" + spec.name + ",reason=FailedCreate";
+}
+
 std::vector<std::string> QuotaRejections(const Json& sts, const std::vector<Json>& events) {
   std::string uid = sts.value("metadata", Json::object()).value("uid", "");
   std::string since;
@@ -282,21 +288,6 @@ std::vector<std::string> QuotaRejections(const Json& sts, const std::vector<Json
 
 // ---- DevInstance --------------------------------------------------------------------------------
 
-DevInstance::DevInstance(Client client, DevInstanceSpec spec)
-    : client_(std::move(client)), spec_(std::move(spec)) {
-  spec_.Validate();
-}
-
-void DevInstance::set_spec(DevInstanceSpec spec) {
-  spec.Validate();
-  if (spec.name != spec_.name || spec.namespace_name != spec_.namespace_name ||
-      spec.owner != spec_.owner) {
-    throw ValidationError("name", spec.name,
-                          "an instance cannot be renamed, moved or given away; delete it");
-  }
-  spec_ = std::move(spec);
-}
-
 namespace internal {
 
 DevInstanceSpec DevSpecFromObject(const Json& sts, RootIdentity* identity) {
@@ -318,12 +309,7 @@ DevInstanceSpec DevSpecFromObject(const Json& sts, RootIdentity* identity) {
 }  // namespace internal
 
 DevInstance DevInstance::Load(Client client, const std::string& ns, const std::string& name) {
-  internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
-  Json sts = internal::GetChecked(client, kStatefulSets, ns, name);
-  internal::RootIdentity id;
-  DevInstance loaded(std::move(client), internal::DevSpecFromObject(sts, &id));
-  loaded.root_uid_ = std::move(id.uid);
-  return loaded;
+  return LoadAs<DevInstance>(std::move(client), ns, name);
 }
 
 Json DevInstance::GetRoot() {
@@ -360,21 +346,6 @@ std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::stri
     return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
   });
   return out;
-}
-
-std::vector<WorkloadRef> DevInstance::ListRefs(Client client, const std::string& ns,
-                                               const std::string& owner) {
-  std::vector<WorkloadRef> refs;
-  for (auto& s : List(std::move(client), ns, owner)) {
-    refs.push_back({std::move(s.namespace_name), std::move(s.name), std::move(s.owner)});
-  }
-  return refs;
-}
-
-FitResult DevInstance::Preflight() {
-  bool home_exists = CheckGrants(client_, spec_);
-  auto existing = GetOptional(client_, kStatefulSets, spec_.namespace_name, spec_.name);
-  return PreflightObjects(client_, spec_, existing ? &*existing : nullptr, home_exists);
 }
 
 Json DevInstance::ApplyObjects(bool running, const std::optional<DevCredentials>& credentials) {
@@ -634,75 +605,6 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
   }
 }
 
-DevInstanceStatus DevInstance::Status() {
-  const std::string& ns = spec_.namespace_name;
-  internal::DevObserved seen;
-  seen.statefulset = internal::GetChecked(client_, kStatefulSets, ns, spec_.name);
-  ListOptions sel;
-  sel.label_selector = internal::DevSelector(spec_);
-  seen.pods = Items(client_.ListAll(kPods, ns, sel));
-  ListOptions events;
-  events.field_selector = "involvedObject.name=" + spec_.name + ",reason=FailedCreate";
-  seen.quota_rejections =
-      QuotaRejections(seen.statefulset, Items(client_.ListAll(kEvents, ns, events)));
-  return internal::ComputeDevStatus(spec_, seen, nullptr);
-}
-
-DevInstanceStatus DevInstance::Wait(const WaitOptions<DevInstanceStatus>& options) {
-  const std::string& ns = spec_.namespace_name;
-  ListOptions pod_sel;
-  pod_sel.label_selector = internal::DevSelector(spec_);
-  ListOptions sts_sel;
-  sts_sel.field_selector = "metadata.name=" + spec_.name;
-  ListOptions event_sel;
-  event_sel.field_selector = "involvedObject.name=" + spec_.name + ",reason=FailedCreate";
-  const std::string what = fmt::format("DevInstance {}/{}", ns, spec_.name);
-  // An instance is only ever waited for until ready (a finished one is a stopped one).
-  WaitOptions<DevInstanceStatus> ready = options;
-  ready.until = WaitUntil::kReady;
-  // Unschedulable fails fast only when no node could ever take the pod (else capacity may free
-  // up); that judgement is the placement check's, made once.
-  std::optional<FitResult> placement;
-  return internal::Wait<DevInstanceStatus>(
-      client_, ns, {{&kPods, pod_sel}, {&kStatefulSets, sts_sel}, {&kEvents, event_sel}}, what,
-      ready, [&](const internal::WaitSnapshot& snapshot) {
-        const bool synced = snapshot.synced;
-        internal::DevObserved seen;
-        const auto& sts = snapshot.objects[1];
-        if (!sts.empty()) {
-          seen.statefulset = sts.front();
-          seen.quota_rejections = QuotaRejections(seen.statefulset, snapshot.objects[2]);
-        }
-        seen.pods = snapshot.objects[0];
-        std::vector<std::string> fatal;
-        DevInstanceStatus st = internal::ComputeDevStatus(spec_, seen, &fatal);
-        if (synced && sts.empty()) {
-          throw NotFound(ErrorKind::kNotFound, fmt::format("{} does not exist", what), 404,
-                         "NotFound");
-        }
-        if (!synced) st.message = "watching";
-        if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
-          if (!placement) placement = CheckPlacement(client_, {RenderDevInstance(spec_).front()});
-          if (!placement->fits) fatal.push_back(st.reason + "; " + placement->Message());
-        }
-        // Running and Stopped are read from every watch's first list (a Running pod seen
-        // before the StatefulSet is no answer yet, and its message would be "watching").
-        internal::WaitVerdict verdict;
-        verdict.done = synced && st.phase == DevPhase::kRunning;
-        if (!verdict.done && !fatal.empty()) {
-          verdict.failure = std::make_exception_ptr(
-              DevInstanceFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
-        } else if (synced && st.phase == DevPhase::kStopped) {
-          verdict.failure = std::make_exception_ptr(
-              DevInstanceFailed(fmt::format("{} is stopped; Start() it first", what), st));
-        }
-        verdict.report = synced;
-        verdict.progress = st.Table();
-        verdict.message = st.message;
-        return std::pair{std::move(st), std::move(verdict)};
-      });
-}
-
 DevAccess DevInstance::Access() {
   const std::string& ns = spec_.namespace_name;
   const DevExposeSpec& x = spec_.expose;
@@ -761,9 +663,128 @@ WorkloadLogStream DevInstance::StreamLogs(LogOptions options) const {
       });
 }
 
-std::vector<Json> DevInstance::Render() const { return RenderDevInstance(spec_); }
+// ---- the kind's parts of the shared life (Workload<DevInstanceKind>) -------------------------
 
-std::string DevInstance::ToYaml() const { return ToYamlDocuments(Render()); }
+namespace internal {
+
+template <>
+struct KindOps<DevInstanceKind> {
+  static constexpr const char* kNoun = "instance";
+  static constexpr auto kNameRule = validation::RequireDns1035Label;
+  static constexpr const char* kNameLabel = kInstanceLabel;
+
+  static DevInstanceSpec LoadSpec(Client& client, const std::string& ns, const std::string& name,
+                                  std::string* uid) {
+    RootIdentity id;
+    DevInstanceSpec spec = DevSpecFromObject(GetChecked(client, kStatefulSets, ns, name), &id);
+    *uid = std::move(id.uid);
+    return spec;
+  }
+
+  static std::vector<ResourceType> RefTypes(Client& /*client*/) { return {kStatefulSets}; }
+  static std::string RefSelector() {
+    return std::string(kInstanceLabel) + "," + kManagedBy + "=tfk8s";
+  }
+
+  static FitResult Preflight(Client& client, const DevInstanceSpec& spec) {
+    bool home_exists = CheckGrants(client, spec);
+    auto existing = GetOptional(client, kStatefulSets, spec.namespace_name, spec.name);
+    return PreflightObjects(client, spec, existing ? &*existing : nullptr, home_exists);
+  }
+
+  static DevInstanceStatus Status(Client& client, const DevInstanceSpec& spec) {
+    const std::string& ns = spec.namespace_name;
+    DevObserved seen;
+    seen.statefulset = GetChecked(client, kStatefulSets, ns, spec.name);
+    ListOptions sel;
+    sel.label_selector = DevSelector(spec);
+    seen.pods = Items(client.ListAll(kPods, ns, sel));
+    ListOptions events;
+    events.field_selector = FailedCreateSelector(spec);
+    seen.quota_rejections =
+        QuotaRejections(seen.statefulset, Items(client.ListAll(kEvents, ns, events)));
+    return ComputeDevStatus(spec, seen, nullptr);
+  }
+
+  static std::vector<Json> Render(const Client& /*client*/, const DevInstanceSpec& spec) {
+    return RenderDevInstance(spec);
+  }
+
+  /// The wait's judge: the pod, the StatefulSet and the quota's refusals to create the pod.
+  class Judge {
+   public:
+    Judge(Client& client, const DevInstanceSpec& spec, WaitUntil /*until*/)
+        : client_(client), spec_(spec) {}
+
+    [[nodiscard]] std::vector<WaitWatch> Watches() const {
+      ListOptions pod_sel;
+      pod_sel.label_selector = DevSelector(spec_);
+      ListOptions sts_sel;
+      sts_sel.field_selector = "metadata.name=" + spec_.name;
+      ListOptions event_sel;
+      event_sel.field_selector = FailedCreateSelector(spec_);
+      return {{&kPods, pod_sel}, {&kStatefulSets, sts_sel}, {&kEvents, event_sel}};
+    }
+    [[nodiscard]] std::string What() const {
+      return fmt::format("DevInstance {}/{}", spec_.namespace_name, spec_.name);
+    }
+    // An instance is only ever waited for until ready (a finished one is a stopped one).
+    [[nodiscard]] static WaitOptions<DevInstanceStatus> Options(
+        WaitOptions<DevInstanceStatus> options) {
+      options.until = WaitUntil::kReady;
+      return options;
+    }
+
+    std::pair<DevInstanceStatus, WaitVerdict> operator()(const WaitSnapshot& snapshot) {
+      const bool synced = snapshot.synced;
+      const std::string what = What();
+      DevObserved seen;
+      const auto& sts = snapshot.objects[1];
+      if (!sts.empty()) {
+        seen.statefulset = sts.front();
+        seen.quota_rejections = QuotaRejections(seen.statefulset, snapshot.objects[2]);
+      }
+      seen.pods = snapshot.objects[0];
+      std::vector<std::string> fatal;
+      DevInstanceStatus st = ComputeDevStatus(spec_, seen, &fatal);
+      if (synced && sts.empty()) {
+        throw NotFound(ErrorKind::kNotFound, fmt::format("{} does not exist", what), 404,
+                       "NotFound");
+      }
+      if (!synced) st.message = "watching";
+      if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
+        // Fails fast only when no node could ever take the pod (else capacity may free up);
+        // that judgement is the placement check's, made once.
+        if (!placement_) placement_ = CheckPlacement(client_, {RenderDevInstance(spec_).front()});
+        if (!placement_->fits) fatal.push_back(st.reason + "; " + placement_->Message());
+      }
+      // Running and Stopped are read from every watch's first list (a Running pod seen
+      // before the StatefulSet is no answer yet, and its message would be "watching").
+      WaitVerdict verdict;
+      verdict.done = synced && st.phase == DevPhase::kRunning;
+      if (!verdict.done && !fatal.empty()) {
+        verdict.failure = std::make_exception_ptr(
+            DevInstanceFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
+      } else if (synced && st.phase == DevPhase::kStopped) {
+        verdict.failure = std::make_exception_ptr(
+            DevInstanceFailed(fmt::format("{} is stopped; Start() it first", what), st));
+      }
+      verdict.report = synced;
+      verdict.progress = st.Table();
+      verdict.message = st.message;
+      return {std::move(st), std::move(verdict)};
+    }
+
+   private:
+    Client& client_;
+    const DevInstanceSpec& spec_;
+    std::optional<FitResult> placement_;
+  };
+};
+
+}  // namespace internal
+
+template class Workload<DevInstanceKind>;
 
 // ---- results as JSON -----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@
 #include "workloads/identity.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 #include "workloads/wait.hpp"
+#include "workloads/workload_impl.hpp"
 
 namespace tfk8s {
 
@@ -54,6 +55,21 @@ bool ServerHasCronJobTimeZone(Client& client) {
   int major = number(v.value("major", "0"));
   int minor = number(v.value("minor", "0"));
   return major > 1 || (major == 1 && minor >= 25);
+}
+
+// The CronJob type the server serves (discovery, cached by the client).
+ResourceType CronJobTypeOf(Client& client) {
+  return client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
+}
+
+// Render options for this client's server (CronJob version, time zone support).
+ScheduledJobRenderOptions ServerRenderOptionsOf(Client& client, const ScheduledJobSpec& spec) {
+  ScheduledJobRenderOptions ro;
+  if (!spec.scheduled()) return ro;  // a Job: batch/v1 on every server
+  ro.cronjob_api_version = CronJobTypeOf(client).ApiVersion();
+  bool utc = spec.time_zone.empty() || spec.time_zone == "UTC" || spec.time_zone == "Etc/UTC";
+  ro.time_zone_supported = utc || ServerHasCronJobTimeZone(client);
+  return ro;
 }
 
 [[noreturn]] void ThrowDoesNotFit(const std::string& what, const FitResult& fit) {
@@ -99,23 +115,8 @@ bool ContainerStarted(const Json& pod) {
 
 // ---- construction and loading ---------------------------------------------------------------
 
-ScheduledJob::ScheduledJob(Client client, ScheduledJobSpec spec)
-    : client_(std::move(client)), spec_(std::move(spec)) {
-  spec_.Validate();
-}
-
-void ScheduledJob::set_spec(ScheduledJobSpec spec) {
-  spec.Validate();
-  if (spec.name != spec_.name || spec.namespace_name != spec_.namespace_name) {
-    throw ValidationError("name", spec.name, "a task cannot be renamed or moved; delete it");
-  }
-  spec_ = std::move(spec);
-}
-
 ResourceType ScheduledJob::CronJobType() {
-  if (!cronjob_type_) {
-    cronjob_type_ = client_.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
-  }
+  if (!cronjob_type_) cronjob_type_ = CronJobTypeOf(client_);
   return *cronjob_type_;
 }
 
@@ -137,75 +138,10 @@ std::optional<ScheduledJobSpec> ScheduledJobSpecFromObject(const Json& object, b
 }  // namespace internal
 
 ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std::string& name) {
-  // Checked first: the name also goes into a label selector below.
-  internal::RequireWorkloadName(ns, name, validation::RequireDns1123Label);
-  try {
-    ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
-    internal::RootIdentity id;
-    if (auto spec = internal::ScheduledJobSpecFromObject(
-            internal::GetChecked(client, cronjobs, ns, name), true, &id)) {
-      ScheduledJob loaded(client, std::move(*spec));
-      loaded.root_uid_ = std::move(id.uid);
-      return loaded;
-    }
-  } catch (const NotFound&) {
-  }
-  ListOptions sel;
-  sel.label_selector = TaskSelector(name);
-  std::vector<Json> jobs = Items(client.ListAll(kJobs, ns, sel));
-  SortByCreation(jobs);
-  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
-    // A run has no root to remember: on-demand tasks are their runs.
-    if (auto spec = internal::ScheduledJobSpecFromObject(*it, false)) {
-      return ScheduledJob(client, std::move(*spec));
-    }
-  }
-  throw NotFound(
-      ErrorKind::kNotFound,
-      fmt::format("no tfk8s scheduled job {}/{} (no CronJob or run with its spec)", ns, name), 404,
-      "NotFound");
-}
-
-std::vector<std::string> ScheduledJob::List(Client client, const std::string& ns) {
-  internal::RequireOneNamespace(ns, "ScheduledJob::ListRefs");
-  return internal::Names(ListRefs(std::move(client), ns));
-}
-
-std::vector<WorkloadRef> ScheduledJob::ListRefs(Client client, const std::string& ns,
-                                                const std::string& owner) {
-  // (namespace, name) -> owner; a task's CronJob and runs carry the same labels.
-  std::map<std::pair<std::string, std::string>, std::string> found;
-  auto add = [&found](const std::vector<Json>& objects) {
-    for (const auto& o : objects) {
-      const Json& metadata = internal::At(o, "metadata");
-      const Json& labels = internal::At(metadata, "labels");
-      std::string name = internal::StringAt(labels, internal::kScheduledJobLabel);
-      if (!name.empty()) {
-        found.emplace(std::make_pair(internal::StringAt(metadata, "namespace"), name),
-                      internal::StringAt(labels, kOwnerLabel));
-      }
-    }
-  };
-  ListOptions sel;
-  sel.label_selector = internal::WithOwner(internal::kScheduledJobLabel, owner);
-  try {
-    ResourceType cronjobs = client.ResolvePreferred("batch", "CronJob", {"v1", "v1beta1"});
-    add(Items(client.ListAll(cronjobs, ns, sel)));
-  } catch (const NotFound&) {
-  }
-  add(Items(client.ListAll(kJobs, ns, sel)));
-  std::vector<WorkloadRef> refs;
-  refs.reserve(found.size());
-  for (auto& [where, who] : found) refs.push_back({where.first, where.second, who});
-  return refs;  // sorted by the map
+  return LoadAs<ScheduledJob>(std::move(client), ns, name);
 }
 
 // ---- schedule -------------------------------------------------------------------------------
-
-FitResult ScheduledJob::Preflight() {
-  // One run is what a schedule or a run-now adds to the namespace's usage.
-  return CheckRun(client_, spec_.namespace_name, RenderRunJob(spec_));
-}
 
 Json ScheduledJob::Apply(const ApplyScheduleOptions& options) {
   spec_.Validate();
@@ -358,41 +294,6 @@ void ScheduledJob::Delete(const ScheduledJobDeleteOptions& options) {
     by_name.field_selector = "metadata.name=" + spec_.name;
     wait_gone(*cronjobs, by_name);
   }
-}
-
-ScheduleStatus ScheduledJob::Status() {
-  ScheduleStatus st;
-  if (!spec_.scheduled()) return st;
-  Json cj;
-  try {
-    cj = internal::GetChecked(client_, CronJobType(), spec_.namespace_name, spec_.name);
-  } catch (const NotFound&) {
-    return st;
-  }
-  st.exists = true;
-  st.api_version = cj.value("apiVersion", CronJobType().ApiVersion());
-  const Json& spec = cj.value("spec", Json::object());
-  st.suspended = spec.value("suspend", false);
-  st.schedule = spec.value("schedule", "");
-  if (auto t = internal::TimeAt(cj, Json::json_pointer("/status/lastScheduleTime"))) {
-    st.last_schedule_time = internal::ToTimePoint(*t);
-  }
-  if (auto t = internal::TimeAt(cj, Json::json_pointer("/status/lastSuccessfulTime"))) {
-    st.last_successful_time = internal::ToTimePoint(*t);
-  }
-  for (const auto& ref : cj.value("status", Json::object()).value("active", Json::array())) {
-    st.active.push_back(ref.value("name", ""));
-  }
-  if (!st.suspended) {
-    try {
-      auto next = NextScheduleTimes(st.schedule, spec.value("timeZone", ""),
-                                    std::chrono::system_clock::now(), 1);
-      if (!next.empty()) st.next_schedule_time = next.front();
-    } catch (const ValidationError&) {
-      // Edited by hand into something we do not understand: no prediction.
-    }
-  }
-  return st;
 }
 
 // ---- runs -----------------------------------------------------------------------------------
@@ -570,19 +471,106 @@ WorkloadLogStream ScheduledJob::StreamLogs(const std::string& job_name, bool fol
 }
 
 ScheduledJobRenderOptions ScheduledJob::ServerRenderOptions() {
-  ScheduledJobRenderOptions ro;
-  if (!spec_.scheduled()) return ro;  // a Job: batch/v1 on every server
-  ro.cronjob_api_version = CronJobType().ApiVersion();
-  bool utc = spec_.time_zone.empty() || spec_.time_zone == "UTC" || spec_.time_zone == "Etc/UTC";
-  ro.time_zone_supported = utc || ServerHasCronJobTimeZone(client_);
-  return ro;
+  return ServerRenderOptionsOf(client_, spec_);
 }
 
-std::vector<Json> ScheduledJob::Render() {
-  spec_.Validate();
-  return RenderScheduledJob(spec_, ServerRenderOptions());
+// ---- the kind's parts of the shared life (Workload<ScheduledJobKind>) ------------------------
+
+namespace internal {
+
+template <>
+struct KindOps<ScheduledJobKind> {
+  static constexpr const char* kNoun = "task";
+  static constexpr auto kNameRule = validation::RequireDns1123Label;
+  static constexpr const char* kNameLabel = kScheduledJobLabel;
+
+  // The CronJob, or (an on-demand task) its newest run; only a CronJob's UID is remembered
+  // (on-demand tasks are their runs: no root to guard).
+  static ScheduledJobSpec LoadSpec(Client& client, const std::string& ns, const std::string& name,
+                                   std::string* uid) {
+    try {
+      RootIdentity id;
+      if (auto spec = ScheduledJobSpecFromObject(
+              GetChecked(client, CronJobTypeOf(client), ns, name), true, &id)) {
+        *uid = std::move(id.uid);
+        return std::move(*spec);
+      }
+    } catch (const NotFound&) {
+    }
+    ListOptions sel;
+    sel.label_selector = TaskSelector(name);
+    std::vector<Json> jobs = Items(client.ListAll(kJobs, ns, sel));
+    SortByCreation(jobs);
+    for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
+      if (auto spec = ScheduledJobSpecFromObject(*it, false)) return std::move(*spec);
+    }
+    throw NotFound(
+        ErrorKind::kNotFound,
+        fmt::format("no tfk8s scheduled job {}/{} (no CronJob or run with its spec)", ns, name),
+        404, "NotFound");
+  }
+
+  // A task's CronJob and its runs carry the same labels.
+  static std::vector<ResourceType> RefTypes(Client& client) {
+    std::vector<ResourceType> types;
+    try {
+      types.push_back(CronJobTypeOf(client));
+    } catch (const NotFound&) {
+    }
+    types.push_back(kJobs);
+    return types;
+  }
+  static std::string RefSelector() { return kScheduledJobLabel; }
+
+  // One run is what a schedule or a run-now adds to the namespace's usage.
+  static FitResult Preflight(Client& client, const ScheduledJobSpec& spec) {
+    return CheckRun(client, spec.namespace_name, RenderRunJob(spec));
+  }
+
+  static ScheduleStatus Status(Client& client, const ScheduledJobSpec& task);
+
+  static std::vector<Json> Render(Client client, const ScheduledJobSpec& spec) {
+    return RenderScheduledJob(spec, ServerRenderOptionsOf(client, spec));
+  }
+};
+
+ScheduleStatus KindOps<ScheduledJobKind>::Status(Client& client, const ScheduledJobSpec& task) {
+  ScheduleStatus st;
+  if (!task.scheduled()) return st;
+  Json cj;
+  try {
+    cj = internal::GetChecked(client, CronJobTypeOf(client), task.namespace_name, task.name);
+  } catch (const NotFound&) {
+    return st;
+  }
+  st.exists = true;
+  st.api_version = cj.value("apiVersion", CronJobTypeOf(client).ApiVersion());
+  const Json& cronjob = cj.value("spec", Json::object());
+  st.suspended = cronjob.value("suspend", false);
+  st.schedule = cronjob.value("schedule", "");
+  if (auto t = internal::TimeAt(cj, Json::json_pointer("/status/lastScheduleTime"))) {
+    st.last_schedule_time = internal::ToTimePoint(*t);
+  }
+  if (auto t = internal::TimeAt(cj, Json::json_pointer("/status/lastSuccessfulTime"))) {
+    st.last_successful_time = internal::ToTimePoint(*t);
+  }
+  for (const auto& ref : cj.value("status", Json::object()).value("active", Json::array())) {
+    st.active.push_back(ref.value("name", ""));
+  }
+  if (!st.suspended) {
+    try {
+      auto next = NextScheduleTimes(st.schedule, cronjob.value("timeZone", ""),
+                                    std::chrono::system_clock::now(), 1);
+      if (!next.empty()) st.next_schedule_time = next.front();
+    } catch (const ValidationError&) {
+      // Edited by hand into something we do not understand: no prediction.
+    }
+  }
+  return st;
 }
 
-std::string ScheduledJob::ToYaml() { return ToYamlDocuments(Render()); }
+}  // namespace internal
+
+template class Workload<ScheduledJobKind>;
 
 }  // namespace tfk8s

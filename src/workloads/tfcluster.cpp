@@ -21,6 +21,7 @@
 #include "workloads/start_script.hpp"
 #include "workloads/tfcluster_internal.hpp"
 #include "workloads/wait.hpp"
+#include "workloads/workload_impl.hpp"
 
 namespace tfk8s {
 
@@ -313,19 +314,6 @@ TFClusterStatus StatusFromPods(const TFClusterSpec& spec, Observed seen,
 
 // ---- TFCluster ------------------------------------------------------------------------------
 
-TFCluster::TFCluster(Client client, TFClusterSpec spec)
-    : client_(std::move(client)), spec_(std::move(spec)) {
-  spec_.Validate();
-}
-
-void TFCluster::set_spec(TFClusterSpec spec) {
-  spec.Validate();
-  if (spec.name != spec_.name || spec.namespace_name != spec_.namespace_name) {
-    throw ValidationError("name", spec.name, "a cluster cannot be renamed or moved; delete it");
-  }
-  spec_ = std::move(spec);
-}
-
 namespace internal {
 
 TFClusterSpec TFSpecFromRoot(const Json& root, RootIdentity* identity) {
@@ -345,41 +333,21 @@ TFClusterSpec TFSpecFromRoot(const Json& root, RootIdentity* identity) {
 }  // namespace internal
 
 TFCluster TFCluster::Load(Client client, const std::string& ns, const std::string& name) {
-  internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
-  Json root = internal::GetChecked(client, kConfigMaps, ns, name);
-  internal::RootIdentity id;
-  TFCluster loaded(std::move(client), internal::TFSpecFromRoot(root, &id));
-  loaded.root_uid_ = std::move(id.uid);
-  return loaded;
+  return LoadAs<TFCluster>(std::move(client), ns, name);
 }
 
-std::vector<std::string> TFCluster::List(Client client, const std::string& ns) {
-  internal::RequireOneNamespace(ns, "TFCluster::ListRefs");
-  return internal::Names(ListRefs(std::move(client), ns));
-}
+namespace {
 
-std::vector<WorkloadRef> TFCluster::ListRefs(Client client, const std::string& ns,
-                                             const std::string& owner) {
-  ListOptions o;
-  o.label_selector = internal::WithOwner(
-      std::string(kComponentLabel) + "=root," + internal::kinds::kManagedBySelector, owner);
-  std::vector<WorkloadRef> refs;
-  for (const auto& cm : Items(client.ListAll(kConfigMaps, ns, o))) {
-    std::string n = LabelOf(cm, kClusterLabel);
-    if (!n.empty()) {
-      refs.push_back({internal::StringAt(internal::At(cm, "metadata"), "namespace"), n,
-                      LabelOf(cm, kOwnerLabel)});
-    }
-  }
-  internal::SortRefs(&refs);
-  return refs;
-}
-
-std::vector<Json> TFCluster::Children() const {
-  auto all = RenderTFCluster(spec_);
+// Every object of the cluster but its root.
+std::vector<Json> ChildrenOf(const TFClusterSpec& spec) {
+  auto all = RenderTFCluster(spec);
   all.erase(all.begin());  // the root
   return all;
 }
+
+}  // namespace
+
+std::vector<Json> TFCluster::Children() const { return ChildrenOf(spec_); }
 
 namespace {
 
@@ -461,14 +429,6 @@ FitResult PreflightOf(Client& client, const TFClusterSpec& spec, const std::vect
 }
 
 }  // namespace
-
-FitResult TFCluster::Preflight() {
-  std::vector<Json> children = Children();
-  FitResult fit =
-      PreflightOf(client_, spec_, children, SurveyCluster(client_, spec_, children, true));
-  internal::AddNamespacePodSecurity(client_, spec_.namespace_name, children, {}, &fit);
-  return fit;
-}
 
 std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   spec_.Validate();
@@ -642,17 +602,6 @@ std::vector<Json> SessionServices(const Client& client, const TFClusterSpec& spe
 
 }  // namespace
 
-TFClusterStatus TFCluster::Status() {
-  ListOptions o;
-  o.label_selector = Selector(spec_);
-  Observed seen;
-  seen.pods = internal::ListItemsWithout(client_, kPods, spec_.namespace_name, o, kNotReadByStatus);
-  seen.services = SessionServices(client_, spec_);
-  return StatusFromPods(spec_, std::move(seen), [&] {
-    return internal::ListItemsWithout(client_, kJobs, spec_.namespace_name, o, kNotReadByStatus);
-  });
-}
-
 TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns, const std::string& name) {
   internal::RequireWorkloadName(ns, name, validation::RequireDns1035Label);
   // The pods and Jobs are selected by the cluster label alone, so they need not wait for the
@@ -674,58 +623,6 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns, const 
   return StatusFromPods(spec, std::move(seen), [&] {
     return internal::ListItemsWithout(client, kJobs, ns, o, kNotReadByStatus);
   });
-}
-
-TFClusterStatus TFCluster::Wait(const WaitOptions<TFClusterStatus>& options) {
-  ListOptions sel;
-  sel.label_selector = Selector(spec_);
-  ListOptions failed_creates;
-  failed_creates.field_selector = "reason=FailedCreate";
-  const std::string what = fmt::format("TFCluster {}/{}", spec_.namespace_name, spec_.name);
-  // Unschedulable pods fail fast only when no node could ever take them (else capacity may
-  // free up); that judgement is the placement check's, made once.
-  std::optional<FitResult> placement;
-  return internal::Wait<TFClusterStatus>(
-      client_, spec_.namespace_name, {{&kPods, sel}, {&kJobs, sel}, {&kEvents, failed_creates}},
-      what, options, [&](const internal::WaitSnapshot& snapshot) {
-        Observed seen;
-        seen.pods = snapshot.objects[0];
-        seen.jobs = snapshot.objects[1];
-        std::set<std::string> job_uids;
-        for (const auto& j : seen.jobs) job_uids.insert(j["metadata"].value("uid", ""));
-        for (const auto& e : snapshot.objects[2]) {
-          const Json& involved = e.value("involvedObject", Json::object());
-          std::string message = e.value("message", "");
-          if (job_uids.count(involved.value("uid", "")) &&
-              message.find("exceeded quota") != std::string::npos) {
-            seen.quota_rejections.push_back(
-                fmt::format("{} cannot create pods: {}", involved.value("name", ""), message));
-          }
-        }
-        std::vector<std::string> fatal;
-        TFClusterStatus st = ComputeTFStatus(spec_, seen, &fatal);
-        for (const auto& r : st.replicas) {
-          if (r.reason.rfind("Unschedulable", 0) != 0) continue;
-          if (!placement) placement = CheckPlacement(client_, Children());
-          if (!placement->fits) {
-            fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index, placement->Message()));
-          }
-          break;
-        }
-        internal::WaitVerdict verdict;
-        if (st.phase == TFClusterPhase::kFailed) {
-          verdict.failure = std::make_exception_ptr(
-              TFClusterFailed(fmt::format("{} failed: {}", what, st.message), st));
-        } else if (!fatal.empty()) {
-          verdict.failure = std::make_exception_ptr(
-              TFClusterFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
-        }
-        verdict.done = st.phase == TFClusterPhase::kSucceeded ||
-                       (options.until == WaitUntil::kReady && st.phase == TFClusterPhase::kRunning);
-        verdict.progress = st.Table();
-        verdict.message = st.message;
-        return std::pair{std::move(st), std::move(verdict)};
-      });
 }
 
 void TFCluster::Logs(const TFLogOptions& options,
@@ -959,9 +856,135 @@ WorkloadLogStream TFCluster::StreamLogs(TFLogOptions options) const {
       });
 }
 
-std::vector<Json> TFCluster::Render() const { return RenderTFCluster(spec_); }
+// ---- the kind's parts of the shared life (Workload<TFClusterKind>) ---------------------------
 
-std::string TFCluster::ToYaml() const { return ToYamlDocuments(Render()); }
+namespace internal {
+
+template <>
+struct KindOps<TFClusterKind> {
+  static constexpr const char* kNoun = "cluster";
+  static constexpr auto kNameRule = validation::RequireDns1035Label;
+  static constexpr const char* kNameLabel = kClusterLabel;
+
+  static TFClusterSpec LoadSpec(Client& client, const std::string& ns, const std::string& name,
+                                std::string* uid) {
+    RootIdentity id;
+    TFClusterSpec spec = TFSpecFromRoot(GetChecked(client, kConfigMaps, ns, name), &id);
+    *uid = std::move(id.uid);
+    return spec;
+  }
+
+  static std::vector<ResourceType> RefTypes(Client& /*client*/) { return {kConfigMaps}; }
+  static std::string RefSelector() {
+    return std::string(kComponentLabel) + "=root," + kinds::kManagedBySelector;
+  }
+
+  static FitResult Preflight(Client& client, const TFClusterSpec& spec) {
+    std::vector<Json> children = ChildrenOf(spec);
+    FitResult fit =
+        PreflightOf(client, spec, children, SurveyCluster(client, spec, children, true));
+    AddNamespacePodSecurity(client, spec.namespace_name, children, {}, &fit);
+    return fit;
+  }
+
+  static TFClusterStatus Status(Client& client, const TFClusterSpec& spec) {
+    ListOptions o;
+    o.label_selector = Selector(spec);
+    Observed seen;
+    seen.pods = ListItemsWithout(client, kPods, spec.namespace_name, o, kNotReadByStatus);
+    seen.services = SessionServices(client, spec);
+    return StatusFromPods(spec, std::move(seen), [&] {
+      return ListItemsWithout(client, kJobs, spec.namespace_name, o, kNotReadByStatus);
+    });
+  }
+
+  static std::vector<Json> Render(const Client& /*client*/, const TFClusterSpec& spec) {
+    return RenderTFCluster(spec);
+  }
+
+  /// The wait's judge: pods, Jobs and the quota's refusals to create pods.
+  class Judge {
+   public:
+    Judge(Client& client, const TFClusterSpec& spec, WaitUntil until)
+        : client_(client), spec_(spec), until_(until) {}
+
+    [[nodiscard]] std::vector<WaitWatch> Watches() const {
+      ListOptions sel;
+      sel.label_selector = Selector(spec_);
+      ListOptions failed_creates;
+      failed_creates.field_selector = "reason=FailedCreate";
+      return {{&kPods, sel}, {&kJobs, sel}, {&kEvents, failed_creates}};
+    }
+    [[nodiscard]] std::string What() const {
+      return fmt::format("TFCluster {}/{}", spec_.namespace_name, spec_.name);
+    }
+    [[nodiscard]] static const WaitOptions<TFClusterStatus>& Options(
+        const WaitOptions<TFClusterStatus>& options) {
+      return options;
+    }
+
+    std::pair<TFClusterStatus, WaitVerdict> operator()(const WaitSnapshot& snapshot) {
+      Observed seen;
+      seen.pods = snapshot.objects[0];
+      seen.jobs = snapshot.objects[1];
+      seen.quota_rejections = QuotaRefusals(seen.jobs, snapshot.objects[2]);
+      std::vector<std::string> fatal;
+      TFClusterStatus st = ComputeTFStatus(spec_, seen, &fatal);
+      for (const auto& r : st.replicas) {
+        if (r.reason.rfind("Unschedulable", 0) != 0) continue;
+        // Fails fast only when no node could ever take the pod (else capacity may free up);
+        // that judgement is the placement check's, made once.
+        if (!placement_) placement_ = CheckPlacement(client_, ChildrenOf(spec_));
+        if (!placement_->fits) {
+          fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index, placement_->Message()));
+        }
+        break;
+      }
+      const std::string what = What();
+      WaitVerdict verdict;
+      if (st.phase == TFClusterPhase::kFailed) {
+        verdict.failure = std::make_exception_ptr(
+            TFClusterFailed(fmt::format("{} failed: {}", what, st.message), st));
+      } else if (!fatal.empty()) {
+        verdict.failure = std::make_exception_ptr(
+            TFClusterFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
+      }
+      verdict.done = st.phase == TFClusterPhase::kSucceeded ||
+                     (until_ == WaitUntil::kReady && st.phase == TFClusterPhase::kRunning);
+      verdict.progress = st.Table();
+      verdict.message = st.message;
+      return {std::move(st), std::move(verdict)};
+    }
+
+   private:
+    // Events of the cluster's Jobs saying the quota refused their pods.
+    static std::vector<std::string> QuotaRefusals(const std::vector<Json>& jobs,
+                                                  const std::vector<Json>& events) {
+      std::set<std::string> job_uids;
+      for (const auto& j : jobs) job_uids.insert(j["metadata"].value("uid", ""));
+      std::vector<std::string> out;
+      for (const auto& e : events) {
+        const Json& involved = e.value("involvedObject", Json::object());
+        std::string message = e.value("message", "");
+        if (job_uids.count(involved.value("uid", "")) &&
+            message.find("exceeded quota") != std::string::npos) {
+          out.push_back(
+              fmt::format("{} cannot create pods: {}", involved.value("name", ""), message));
+        }
+      }
+      return out;
+    }
+
+    Client& client_;
+    const TFClusterSpec& spec_;
+    WaitUntil until_;
+    std::optional<FitResult> placement_;
+  };
+};
+
+}  // namespace internal
+
+template class Workload<TFClusterKind>;
 
 // ---- results as JSON -----------------------------------------------------------------------
 

@@ -34,8 +34,8 @@ Json Pod(const std::string& name, const Json& spec) {
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", name}}}, {"spec", spec}};
 }
 
-Json Workload(const std::string& api_version, const std::string& kind, const std::string& name,
-              const Json& spec) {
+Json WorkloadObject(const std::string& api_version, const std::string& kind,
+                    const std::string& name, const Json& spec) {
   return {
       {"apiVersion", api_version}, {"kind", kind}, {"metadata", {{"name", name}}}, {"spec", spec}};
 }
@@ -156,10 +156,11 @@ TEST_SUITE("quota") {
   TEST_CASE("controllers multiply by replicas and count their own objects") {
     Json pod = PodSpec(Json::array({Container("c", {{"cpu", "500m"}, {"memory", "1Gi"}})}));
     ResourceList d = QuotaDemandOf(
-        {Workload("apps/v1", "Deployment", "web", {{"replicas", 3}, {"template", Template(pod)}}),
-         Workload("apps/v1", "ReplicaSet", "rs", {{"template", Template(pod)}}),  // default 1
-         Workload("v1", "ReplicationController", "rc",
-                  {{"replicas", 0}, {"template", Template(pod)}})});
+        {WorkloadObject("apps/v1", "Deployment", "web",
+                        {{"replicas", 3}, {"template", Template(pod)}}),
+         WorkloadObject("apps/v1", "ReplicaSet", "rs", {{"template", Template(pod)}}),  // default 1
+         WorkloadObject("v1", "ReplicationController", "rc",
+                        {{"replicas", 0}, {"template", Template(pod)}})});
     CHECK(d.at("pods") == Q("4"));
     CHECK(d.at("count/pods") == Q("4"));
     CHECK(d.at("requests.cpu") == Q("2"));
@@ -178,7 +179,7 @@ TEST_SUITE("quota") {
                 {{"accessModes", {"ReadWriteOnce"}},
                  {"storageClassName", "fast"},
                  {"resources", {{"requests", {{"storage", "10Gi"}}}}}}}};
-    ResourceList d = QuotaDemandOf({Workload(
+    ResourceList d = QuotaDemandOf({WorkloadObject(
         "apps/v1", "StatefulSet", "w",
         {{"replicas", 4}, {"template", Template(pod)}, {"volumeClaimTemplates", {claim}}})});
     CHECK(d.at("pods") == Q("4"));
@@ -195,7 +196,7 @@ TEST_SUITE("quota") {
     auto job = [&](const Json& extra) {
       Json spec{{"template", Template(pod)}};
       spec.update(extra);
-      return Workload("batch/v1", "Job", "j", spec);
+      return WorkloadObject("batch/v1", "Job", "j", spec);
     };
     CHECK(QuotaDemandOf({job(Json::object())}).at("requests.cpu") == Q("1"));
     CHECK(QuotaDemandOf({job({{"parallelism", 5}})}).at("requests.cpu") == Q("5"));
@@ -203,10 +204,10 @@ TEST_SUITE("quota") {
     CHECK(QuotaDemandOf({job({{"parallelism", 2}, {"completions", 8}})}).at("pods") == Q("2"));
     CHECK(QuotaDemandOf({job({{"parallelism", 0}})}).count("pods") == 0);
 
-    Json cron =
-        Workload("batch/v1beta1", "CronJob", "c",
-                 {{"schedule", "*/5 * * * *"},
-                  {"jobTemplate", {{"spec", {{"parallelism", 3}, {"template", Template(pod)}}}}}});
+    Json cron = WorkloadObject(
+        "batch/v1beta1", "CronJob", "c",
+        {{"schedule", "*/5 * * * *"},
+         {"jobTemplate", {{"spec", {{"parallelism", 3}, {"template", Template(pod)}}}}}});
     ResourceList d = QuotaDemandOf({cron});
     CHECK(d.at("pods") == Q("3"));
     CHECK(d.at("requests.cpu") == Q("3"));
@@ -225,7 +226,7 @@ TEST_SUITE("quota") {
       for (int i = 0; i < ports; ++i) p.push_back({{"port", 8000 + i}, {"protocol", "TCP"}});
       Json spec{{"ports", p}};
       if (!type.empty()) spec["type"] = type;
-      return Workload("v1", "Service", "s" + type, spec);
+      return WorkloadObject("v1", "Service", "s" + type, spec);
     };
     ResourceList d = QuotaDemandOf({svc("", 1), svc("NodePort", 2), svc("LoadBalancer", 3)});
     CHECK(d.at("services") == Q("3"));
@@ -239,7 +240,7 @@ TEST_SUITE("quota") {
 
   TEST_CASE("claims: storage rounded up to whole bytes, class from annotation/spec/default") {
     auto pvc = [](const Json& spec, const Json& annotations = nullptr) {
-      Json o = Workload("v1", "PersistentVolumeClaim", "c", spec);
+      Json o = WorkloadObject("v1", "PersistentVolumeClaim", "c", spec);
       if (!annotations.is_null()) o["metadata"]["annotations"] = annotations;
       return o;
     };
@@ -296,9 +297,9 @@ TEST_SUITE("quota") {
     CHECK(d.at("count/pods") == Q("1"));
     CHECK(d.count("pods") == 0);
     CHECK(d.count("requests.cpu") == 0);
-    Json ds =
-        Workload("apps/v1", "DaemonSet", "d",
-                 {{"template", Template(PodSpec(Json::array({Container("c", {{"cpu", "1"}})})))}});
+    Json ds = WorkloadObject(
+        "apps/v1", "DaemonSet", "d",
+        {{"template", Template(PodSpec(Json::array({Container("c", {{"cpu", "1"}})})))}});
     ResourceList dd = QuotaDemandOf({ds});
     CHECK(dd.count("pods") == 0);
     CHECK(dd.at("count/daemonsets.apps") == Q("1"));
@@ -318,8 +319,9 @@ TEST_SUITE("quota") {
   }
 
   TEST_CASE("malformed objects fail with the field named") {
-    Json bad = Workload("apps/v1", "Deployment", "web",
-                        {{"replicas", "three"}, {"template", Template(PodSpec(Json::array()))}});
+    Json bad =
+        WorkloadObject("apps/v1", "Deployment", "web",
+                       {{"replicas", "three"}, {"template", Template(PodSpec(Json::array()))}});
     auto e = CatchValidation([&] { QuotaDemandOf({bad}); });
     CHECK(e.field() == "objects[0](Deployment/web).spec.replicas");
     Json bad_q = Pod("p", PodSpec(Json::array({Container("c", {{"cpu", "lots"}})})));
@@ -332,8 +334,8 @@ TEST_SUITE("quota") {
     Json pod = PodSpec(
         Json::array({Container("w", {{"cpu", "2"}, {"memory", "4Gi"}},
                                {{"cpu", "2"}, {"memory", "4Gi"}, {"nvidia.com/gpu", "2"}})}));
-    std::vector<Json> objects{
-        Workload("apps/v1", "StatefulSet", "w", {{"replicas", 4}, {"template", Template(pod)}})};
+    std::vector<Json> objects{WorkloadObject("apps/v1", "StatefulSet", "w",
+                                             {{"replicas", 4}, {"template", Template(pod)}})};
     Json hard{{"requests.cpu", "16"}, {"requests.nvidia.com/gpu", "8"}, {"pods", "10"}};
     // Empty namespace: 8 cpu, 8 GPUs, 4 pods fit exactly (used + requested == hard is allowed).
     FitResult ok = EvaluateQuota(
@@ -385,8 +387,8 @@ TEST_SUITE("quota") {
   TEST_CASE("EvaluateQuota checks every quota and names each") {
     Json pod = PodSpec(Json::array(
         {Container("w", {{"cpu", "1"}, {"memory", "1Gi"}}, {{"cpu", "1"}, {"memory", "1Gi"}})}));
-    std::vector<Json> objects{
-        Workload("apps/v1", "Deployment", "d", {{"replicas", 3}, {"template", Template(pod)}})};
+    std::vector<Json> objects{WorkloadObject("apps/v1", "Deployment", "d",
+                                             {{"replicas", 3}, {"template", Template(pod)}})};
     FitResult r = EvaluateQuota(
         objects, {QuotaObject("compute", {{"requests.cpu", "10"}}, {{"requests.cpu", "0"}}),
                   QuotaObject("objects", {{"pods", "2"}, {"count/deployments.apps", "1"}},
@@ -412,7 +414,7 @@ TEST_SUITE("quota") {
     CHECK(EvaluateQuota({Pod("a", burstable)}, {be_quota}).fits);
     CHECK_FALSE(EvaluateQuota({Pod("a", best_effort)}, {be_quota}).fits);
     // Scoped quotas never match non-pod objects.
-    Json svc = Workload("v1", "Service", "s", {{"ports", {{{"port", 80}}}}});
+    Json svc = WorkloadObject("v1", "Service", "s", {{"ports", {{{"port", 80}}}}});
     Json scoped_svc = QuotaObject("s", {{"services", "0"}}, {{"services", "0"}},
                                   {{"scopes", {"NotTerminating"}}});
     CHECK(EvaluateQuota({svc}, {scoped_svc}).fits);
