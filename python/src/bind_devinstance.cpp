@@ -19,6 +19,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/devinstance.hpp"
+#include "workload_binding.hpp"
 #include "workload_calls.hpp"
 
 namespace tfk8s::python {
@@ -39,21 +40,6 @@ auto CallNoGil(F&& f) -> decltype(f()) {
   return CallWithoutGil(std::forward<F>(f), RaiseStored);
 }
 
-py::object Wait(DevInstance& instance, std::optional<double> timeout,
-                const std::optional<py::function>& on_progress) {
-  auto total = timeout ? Ms(static_cast<std::int64_t>(std::max(0.0, *timeout) * 1000.0))
-                       : Ms(std::chrono::hours(24 * 365));
-  return WaitWithProgress<DevInstanceStatus>(
-      [&](const auto& report, const auto& cancelled) {
-        WaitOptions<DevInstanceStatus> options;
-        options.timeout = total;
-        options.on_progress = report;
-        options.cancelled = cancelled;
-        return instance.Wait(options);
-      },
-      ToJsonOf<DevInstanceStatus>, on_progress, RaiseStored);
-}
-
 DevShareMode ParseShareMode(const std::string& mode) {
   if (mode == "ro") return DevShareMode::kReadOnly;
   if (mode == "rw") return DevShareMode::kReadWrite;
@@ -62,81 +48,50 @@ DevShareMode ParseShareMode(const std::string& mode) {
 
 // The class: construction, loading, listing and the spec.
 py::class_<DevInstance> BindDevInstanceClass(py::module_& m) {
-  return py::class_<DevInstance>(
-             m, "DevInstance", "The C++ DevInstance with dicts in and out. Use tfk8s.DevInstance.")
-      .def(py::init([](Client client, const Json& spec) {
-             return DevInstance(std::move(client), DevInstanceSpec::FromJson(spec));
-           }),
-           py::arg("client"), py::arg("spec"),
-           "Validates the spec (DevInstanceSpec::ToJson() format); sends nothing.")
-      .def_static("load", &DevInstance::Load, py::arg("client"), py::arg("namespace"),
-                  py::arg("name"), NoGil(), "Loads an existing instance from its StatefulSet.")
-      .def_static(
-          "list_refs",
-          [](Client client, const std::string& ns, const std::string& owner) {
-            return ToJsonList(
-                CallNoGil([&] { return DevInstance::ListRefs(std::move(client), ns, owner); }));
-          },
-          py::arg("client"), py::arg("namespace") = "", py::arg("owner") = "",
-          "[{namespace, name, owner}] of the instances (namespace \"\" = every namespace).")
-      .def_static(
-          "list",
-          [](Client client, const std::string& ns, const std::string& owner) {
-            std::vector<DevInstanceSummary> rows;
-            {
-              py::gil_scoped_release release;
-              rows = DevInstance::List(std::move(client), ns, owner);
-            }
-            Json out = Json::array();
-            for (const auto& r : rows) {
-              out.push_back({{"namespace", r.namespace_name},
-                             {"name", r.name},
-                             {"owner", r.owner},
-                             {"image", r.image},
-                             {"running", r.running},
-                             {"ready", r.ready}});
-            }
-            return out;
-          },
-          py::arg("client"), py::arg("namespace"), py::arg("owner") = "",
-          "Instances in a namespace (\"\" = all) as dicts, optionally only one owner's.")
-      .def_static(
-          "normalize_spec",
-          [](const Json& spec) {
-            auto s = DevInstanceSpec::FromJson(spec);
-            s.Validate();
-            return s.ToJson();
-          },
-          py::arg("spec"), "The validated spec with every default filled in.")
-      .def_property(
-          "spec", [](const DevInstance& d) { return d.spec().ToJson(); },
-          [](DevInstance& d, const Json& spec) { d.set_spec(DevInstanceSpec::FromJson(spec)); },
-          "The spec as a dict; setting it validates (apply() converges the instance).");
+  py::class_<DevInstance> cls(m, "DevInstance",
+                              "The C++ DevInstance with dicts in and out. Use tfk8s.DevInstance.");
+  BindWorkloadSpine(cls, "instance", RaiseStored);
+  cls.def_static(
+      "list",
+      [](Client client, const std::string& ns, const std::string& owner) {
+        std::vector<DevInstanceSummary> rows;
+        {
+          py::gil_scoped_release release;
+          rows = DevInstance::List(std::move(client), ns, owner);
+        }
+        Json out = Json::array();
+        for (const auto& r : rows) {
+          out.push_back({{"namespace", r.namespace_name},
+                         {"name", r.name},
+                         {"owner", r.owner},
+                         {"image", r.image},
+                         {"running", r.running},
+                         {"ready", r.ready}});
+        }
+        return out;
+      },
+      py::arg("client"), py::arg("namespace"), py::arg("owner") = "",
+      "Instances in a namespace (\"\" = all) as dicts, optionally only one owner's.");
+  return cls;
 }
 
 // Create, apply, start, stop, restart, delete.
 void BindDevLifecycle(py::class_<DevInstance>& cls) {
   cls.def(
-         "preflight",
-         [](DevInstance& d) { return CallNoGil([&] { return d.Preflight(); }).ToJson(); },
-         "Mount grants, quota headroom and node placement as {fits, shortfalls, problems, "
-         "message}.")
-      .def(
-          "create",
-          [](DevInstance& d, bool start, bool preflight,
-             const std::string& pod_security_admission) {
-            PodSecurityWarnings warnings(pod_security_admission);
-            DevCreateOptions options;
-            options.start = start;
-            options.preflight = preflight;
-            options.pod_security = warnings.Options();
-            auto started = StartToJson(CallNoGil([&] { return d.Create(options); }));
-            warnings.Emit();
-            return started;
-          },
-          py::arg("start") = true, py::arg("preflight") = true,
-          py::arg("pod_security_admission") = "refuse",
-          "Creates the instance; returns {password, access} (the only copy of the password).")
+         "create",
+         [](DevInstance& d, bool start, bool preflight, const std::string& pod_security_admission) {
+           PodSecurityWarnings warnings(pod_security_admission);
+           DevCreateOptions options;
+           options.start = start;
+           options.preflight = preflight;
+           options.pod_security = warnings.Options();
+           auto started = StartToJson(CallNoGil([&] { return d.Create(options); }));
+           warnings.Emit();
+           return started;
+         },
+         py::arg("start") = true, py::arg("preflight") = true,
+         py::arg("pod_security_admission") = "refuse",
+         "Creates the instance; returns {password, access} (the only copy of the password).")
       .def(
           "apply", [](DevInstance& d) { CallNoGil([&] { d.Apply(); }); },
           "Converges an existing instance to the spec (keeps its password and state).")
@@ -167,17 +122,11 @@ void BindDevLifecycle(py::class_<DevInstance>& cls) {
           "Deletes the instance; `wait` seconds for it to be gone.");
 }
 
-// Status, wait, access, logs, activity and rendering.
+// Access, logs and activity (status, wait and rendering are the spine's).
 void BindDevObservers(py::class_<DevInstance>& cls) {
   cls.def(
-         "status", [](DevInstance& d) { return CallNoGil([&] { return d.Status(); }).ToJson(); },
-         "{phase, pod, node, restarts, ready_tools, reason, message, table}.")
-      .def("wait", &Wait, py::arg("timeout") = py::none(), py::arg("on_progress") = py::none(),
-           "Waits on a worker thread until the tools are ready; Ctrl-C cancels it. Raises "
-           "WorkloadFailed (with .status) when the pod cannot start, Timeout when time is up.")
-      .def(
-          "access", [](DevInstance& d) { return CallNoGil([&] { return d.Access(); }).ToJson(); },
-          "{user, endpoints, table}: where each tool is reached (no password).")
+         "access", [](DevInstance& d) { return CallNoGil([&] { return d.Access(); }).ToJson(); },
+         "{user, endpoints, table}: where each tool is reached (no password).")
       .def(
           "logs",
           [](const DevInstance& d, bool follow, std::optional<std::int64_t> tail_lines,
@@ -200,9 +149,7 @@ void BindDevObservers(py::class_<DevInstance>& cls) {
           },
           py::arg("timeout") = 20.0,
           "What the user was last seen doing (a probe run in the pod): Jupyter's last activity "
-          "and kernels, open SSH sessions, code-server's heartbeat, idle seconds.")
-      .def("render", &DevInstance::Render, "The instance's objects (never the Secret).")
-      .def("to_yaml", &DevInstance::ToYaml);
+          "and kernels, open SSH sessions, code-server's heartbeat, idle seconds.");
 }
 
 // The idle culler's pass.

@@ -23,6 +23,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/scheduledjob.hpp"
+#include "workload_binding.hpp"
 #include "workload_calls.hpp"
 
 namespace tfk8s::python {
@@ -208,34 +209,11 @@ class PyWatcher {
 }  // namespace
 
 void BindScheduledJob(py::module_& m) {
-  py::class_<ScheduledJob>(m, "ScheduledJob",
-                           "The C++ ScheduledJob with dicts in and out. Use tfk8s.ScheduledJob.")
-      .def(py::init([](Client client, const Json& spec) {
-             return ScheduledJob(std::move(client), ScheduledJobSpec::FromJson(spec));
-           }),
-           py::arg("client"), py::arg("spec"),
-           "Validates the spec (ScheduledJobSpec::ToJson() format); sends nothing.")
-      .def_static("load", &ScheduledJob::Load, py::arg("client"), py::arg("namespace"),
-                  py::arg("name"), NoGil(), "Loads a task from its CronJob or newest run.")
-      .def_static("list", &ScheduledJob::List, py::arg("client"), py::arg("namespace"), NoGil(),
-                  "Names of the tasks in a namespace.")
-      .def_static(
-          "list_refs",
-          [](Client client, const std::string& ns, const std::string& owner) {
-            return ToJsonList(
-                CallNoGil([&] { return ScheduledJob::ListRefs(std::move(client), ns, owner); }));
-          },
-          py::arg("client"), py::arg("namespace") = "", py::arg("owner") = "",
-          "[{namespace, name, owner}] of the tasks in a namespace (\"\" = every namespace), of "
-          "owner only when given.")
-      .def_static(
-          "normalize_spec",
-          [](const Json& spec) {
-            auto s = ScheduledJobSpec::FromJson(spec);
-            s.Validate();
-            return s.ToJson();
-          },
-          py::arg("spec"), "The validated spec with every default filled in.")
+  py::class_<ScheduledJob> cls(
+      m, "ScheduledJob", "The C++ ScheduledJob with dicts in and out. Use tfk8s.ScheduledJob.");
+  BindWorkloadSpine(cls, "task", RaiseStored);
+  cls.def_static("list", &ScheduledJob::List, py::arg("client"), py::arg("namespace"), NoGil(),
+                 "Names of the tasks in a namespace.")
       .def_static(
           "validate_schedule",
           [](const std::string& schedule, const std::string& time_zone) {
@@ -243,17 +221,9 @@ void BindScheduledJob(py::module_& m) {
           },
           py::arg("schedule"), py::arg("time_zone") = "",
           "Raises ValidationError for a bad cron expression or time zone.")
-      .def_property(
-          "spec", [](const ScheduledJob& t) { return t.spec().ToJson(); },
-          [](ScheduledJob& t, const Json& spec) { t.set_spec(ScheduledJobSpec::FromJson(spec)); },
-          "The spec as a dict; setting it validates (apply() updates the schedule).")
       .def_property_readonly(
           "command_line", [](const ScheduledJob& t) { return t.spec().CommandLine(); },
           "The shell form of the command, for display.")
-      .def(
-          "preflight",
-          [](ScheduledJob& t) { return CallNoGil([&] { return t.Preflight(); }).ToJson(); },
-          "One run against quota headroom and node placement.")
       .def(
           "apply",
           [](ScheduledJob& t, bool preflight, bool dry_run,
@@ -304,9 +274,6 @@ void BindScheduledJob(py::module_& m) {
           py::arg("foreground") = false, py::arg("keep_runs") = false, py::arg("wait") = py::none(),
           "Deletes the CronJob and its runs.")
       .def(
-          "status", [](ScheduledJob& t) { return CallNoGil([&] { return t.Status(); }).ToJson(); },
-          "The schedule's state; times are seconds since the epoch.")
-      .def(
           "history",
           [](ScheduledJob& t) { return ToJsonList(CallNoGil([&] { return t.History(); })); },
           "Every run still on the server, oldest first.")
@@ -351,10 +318,7 @@ void BindScheduledJob(py::module_& m) {
           },
           py::arg("run"), py::arg("follow") = true, py::arg("pending_wait") = 120.0,
           "A run's logs as a WorkloadLogs iterator of (attempt, line); with `follow`, until the "
-          "run finished (waiting up to `pending_wait` seconds for an attempt to start).")
-      .def("render", &ScheduledJob::Render, NoGil(),
-           "The objects Apply() or run_now() sends, in the server's API versions.")
-      .def("to_yaml", &ScheduledJob::ToYaml, NoGil());
+          "run finished (waiting up to `pending_wait` seconds for an attempt to start).");
 
   py::class_<PyWatcher>(m, "ScheduledJobWatcher",
                         "The C++ ScheduledJobWatcher. Use tfk8s.ScheduledJobWatcher.")

@@ -19,6 +19,7 @@
 
 #include "bindings.hpp"
 #include "tfk8s/tfcluster.hpp"
+#include "workload_binding.hpp"
 #include "workload_calls.hpp"
 
 namespace tfk8s::python {
@@ -39,76 +40,14 @@ auto CallNoGil(F&& f) -> decltype(f()) {
   return CallWithoutGil(std::forward<F>(f), RaiseStored);
 }
 
-py::object Wait(TFCluster& cluster, const std::string& until, std::optional<double> timeout,
-                const std::optional<py::function>& on_progress) {
-  WaitUntil what;
-  if (until == "ready") {
-    what = WaitUntil::kReady;
-  } else if (until == "finished") {
-    what = WaitUntil::kFinished;
-  } else {
-    throw ValidationError("until", until, "must be \"ready\" or \"finished\"");
-  }
-  auto timeout_ms =
-      timeout
-          ? std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, *timeout) * 1000.0))
-          : std::chrono::milliseconds(std::chrono::hours(24 * 365));
-  return WaitWithProgress<TFClusterStatus>(
-      [&](const auto& report, const auto& cancelled) {
-        return cluster.Wait(
-            {.until = what, .timeout = timeout_ms, .on_progress = report, .cancelled = cancelled});
-      },
-      ToJsonOf<TFClusterStatus>, on_progress, RaiseStored);
-}
-
 }  // namespace
 
 void BindTFCluster(py::module_& m) {
-  py::class_<TFCluster>(m, "TFCluster",
-                        "The C++ TFCluster with dicts in and out. Use tfk8s.TFCluster.")
-      .def(py::init([](Client client, const Json& spec) {
-             return TFCluster(std::move(client), TFClusterSpec::FromJson(spec));
-           }),
-           py::arg("client"), py::arg("spec"),
-           "Validates the spec (TFClusterSpec::ToJson() format); sends nothing.")
-      .def_static("load", &TFCluster::Load, py::arg("client"), py::arg("namespace"),
-                  py::arg("name"), NoGil(), "Loads an existing cluster from its root object.")
-      .def_static("list", &TFCluster::List, py::arg("client"), py::arg("namespace"), NoGil(),
-                  "Names of the clusters in a namespace.")
-      .def_static(
-          "list_refs",
-          [](Client client, const std::string& ns, const std::string& owner) {
-            return ToJsonList(
-                CallNoGil([&] { return TFCluster::ListRefs(std::move(client), ns, owner); }));
-          },
-          py::arg("client"), py::arg("namespace") = "", py::arg("owner") = "",
-          "[{namespace, name, owner}] of the clusters in a namespace (\"\" = every namespace), "
-          "of owner only when given.")
-      .def_static(
-          "validate_spec", [](const Json& spec) { TFClusterSpec::FromJson(spec).Validate(); },
-          py::arg("spec"), "Raises ValidationError when the spec is invalid.")
-      .def_static(
-          "normalize_spec", [](const Json& spec) { return TFClusterSpec::FromJson(spec).ToJson(); },
-          py::arg("spec"), "The spec with every default filled in (FromJson then ToJson).")
-      .def_static(
-          "render_spec",
-          [](const Json& spec) { return RenderTFCluster(TFClusterSpec::FromJson(spec)); },
-          py::arg("spec"), "Every object of the cluster as dicts, root ConfigMap first.")
-      .def_property(
-          "spec", [](const TFCluster& c) { return c.spec().ToJson(); },
-          [](TFCluster& c, const Json& spec) { c.set_spec(TFClusterSpec::FromJson(spec)); },
-          "The spec as a dict; setting it validates (apply() converges the cluster).")
-      .def(
-          "preflight",
-          [](TFCluster& c) {
-            FitResult fit;
-            {
-              py::gil_scoped_release release;
-              fit = c.Preflight();
-            }
-            return fit.ToJson();
-          },
-          "Quota headroom and node placement, as {fits, shortfalls, problems, message}.")
+  py::class_<TFCluster> cls(m, "TFCluster",
+                            "The C++ TFCluster with dicts in and out. Use tfk8s.TFCluster.");
+  BindWorkloadSpine(cls, "cluster", RaiseStored);
+  cls.def_static("list", &TFCluster::List, py::arg("client"), py::arg("namespace"), NoGil(),
+                 "Names of the clusters in a namespace.")
       .def(
           "apply",
           [](TFCluster& c, bool dry_run, bool preflight, bool prune,
@@ -132,21 +71,6 @@ void BindTFCluster(py::module_& m) {
             CallNoGil([&] { c.Scale(role, replicas); });
           },
           py::arg("role"), py::arg("replicas"))
-      .def(
-          "status",
-          [](TFCluster& c) {
-            TFClusterStatus s;
-            {
-              py::gil_scoped_release release;
-              s = c.Status();
-            }
-            return s.ToJson();
-          },
-          "{name, namespace, phase, message, replicas, not_ready, table}.")
-      .def("wait", &Wait, py::arg("until") = "ready", py::arg("timeout") = py::none(),
-           py::arg("on_progress") = py::none(),
-           "Waits on a worker thread until 'ready' or 'finished'; Ctrl-C cancels it. Raises "
-           "WorkloadFailed (with .status) when the cluster fails or cannot start.")
       .def(
           "logs",
           [](TFCluster& c, const std::string& role, int index, bool follow,
@@ -184,8 +108,7 @@ void BindTFCluster(py::module_& m) {
       .def(
           "session",
           [](TFCluster& c) { return StartToJson(CallNoGil([&] { return c.Session(); })); },
-          "The session's password and access (Jupyter and SSH).")
-      .def("to_yaml", &TFCluster::ToYaml);
+          "The session's password and access (Jupyter and SSH).");
 }
 
 }  // namespace tfk8s::python

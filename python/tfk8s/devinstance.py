@@ -386,8 +386,7 @@ class DevInstance(Workload):
                 {"kind": "User", "name": r} if isinstance(r, str) else dict(r)
                 for r in credential_readers
             ]
-        spec_json = _core.DevInstance.normalize_spec(s)  # validates at once
-        self._core = _core.DevInstance(client.core, spec_json)
+        self._core = _core.DevInstance(client.core, s)  # C++ FromJson fills in and validates
 
     # ---- construction -------------------------------------------------------------------
     @staticmethod
@@ -478,7 +477,8 @@ class DevInstance(Workload):
         cannot start, Timeout after ``timeout`` seconds; Ctrl-C stops the wait. ``progress``
         shows it as :meth:`TFCluster.wait` does."""
         with showing_progress(progress, self) as shown, self._failures():
-            return shown.result(DevInstanceStatus(self._core.wait(timeout, shown.callback)))
+            raw = self._core.wait("ready", timeout, shown.callback)
+            return shown.result(DevInstanceStatus(raw))
 
     def __repr__(self) -> str:
         s = self._core.spec

@@ -198,7 +198,7 @@ class ScheduledJob(Workload):
         set_container(s, keywords)
         if pod_security is not None:
             s["podSecurity"] = pod_security
-        self._core = _core.ScheduledJob(client.core, _core.ScheduledJob.normalize_spec(s))
+        self._core = _core.ScheduledJob(client.core, s)  # C++ FromJson fills in and validates
 
     # ---- construction -------------------------------------------------------------------
     @staticmethod

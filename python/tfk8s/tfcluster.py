@@ -209,7 +209,7 @@ class TFCluster(Workload):
     # ---- the spec -----------------------------------------------------------------------
     def render(self) -> List[Object]:
         """Every object of the cluster as dicts, root ConfigMap first (sends nothing)."""
-        return _core.TFCluster.render_spec(self._core.spec)
+        return self._core.render()
 
     # ---- lifecycle ----------------------------------------------------------------------
     def apply(

@@ -442,7 +442,7 @@ def test_wait_returns_the_status_record_without_progress() -> None:
     assert core.waits == [("finished", 5, None)]  # no callback when progress is off
     dev_core = FailingCore(dev_status_raw())
     got = tfk8s.DevInstance(client, _core_instance=dev_core).wait(7, progress=False)
-    assert got.phase == "Failed" and dev_core.waits == [(7, None)]
+    assert got.phase == "Failed" and dev_core.waits == [("ready", 7, None)]
 
 
 def test_wait_progress_off_a_terminal_is_plain_lines(monkeypatch: pytest.MonkeyPatch) -> None:
