@@ -154,6 +154,7 @@ struct KindOps;
 template <typename Kind>
 class Workload {
  public:
+  using KindType = Kind;
   using SpecType = typename Kind::Spec;
   using StatusType = typename Kind::Status;
 

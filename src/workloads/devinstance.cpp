@@ -300,10 +300,7 @@ DevInstanceSpec DevSpecFromObject(const Json& sts, RootIdentity* identity) {
         fmt::format("{} exists but is not a tfk8s dev instance: it has no {}", id.object, field),
         404, "NotFound");
   }
-  DevInstanceSpec spec = DevInstanceSpec::FromJson(ParseStoredSpec(text, field, id.name));
-  RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
-  if (identity) *identity = std::move(id);
-  return spec;
+  return StoredSpec<DevInstanceSpec>(std::move(id), text, field, identity);
 }
 
 }  // namespace internal
@@ -669,19 +666,10 @@ namespace internal {
 
 template <>
 struct KindOps<DevInstanceKind> {
-  static constexpr const char* kNoun = "instance";
-  static constexpr auto kNameRule = validation::RequireDns1035Label;
-  static constexpr const char* kNameLabel = kInstanceLabel;
-
-  static DevInstanceSpec LoadSpec(Client& client, const std::string& ns, const std::string& name,
-                                  std::string* uid) {
-    RootIdentity id;
-    DevInstanceSpec spec = DevSpecFromObject(GetChecked(client, kStatefulSets, ns, name), &id);
-    *uid = std::move(id.uid);
-    return spec;
-  }
-
-  static std::vector<ResourceType> RefTypes(Client& /*client*/) { return {kStatefulSets}; }
+  // An instance is only ever waited for until ready (a finished one is a stopped one).
+  static constexpr KindFacts<DevInstanceSpec> kFacts{
+      "instance",         validation::RequireDns1035Label, kInstanceLabel, &kStatefulSets,
+      &DevSpecFromObject, /*waits_only_until_ready=*/true};
   static std::string RefSelector() {
     return std::string(kInstanceLabel) + "," + kManagedBy + "=tfk8s";
   }
@@ -711,33 +699,21 @@ struct KindOps<DevInstanceKind> {
   }
 
   /// The wait's judge: the pod, the StatefulSet and the quota's refusals to create the pod.
-  class Judge {
-   public:
-    Judge(Client& client, const DevInstanceSpec& spec, WaitUntil /*until*/)
-        : client_(client), spec_(spec) {}
+  struct Judge : KindJudge<DevInstanceSpec> {
+    using KindJudge::KindJudge;
 
     [[nodiscard]] std::vector<WaitWatch> Watches() const {
       ListOptions pod_sel;
-      pod_sel.label_selector = DevSelector(spec_);
+      pod_sel.label_selector = DevSelector(spec);
       ListOptions sts_sel;
-      sts_sel.field_selector = "metadata.name=" + spec_.name;
+      sts_sel.field_selector = "metadata.name=" + spec.name;
       ListOptions event_sel;
-      event_sel.field_selector = FailedCreateSelector(spec_);
+      event_sel.field_selector = FailedCreateSelector(spec);
       return {{&kPods, pod_sel}, {&kStatefulSets, sts_sel}, {&kEvents, event_sel}};
-    }
-    [[nodiscard]] std::string What() const {
-      return fmt::format("DevInstance {}/{}", spec_.namespace_name, spec_.name);
-    }
-    // An instance is only ever waited for until ready (a finished one is a stopped one).
-    [[nodiscard]] static WaitOptions<DevInstanceStatus> Options(
-        WaitOptions<DevInstanceStatus> options) {
-      options.until = WaitUntil::kReady;
-      return options;
     }
 
     std::pair<DevInstanceStatus, WaitVerdict> operator()(const WaitSnapshot& snapshot) {
       const bool synced = snapshot.synced;
-      const std::string what = What();
       DevObserved seen;
       const auto& sts = snapshot.objects[1];
       if (!sts.empty()) {
@@ -746,7 +722,7 @@ struct KindOps<DevInstanceKind> {
       }
       seen.pods = snapshot.objects[0];
       std::vector<std::string> fatal;
-      DevInstanceStatus st = ComputeDevStatus(spec_, seen, &fatal);
+      DevInstanceStatus st = ComputeDevStatus(spec, seen, &fatal);
       if (synced && sts.empty()) {
         throw NotFound(ErrorKind::kNotFound, fmt::format("{} does not exist", what), 404,
                        "NotFound");
@@ -755,8 +731,8 @@ struct KindOps<DevInstanceKind> {
       if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
         // Fails fast only when no node could ever take the pod (else capacity may free up);
         // that judgement is the placement check's, made once.
-        if (!placement_) placement_ = CheckPlacement(client_, {RenderDevInstance(spec_).front()});
-        if (!placement_->fits) fatal.push_back(st.reason + "; " + placement_->Message());
+        if (!placement) placement = CheckPlacement(client, {RenderDevInstance(spec).front()});
+        if (!placement->fits) fatal.push_back(st.reason + "; " + placement->Message());
       }
       // Running and Stopped are read from every watch's first list (a Running pod seen
       // before the StatefulSet is no answer yet, and its message would be "watching").
@@ -774,11 +750,6 @@ struct KindOps<DevInstanceKind> {
       verdict.message = st.message;
       return {std::move(st), std::move(verdict)};
     }
-
-   private:
-    Client& client_;
-    const DevInstanceSpec& spec_;
-    std::optional<FitResult> placement_;
   };
 };
 

@@ -10,6 +10,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "tfk8s/client.hpp"
 #include "tfk8s/error.hpp"
@@ -54,6 +55,18 @@ class StoredIdentityError : public ValidationError {
 void RequireStoredIdentity(const RootIdentity& object, std::string_view spec_field,
                            const std::string& name, const std::string& ns,
                            const std::string& owner);
+
+/// The spec stored as JSON `text` on the object `id` describes (`field` names where it is
+/// stored), read with Spec::FromJson and refused (RequireStoredIdentity) when it names another
+/// workload than the object; `identity`, when given, receives `id`.
+template <typename Spec>
+Spec StoredSpec(RootIdentity id, std::string_view text, const std::string& field,
+                RootIdentity* identity) {
+  Spec spec = Spec::FromJson(ParseStoredSpec(text, field, id.name));
+  RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
+  if (identity) *identity = std::move(id);
+  return spec;
+}
 
 /// `root` with metadata.uid set to `uid` (unchanged when `uid` is empty). The API server
 /// refuses a write whose body names another object's UID (metadata.uid is immutable), so an

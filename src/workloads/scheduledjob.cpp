@@ -129,10 +129,7 @@ std::optional<ScheduledJobSpec> ScheduledJobSpecFromObject(const Json& object, b
   RootIdentity id = IdentityOf(object, is_cronjob ? "CronJob" : "Job", "ScheduledJob",
                                kScheduledJobLabel, is_cronjob);
   const std::string field = std::string("metadata.annotations[") + kSpecAnnotation + "]";
-  ScheduledJobSpec spec = ScheduledJobSpec::FromJson(ParseStoredSpec(text, field, id.name));
-  RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
-  if (identity) *identity = std::move(id);
-  return spec;
+  return StoredSpec<ScheduledJobSpec>(std::move(id), text, field, identity);
 }
 
 }  // namespace internal
@@ -480,9 +477,9 @@ namespace internal {
 
 template <>
 struct KindOps<ScheduledJobKind> {
-  static constexpr const char* kNoun = "task";
-  static constexpr auto kNameRule = validation::RequireDns1123Label;
-  static constexpr const char* kNameLabel = kScheduledJobLabel;
+  // Its roots are a CronJob and, without one, its runs: its own LoadSpec and RefTypes.
+  static constexpr KindFacts<ScheduledJobSpec> kFacts{"task", validation::RequireDns1123Label,
+                                                      kScheduledJobLabel};
 
   // The CronJob, or (an on-demand task) its newest run; only a CronJob's UID is remembered
   // (on-demand tasks are their runs: no root to guard).

@@ -323,11 +323,8 @@ TFClusterSpec TFSpecFromRoot(const Json& root, RootIdentity* identity) {
   if (!At(data, kSpecKey).is_string()) {
     throw ValidationError(field, id.name, "the cluster's root holds no stored spec");
   }
-  TFClusterSpec spec = TFClusterSpec::FromJson(
-      ParseStoredSpec(At(data, kSpecKey).get<std::string>(), field, id.name));
-  RequireStoredIdentity(id, field, spec.name, spec.namespace_name, spec.owner);
-  if (identity) *identity = std::move(id);
-  return spec;
+  return StoredSpec<TFClusterSpec>(std::move(id), At(data, kSpecKey).get<std::string>(), field,
+                                   identity);
 }
 
 }  // namespace internal
@@ -862,19 +859,8 @@ namespace internal {
 
 template <>
 struct KindOps<TFClusterKind> {
-  static constexpr const char* kNoun = "cluster";
-  static constexpr auto kNameRule = validation::RequireDns1035Label;
-  static constexpr const char* kNameLabel = kClusterLabel;
-
-  static TFClusterSpec LoadSpec(Client& client, const std::string& ns, const std::string& name,
-                                std::string* uid) {
-    RootIdentity id;
-    TFClusterSpec spec = TFSpecFromRoot(GetChecked(client, kConfigMaps, ns, name), &id);
-    *uid = std::move(id.uid);
-    return spec;
-  }
-
-  static std::vector<ResourceType> RefTypes(Client& /*client*/) { return {kConfigMaps}; }
+  static constexpr KindFacts<TFClusterSpec> kFacts{"cluster", validation::RequireDns1035Label,
+                                                   kClusterLabel, &kConfigMaps, &TFSpecFromRoot};
   static std::string RefSelector() {
     return std::string(kComponentLabel) + "=root," + kinds::kManagedBySelector;
   }
@@ -903,24 +889,15 @@ struct KindOps<TFClusterKind> {
   }
 
   /// The wait's judge: pods, Jobs and the quota's refusals to create pods.
-  class Judge {
-   public:
-    Judge(Client& client, const TFClusterSpec& spec, WaitUntil until)
-        : client_(client), spec_(spec), until_(until) {}
+  struct Judge : KindJudge<TFClusterSpec> {
+    using KindJudge::KindJudge;
 
     [[nodiscard]] std::vector<WaitWatch> Watches() const {
       ListOptions sel;
-      sel.label_selector = Selector(spec_);
+      sel.label_selector = Selector(spec);
       ListOptions failed_creates;
       failed_creates.field_selector = "reason=FailedCreate";
       return {{&kPods, sel}, {&kJobs, sel}, {&kEvents, failed_creates}};
-    }
-    [[nodiscard]] std::string What() const {
-      return fmt::format("TFCluster {}/{}", spec_.namespace_name, spec_.name);
-    }
-    [[nodiscard]] static const WaitOptions<TFClusterStatus>& Options(
-        const WaitOptions<TFClusterStatus>& options) {
-      return options;
     }
 
     std::pair<TFClusterStatus, WaitVerdict> operator()(const WaitSnapshot& snapshot) {
@@ -929,18 +906,17 @@ struct KindOps<TFClusterKind> {
       seen.jobs = snapshot.objects[1];
       seen.quota_rejections = QuotaRefusals(seen.jobs, snapshot.objects[2]);
       std::vector<std::string> fatal;
-      TFClusterStatus st = ComputeTFStatus(spec_, seen, &fatal);
+      TFClusterStatus st = ComputeTFStatus(spec, seen, &fatal);
       for (const auto& r : st.replicas) {
         if (r.reason.rfind("Unschedulable", 0) != 0) continue;
         // Fails fast only when no node could ever take the pod (else capacity may free up);
         // that judgement is the placement check's, made once.
-        if (!placement_) placement_ = CheckPlacement(client_, ChildrenOf(spec_));
-        if (!placement_->fits) {
-          fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index, placement_->Message()));
+        if (!placement) placement = CheckPlacement(client, ChildrenOf(spec));
+        if (!placement->fits) {
+          fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index, placement->Message()));
         }
         break;
       }
-      const std::string what = What();
       WaitVerdict verdict;
       if (st.phase == TFClusterPhase::kFailed) {
         verdict.failure = std::make_exception_ptr(
@@ -950,7 +926,7 @@ struct KindOps<TFClusterKind> {
             TFClusterFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
       }
       verdict.done = st.phase == TFClusterPhase::kSucceeded ||
-                     (until_ == WaitUntil::kReady && st.phase == TFClusterPhase::kRunning);
+                     (until == WaitUntil::kReady && st.phase == TFClusterPhase::kRunning);
       verdict.progress = st.Table();
       verdict.message = st.message;
       return {std::move(st), std::move(verdict)};
@@ -974,11 +950,6 @@ struct KindOps<TFClusterKind> {
       }
       return out;
     }
-
-    Client& client_;
-    const TFClusterSpec& spec_;
-    WaitUntil until_;
-    std::optional<FitResult> placement_;
   };
 };
 

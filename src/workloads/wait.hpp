@@ -8,6 +8,7 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,21 @@ void RunWait(const Client& client, const std::string& ns, const std::vector<Wait
              const std::function<bool()>& cancelled,
              const std::function<WaitVerdict(const WaitSnapshot&)>& judge,
              const std::function<void()>& report);
+
+/// What every kind's wait judge starts from (KindOps<Kind>::Judge derives from it): the client,
+/// the spec, what is waited for, the workload's name for messages ("TFCluster ns/name"), and
+/// the placement verdict, which a judge computes once per wait (an unschedulable pod fails the
+/// wait only when no node could ever take it, else capacity may free up).
+template <typename Spec>
+struct KindJudge {
+  KindJudge(Client& client, const Spec& spec, WaitUntil until, std::string what)
+      : client(client), spec(spec), until(until), what(std::move(what)) {}
+  Client& client;
+  const Spec& spec;
+  WaitUntil until;
+  std::string what;
+  std::optional<FitResult> placement;
+};
 
 /// The typed wait: `judge` returns the status and its verdict; the status of the verdict that
 /// ended the wait is returned, and options.on_progress sees every new one.

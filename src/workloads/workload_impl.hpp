@@ -5,14 +5,14 @@
 // docs/adr/0002-workload-spine.md.
 //
 // What a KindOps<Kind> specialisation supplies (all static but the Judge):
-//   kNoun                       "cluster", for messages
-//   kNameRule                   the workload name's validation rule
-//   LoadSpec(client, ns, name, &uid)   the spec from the root object (identity checked)
-//   RefTypes(client)            the resource types a listing reads (the roots)
-//   RefSelector()               their label selector (before the owner is added)
-//   kNameLabel                  the label holding the workload's name
+//   kFacts                      a KindFacts<Spec> (below): noun, name rule, name label, root
+//                               type and how the spec is taken from the root, wait policy
+//   LoadSpec(client, ns, name, &uid) and RefTypes(client)   only for a kind whose root is not
+//                               one object named after the workload (kFacts.root_type null)
+//   RefSelector()               the roots' label selector (before the owner is added)
 //   Preflight(client, spec), Status(client, spec), Render(client, spec)
-//   Judge(client, spec, until)  with Watches(), What(), and operator()(snapshot) -> the status
+//   kWaitsOnlyUntilReady        whether every wait is until ready (a DevInstance's)
+//   Judge(client, spec, until, what)   with Watches() and operator()(snapshot) -> the status
 //                               and its verdict (only kinds with Kind::kWaitsForStatus)
 
 #include <fmt/format.h>
@@ -26,9 +26,40 @@
 #include "tfk8s/workload.hpp"
 #include "tfk8s/yaml.hpp"
 #include "workloads/common.hpp"
+#include "workloads/identity.hpp"
 #include "workloads/wait.hpp"
 
 namespace tfk8s {
+
+namespace internal {
+
+/// What a kind is, as data (KindOps<Kind>::kFacts).
+template <typename Spec>
+struct KindFacts {
+  const char* noun;                                                   ///< "cluster", for messages.
+  void (*name_rule)(std::string_view field, std::string_view value);  ///< The name's rule.
+  const char* name_label;  ///< The label holding the workload's name.
+  /// The root: one object of this type named after the workload (null: the kind's own
+  /// LoadSpec and RefTypes say where it is), and how the spec is taken from it.
+  const ResourceType* root_type = nullptr;
+  Spec (*from_root)(const Json& root, RootIdentity* identity) = nullptr;
+  bool waits_only_until_ready = false;  ///< Every wait is until ready (a DevInstance's).
+};
+
+/// KindOps::LoadSpec of a kind whose root is one object named after the workload, of `type`:
+/// read it (NotFound when absent) and take the spec from it with `from_root` (the identity
+/// check); `uid` receives the root's UID.
+template <typename Spec>
+Spec LoadSpecFromRoot(Client& client, const ResourceType& type, const std::string& ns,
+                      const std::string& name, std::string* uid,
+                      Spec (*from_root)(const Json& root, RootIdentity* identity)) {
+  RootIdentity id;
+  Spec spec = from_root(GetChecked(client, type, ns, name), &id);
+  *uid = std::move(id.uid);
+  return spec;
+}
+
+}  // namespace internal
 
 template <typename Kind>
 Workload<Kind>::Workload(Client client, SpecType spec)
@@ -43,7 +74,7 @@ void Workload<Kind>::set_spec(SpecType spec) {
       spec.owner != spec_.owner) {
     throw ValidationError("name", spec.name,
                           fmt::format("a {} cannot be renamed, moved or given away; delete it",
-                                      internal::KindOps<Kind>::kNoun));
+                                      internal::KindOps<Kind>::kFacts.noun));
   }
   spec_ = std::move(spec);
 }
@@ -53,8 +84,14 @@ typename Workload<Kind>::SpecType Workload<Kind>::LoadSpec(Client& client, const
                                                            const std::string& name,
                                                            std::string* uid) {
   // Checked first: the name also goes into label selectors.
-  internal::RequireWorkloadName(ns, name, internal::KindOps<Kind>::kNameRule);
-  return internal::KindOps<Kind>::LoadSpec(client, ns, name, uid);
+  using Ops = internal::KindOps<Kind>;
+  internal::RequireWorkloadName(ns, name, Ops::kFacts.name_rule);
+  if constexpr (requires { Ops::LoadSpec(client, ns, name, uid); }) {
+    return Ops::LoadSpec(client, ns, name, uid);
+  } else {
+    return internal::LoadSpecFromRoot(client, *Ops::kFacts.root_type, ns, name, uid,
+                                      Ops::kFacts.from_root);
+  }
 }
 
 template <typename Kind>
@@ -71,11 +108,17 @@ std::vector<WorkloadRef> Workload<Kind>::ListRefs(Client client, const std::stri
   sel.label_selector = internal::WithOwner(Ops::RefSelector(), owner);
   // (namespace, name) -> owner: a workload may have several roots (a task's CronJob and runs).
   std::map<std::pair<std::string, std::string>, std::string> found;
-  for (const ResourceType& type : Ops::RefTypes(client)) {
+  std::vector<ResourceType> types;
+  if constexpr (requires { Ops::RefTypes(client); }) {
+    types = Ops::RefTypes(client);
+  } else {
+    types = {*Ops::kFacts.root_type};
+  }
+  for (const ResourceType& type : types) {
     for (const auto& o : internal::Items(client.ListAll(type, ns, sel))) {
       const Json& metadata = internal::At(o, "metadata");
       const Json& labels = internal::At(metadata, "labels");
-      std::string name = internal::StringAt(labels, Ops::kNameLabel);
+      std::string name = internal::StringAt(labels, Ops::kFacts.name_label);
       if (!name.empty()) {
         found.emplace(std::make_pair(internal::StringAt(metadata, "namespace"), std::move(name)),
                       internal::StringAt(labels, kOwnerLabel));
@@ -101,9 +144,13 @@ typename Workload<Kind>::StatusType Workload<Kind>::Status() {
 template <typename Kind>
 typename Workload<Kind>::StatusType Workload<Kind>::Wait(
     const WaitOptions<StatusType>& options) requires Kind::kWaitsForStatus {
-  typename internal::KindOps<Kind>::Judge judge(client_, spec_, options.until);
+  using Ops = internal::KindOps<Kind>;
+  const std::string what = fmt::format("{} {}/{}", Kind::kName, spec_.namespace_name, spec_.name);
+  WaitOptions<StatusType> checked = options;
+  if constexpr (Ops::kFacts.waits_only_until_ready) checked.until = WaitUntil::kReady;
+  typename Ops::Judge judge(client_, spec_, checked.until, what);
   return internal::Wait<StatusType>(
-      client_, spec_.namespace_name, judge.Watches(), judge.What(), judge.Options(options),
+      client_, spec_.namespace_name, judge.Watches(), what, checked,
       [&judge](const internal::WaitSnapshot& snapshot) { return judge(snapshot); });
 }
 

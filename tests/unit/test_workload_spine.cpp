@@ -64,17 +64,13 @@ Json NoteObject(const NoteSpec& spec) {
 
 template <>
 struct tfk8s::internal::KindOps<NoteKind> {
-  static constexpr const char* kNoun = "note";
-  static constexpr auto kNameRule = validation::RequireDns1035Label;
-  static constexpr const char* kNameLabel = kNoteLabel;
-  static NoteSpec LoadSpec(Client& client, const std::string& ns, const std::string& name,
-                           std::string* uid) {
-    Json cm = GetChecked(client, kConfigMaps, ns, name);
-    RootIdentity id = IdentityOf(cm, "ConfigMap", "Note", kNoteLabel, true);
-    *uid = id.uid;
-    return {id.name, id.namespace_name, id.owner, cm["data"].value("text", "")};
+  static NoteSpec FromRoot(const Json& cm, RootIdentity* identity) {
+    *identity = IdentityOf(cm, "ConfigMap", "Note", kNoteLabel, true);
+    return {identity->name, identity->namespace_name, identity->owner,
+            cm["data"].value("text", "")};
   }
-  static std::vector<ResourceType> RefTypes(Client& /*client*/) { return {kConfigMaps}; }
+  static constexpr KindFacts<NoteSpec> kFacts{
+      "note", validation::RequireDns1035Label, kNoteLabel, &kConfigMaps, &FromRoot, true};
   static std::string RefSelector() { return kNoteLabel; }
   static FitResult Preflight(Client& /*client*/, const NoteSpec& /*spec*/) { return {}; }
   static NoteStatus Status(Client& client, const NoteSpec& spec) {
@@ -84,15 +80,13 @@ struct tfk8s::internal::KindOps<NoteKind> {
   static std::vector<Json> Render(const Client& /*client*/, const NoteSpec& spec) {
     return {NoteObject(spec)};
   }
-  struct Judge {
-    Judge(Client& /*client*/, const NoteSpec& spec, WaitUntil /*until*/) : spec(spec) {}
+  struct Judge : KindJudge<NoteSpec> {
+    using KindJudge::KindJudge;
     [[nodiscard]] std::vector<WaitWatch> Watches() const {
       ListOptions sel;
       sel.field_selector = "metadata.name=" + spec.name;
       return {{&kConfigMaps, sel}};
     }
-    [[nodiscard]] std::string What() const { return "Note " + spec.name; }
-    static const WaitOptions<NoteStatus>& Options(const WaitOptions<NoteStatus>& o) { return o; }
     std::pair<NoteStatus, WaitVerdict> operator()(const WaitSnapshot& snapshot) const {
       WaitVerdict verdict;
       NoteStatus st;
@@ -105,7 +99,6 @@ struct tfk8s::internal::KindOps<NoteKind> {
       verdict.message = verdict.progress;
       return {st, verdict};
     }
-    const NoteSpec& spec;
   };
 };
 
@@ -180,7 +173,7 @@ TEST_SUITE("workload spine") {
     Note(client, Spec("memo", "team-a", "alice")).Apply();
     CHECK_THROWS_WITH_AS(
         Note::Load(client, "team-a", "memo").Wait({.timeout = std::chrono::milliseconds(300)}),
-        doctest::Contains("Note memo"), Timeout);
+        doctest::Contains("Note team-a/memo"), Timeout);
   }
 
   TEST_CASE("no kind can be renamed, moved or given away by set_spec") {

@@ -147,6 +147,47 @@ struct LogRequest {
   std::string run;
 };
 
+struct KindFlags {
+  std::string file;
+  std::string name;
+  bool show_password = false;
+  bool wait = false;
+  std::string timeout = "5m";
+  std::string until = "ready";
+  LogRequest logs;
+  std::string role;
+  int replicas = -1;
+  bool delete_namespace = false;
+  std::string idle = "2h";
+  bool dry_run = false;
+  bool policy_only = false;
+};
+
+// A failure already reported on stdout (fits): exit 1 without an error line.
+struct Reported {};
+
+// Runs a verb; errors become one line and exit code 1.
+using Action = std::function<void()>;
+
+// Adds verbs to one kind's command: `add` registers a verb and its action, `name_arg` the
+// workload's name argument. Each kind adds its own verbs through it (Kind::AddOwnVerbs).
+struct Verbs {
+  CLI::App* cmd;
+  Session* s;
+  KindFlags* f;
+  std::vector<std::pair<CLI::App*, Action>>* actions;
+  std::string doc_kind;
+  CLI::App* add(const std::string& verb, const std::string& help, Action action) const {
+    CLI::App* v = cmd->add_subcommand(verb, help);
+    actions->emplace_back(v, std::move(action));
+    return v;
+  }
+  CLI::App* name_arg(CLI::App* v) const {
+    v->add_option("name", f->name, "The " + doc_kind + "'s name")->required();
+    return v;
+  }
+};
+
 // What differs between the workloads; the verbs below are written once over it.
 class Kind {
  public:
@@ -180,6 +221,11 @@ class Kind {
   virtual bool HasLogs() const { return false; }
   virtual WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
                                  const LogRequest& request) const = 0;
+  // The kind's own flags of `logs` (--role, --run) and of `apply` (--show-password).
+  virtual void AddLogFlags(CLI::App* /*logs*/, KindFlags& /*f*/) const {}
+  virtual void AddApplyFlags(CLI::App* /*apply*/, KindFlags& /*f*/) const {}
+  // The kind's own verbs (scale, start, run…).
+  virtual void AddOwnVerbs(const Verbs& /*v*/) const {}
 
  private:
   std::string command_;
@@ -201,13 +247,40 @@ class SpecKind : public Kind {
   std::vector<Json> Render(const Json& doc) const override { return RenderSpec(Read(doc)); }
 };
 
-// What the three workloads (not quotas) do the same way through their class.
-template <typename Spec, typename Workload, typename DeleteOptions>
-class WorkloadKind : public SpecKind<Spec> {
+std::string ProgressLine(const TFClusterStatus& p) {
+  return ToString(p.phase) + ", " + std::to_string(p.NotReady()) + " not ready" +
+         (p.message.empty() ? "" : ": " + p.message);
+}
+std::string ProgressLine(const DevInstanceStatus& p) {
+  return ToString(p.phase) + (p.message.empty() ? "" : ": " + p.message);
+}
+std::string ResultText(const TFClusterStatus& st) { return ToString(st.phase) + "\n" + st.Table(); }
+std::string ResultText(const DevInstanceStatus& st) { return st.Table(); }
+
+// What the three workloads (not quotas) do the same way: an adapter over the library's
+// workload spine (tfk8s::Workload<Kind>, whose instantiation `Workload` derives from).
+template <typename Workload, typename DeleteOptions>
+class WorkloadKind : public SpecKind<typename Workload::SpecType> {
+  using Spec = typename Workload::SpecType;
+
  public:
   using SpecKind<Spec>::SpecKind;
   static Workload Load(Session& s, const std::string& ns, const std::string& name) {
     return Workload::Load(s.client(), ns, name);
+  }
+  // The spine's wait, for the kinds that wait for their status (a task waits for a run).
+  void Wait(Session& s, const std::string& ns, const std::string& name, const std::string& until,
+            std::chrono::milliseconds timeout, const std::string& output) const override {
+    if constexpr (Workload::KindType::kWaitsForStatus) {
+      using Status = typename Workload::StatusType;
+      Status st =
+          Load(s, ns, name)
+              .Wait({.until = until == "finished" ? WaitUntil::kFinished : WaitUntil::kReady,
+                     .timeout = timeout,
+                     .on_progress = [](const Status& p) { Progress(ProgressLine(p)); }});
+      EndProgress();
+      PrintResult(ResultText(st), st.ToJson(), output);
+    }
   }
   Json Get(Session& s, const std::string& ns, const std::string& name) const override {
     return Load(s, ns, name).spec().ToJson();
@@ -250,9 +323,12 @@ Rows RefRows(const std::vector<WorkloadRef>& refs, const std::vector<std::string
   return rows;
 }
 
-class TFClusterKind : public WorkloadKind<TFClusterSpec, TFCluster, TFDeleteOptions> {
+class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
  public:
-  TFClusterKind() : WorkloadKind("tfcluster", "TFCluster") {}
+  TFClusterCommand() : WorkloadKind("tfcluster", "TFCluster") {}
+  void AddLogFlags(CLI::App* logs, KindFlags& f) const override {
+    logs->add_option("--role", f.logs.role, "Only this role (ps, worker, chief, evaluator)");
+  }
   std::string Apply(Session& s, const Json& doc, bool) const override {
     TFCluster cluster(s.client(), Read(doc));
     auto objects = cluster.Apply();
@@ -279,19 +355,6 @@ class TFClusterKind : public WorkloadKind<TFClusterSpec, TFCluster, TFDeleteOpti
         st.ToJson(), output);
   }
   std::vector<std::string> WaitConditions() const override { return {"ready", "finished"}; }
-  void Wait(Session& s, const std::string& ns, const std::string& name, const std::string& until,
-            std::chrono::milliseconds timeout, const std::string& output) const override {
-    TFCluster cluster = Load(s, ns, name);
-    TFClusterStatus st =
-        cluster.Wait({.until = until == "finished" ? WaitUntil::kFinished : WaitUntil::kReady,
-                      .timeout = timeout,
-                      .on_progress = [](const TFClusterStatus& p) {
-                        Progress(ToString(p.phase) + ", " + std::to_string(p.NotReady()) +
-                                 " not ready" + (p.message.empty() ? "" : ": " + p.message));
-                      }});
-    EndProgress();
-    PrintResult(ToString(st.phase) + "\n" + st.Table(), st.ToJson(), output);
-  }
   bool HasLogs() const override { return true; }
   WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
                          const LogRequest& request) const override {
@@ -299,6 +362,20 @@ class TFClusterKind : public WorkloadKind<TFClusterSpec, TFCluster, TFDeleteOpti
     o.role = request.role;
     o.follow = request.follow;
     return Load(s, ns, name).StreamLogs(o);
+  }
+  void AddOwnVerbs(const Verbs& v) const override {
+    Session* s = v.s;
+    KindFlags* f = v.f;
+    CLI::App* sc = v.add("scale", "Change one role's replica count and apply", [s, f] {
+      TFCluster cluster = TFCluster::Load(s->client(), s->Namespace(), f->name);
+      cluster.Scale(f->role, f->replicas);
+      std::cout << "tfcluster/" << f->name << " scaled (" << f->role << "=" << f->replicas << ")\n";
+    });
+    v.name_arg(sc);
+    sc->add_option("--role", f->role, "ps, worker, chief or evaluator")->required();
+    sc->add_option("--replicas", f->replicas, "New replica count")
+        ->required()
+        ->check(CLI::NonNegativeNumber);
   }
 };
 
@@ -309,9 +386,12 @@ std::string AccessText(const DevStartResult& started, bool show_password) {
   return out;
 }
 
-class DevKind : public WorkloadKind<DevInstanceSpec, DevInstance, DevDeleteOptions> {
+class DevCommand : public WorkloadKind<DevInstance, DevDeleteOptions> {
  public:
-  DevKind() : WorkloadKind("dev", "DevInstance") {}
+  DevCommand() : WorkloadKind("dev", "DevInstance") {}
+  void AddApplyFlags(CLI::App* apply, KindFlags& f) const override {
+    apply->add_flag("--show-password", f.show_password, "Print a created instance's password");
+  }
   std::string Apply(Session& s, const Json& doc, bool show_password) const override {
     DevInstanceSpec spec = Read(doc);
     try {
@@ -346,22 +426,54 @@ class DevKind : public WorkloadKind<DevInstanceSpec, DevInstance, DevDeleteOptio
     PrintResult(st.Table(), st.ToJson(), output);
   }
   std::vector<std::string> WaitConditions() const override { return {"ready"}; }
-  void Wait(Session& s, const std::string& ns, const std::string& name, const std::string&,
-            std::chrono::milliseconds timeout, const std::string& output) const override {
-    DevInstanceStatus st =
-        Load(s, ns, name).Wait({.timeout = timeout, .on_progress = [](const DevInstanceStatus& p) {
-                                  Progress(ToString(p.phase) +
-                                           (p.message.empty() ? "" : ": " + p.message));
-                                }});
-    EndProgress();
-    PrintResult(st.Table(), st.ToJson(), output);
-  }
   bool HasLogs() const override { return true; }
   WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
                          const LogRequest& request) const override {
     LogOptions o;
     o.follow = request.follow;
     return Load(s, ns, name).StreamLogs(o);
+  }
+  void AddOwnVerbs(const Verbs& v) const override {
+    Session* s = v.s;
+    KindFlags* f = v.f;
+    CLI::App* start = v.add("start", "Start a stopped instance (a fresh password)", [s, f] {
+      DevStartResult r = DevInstance::Load(s->client(), s->Namespace(), f->name).Start();
+      std::cout << "dev/" << f->name << " started\n" << AccessText(r, f->show_password);
+    });
+    v.name_arg(start);
+    start->add_flag("--show-password", f->show_password, "Print the new password");
+    v.name_arg(v.add("stop", "Stop it (volumes kept)", [s, f] {
+      DevInstance::Load(s->client(), s->Namespace(), f->name).Stop();
+      std::cout << "dev/" << f->name << " stopped\n";
+    }));
+    v.name_arg(v.add("access", "Where to reach its tools (never the password)", [s, f] {
+      DevAccess access = DevInstance::Load(s->client(), s->Namespace(), f->name).Access();
+      PrintResult(access.Table(), access.ToJson(), s->globals().output);
+    }));
+    CLI::App* cull = v.add(
+        "cull",
+        "Stop running instances idle at least their own policy's idle.after, else --idle "
+        "(-A: every namespace; --owner)",
+        [s, f] {
+          DevCullOptions o;
+          o.namespace_name = s->ListNamespace();
+          o.owner = s->globals().owner;
+          o.idle_after =
+              std::chrono::duration_cast<std::chrono::seconds>(ParseDuration(f->idle, "--idle"));
+          o.action = f->dry_run ? DevIdleAction::kReport : DevIdleAction::kStop;
+          o.policy_only = f->policy_only;
+          auto decisions = CullIdleDevInstances(s->client(), o);
+          Json json = Json::array();
+          for (const auto& d : decisions) json.push_back(d.ToJson());
+          PrintResult(FormatCullTable(decisions), json, s->globals().output);
+        });
+    cull->add_option("--idle", f->idle,
+                     "The default for instances without their own idle policy: idle at least "
+                     "this long, stopped (e.g. 90m, 2h)");
+    cull->add_flag("--dry-run", f->dry_run, "Only report what would be stopped");
+    cull->add_flag("--policy-only", f->policy_only,
+                   "No default: only instances with their own idle policy (spec idle.after) are "
+                   "probed and culled; the others are reported skipped");
   }
 };
 
@@ -375,9 +487,12 @@ std::string TimeText(const std::optional<std::chrono::system_clock::time_point>&
   return buf;
 }
 
-class JobKind : public WorkloadKind<ScheduledJobSpec, ScheduledJob, ScheduledJobDeleteOptions> {
+class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> {
  public:
-  JobKind() : WorkloadKind("job", "ScheduledJob") {}
+  JobCommand() : WorkloadKind("job", "ScheduledJob") {}
+  void AddLogFlags(CLI::App* logs, KindFlags& f) const override {
+    logs->add_option("--run", f.logs.run, "This run (default: the newest)");
+  }
   std::string Apply(Session& s, const Json& doc, bool) const override {
     ScheduledJob job(s.client(), Read(doc));
     if (job.spec().scheduled()) {
@@ -448,11 +563,33 @@ class JobKind : public WorkloadKind<ScheduledJobSpec, ScheduledJob, ScheduledJob
     });
     return newest->name;
   }
+  void AddOwnVerbs(const Verbs& v) const override {
+    Session* s = v.s;
+    KindFlags* f = v.f;
+    v.name_arg(v.add("run", "Start a run now", [s, f] {
+      JobRun run = ScheduledJob::Load(s->client(), s->Namespace(), f->name).RunNow();
+      std::cout << "job/" << f->name << " run " << run.name << " started\n";
+    }));
+    v.name_arg(v.add("history", "Its runs", [s, f] {
+      auto runs = ScheduledJob::Load(s->client(), s->Namespace(), f->name).History();
+      Json json = Json::array();
+      for (const auto& r : runs) json.push_back(r.ToJson());
+      PrintResult(FormatRunTable(runs), json, s->globals().output);
+    }));
+    v.name_arg(v.add("suspend", "No new scheduled runs", [s, f] {
+      ScheduledJob::Load(s->client(), s->Namespace(), f->name).Suspend();
+      std::cout << "job/" << f->name << " suspended\n";
+    }));
+    v.name_arg(v.add("resume", "Scheduled runs again", [s, f] {
+      ScheduledJob::Load(s->client(), s->Namespace(), f->name).Resume();
+      std::cout << "job/" << f->name << " resumed\n";
+    }));
+  }
 };
 
-class QuotaKind : public SpecKind<QuotaSpec> {
+class QuotaCommand : public SpecKind<QuotaSpec> {
  public:
-  QuotaKind() : SpecKind("quota", "Quota") {}
+  QuotaCommand() : SpecKind("quota", "Quota") {}
   bool namespaced() const override { return false; }
   std::string Apply(Session& s, const Json& doc, bool) const override {
     QuotaUsage usage = ApplyQuota(s.client(), Read(doc));
@@ -509,6 +646,14 @@ class QuotaKind : public SpecKind<QuotaSpec> {
     return out;
   }
   mutable bool delete_namespace = false;
+  void AddOwnVerbs(const Verbs& v) const override {
+    Session* s = v.s;
+    v.add("usage", "Used, hard and remaining of the namespace's quotas (-A: every queue)", [s] {
+      auto usages = s->globals().all_namespaces ? ListQueues(s->client())
+                                                : GetQuotaUsage(s->client(), s->Namespace());
+      PrintResult(FormatUsageTable(usages), QuotaCommand::UsagesJson(usages), s->globals().output);
+    });
+  }
 };
 
 // ---- verbs over a kind -------------------------------------------------------------------
@@ -660,28 +805,6 @@ CommandNode TreeOf(const CLI::App& app, const std::vector<std::string>& inherite
   return node;
 }
 
-struct KindFlags {
-  std::string file;
-  std::string name;
-  bool show_password = false;
-  bool wait = false;
-  std::string timeout = "5m";
-  std::string until = "ready";
-  LogRequest logs;
-  std::string role;
-  int replicas = -1;
-  bool delete_namespace = false;
-  std::string idle = "2h";
-  bool dry_run = false;
-  bool policy_only = false;
-};
-
-// A failure already reported on stdout (fits): exit 1 without an error line.
-struct Reported {};
-
-// Runs a verb; errors become one line and exit code 1.
-using Action = std::function<void()>;
-
 void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
              std::vector<std::pair<CLI::App*, Action>>& actions) {
   const std::string noun = kind.command();
@@ -706,10 +829,7 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
       })
       ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
       ->required();
-  if (noun == "dev") {
-    actions.back().first->add_flag("--show-password", f.show_password,
-                                   "Print a created instance's password");
-  }
+  kind.AddApplyFlags(actions.back().first, f);
   add("render", "Print the Kubernetes objects of a spec file (YAML, or -o json); sends nothing",
       [s, k, &f] {
         const std::string& forced = s->globals().namespace_name;
@@ -804,91 +924,10 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
                       [s, k, &f] { StreamLines(k->Logs(*s, s->Namespace(), f.name, f.logs)); });
     name_arg(l);
     l->add_flag("-f,--follow", f.logs.follow, "Follow until the workload ends");
-    if (noun == "tfcluster")
-      l->add_option("--role", f.logs.role, "Only this role (ps, worker, chief, evaluator)");
-    if (noun == "job") l->add_option("--run", f.logs.run, "This run (default: the newest)");
+    kind.AddLogFlags(l, f);
   }
 
-  // ---- verbs of one kind ----
-  if (noun == "tfcluster") {
-    CLI::App* sc = add("scale", "Change one role's replica count and apply", [s, &f] {
-      TFCluster cluster = TFCluster::Load(s->client(), s->Namespace(), f.name);
-      cluster.Scale(f.role, f.replicas);
-      std::cout << "tfcluster/" << f.name << " scaled (" << f.role << "=" << f.replicas << ")\n";
-    });
-    name_arg(sc);
-    sc->add_option("--role", f.role, "ps, worker, chief or evaluator")->required();
-    sc->add_option("--replicas", f.replicas, "New replica count")
-        ->required()
-        ->check(CLI::NonNegativeNumber);
-  }
-  if (noun == "dev") {
-    CLI::App* start = add("start", "Start a stopped instance (a fresh password)", [s, &f] {
-      DevStartResult r = DevInstance::Load(s->client(), s->Namespace(), f.name).Start();
-      std::cout << "dev/" << f.name << " started\n" << AccessText(r, f.show_password);
-    });
-    name_arg(start);
-    start->add_flag("--show-password", f.show_password, "Print the new password");
-    name_arg(add("stop", "Stop it (volumes kept)", [s, &f] {
-      DevInstance::Load(s->client(), s->Namespace(), f.name).Stop();
-      std::cout << "dev/" << f.name << " stopped\n";
-    }));
-    name_arg(add("access", "Where to reach its tools (never the password)", [s, &f] {
-      DevAccess access = DevInstance::Load(s->client(), s->Namespace(), f.name).Access();
-      PrintResult(access.Table(), access.ToJson(), s->globals().output);
-    }));
-    CLI::App* cull =
-        add("cull",
-            "Stop running instances idle at least their own policy's idle.after, else --idle "
-            "(-A: every namespace; --owner)",
-            [s, &f] {
-              DevCullOptions o;
-              o.namespace_name = s->ListNamespace();
-              o.owner = s->globals().owner;
-              o.idle_after =
-                  std::chrono::duration_cast<std::chrono::seconds>(ParseDuration(f.idle, "--idle"));
-              o.action = f.dry_run ? DevIdleAction::kReport : DevIdleAction::kStop;
-              o.policy_only = f.policy_only;
-              auto decisions = CullIdleDevInstances(s->client(), o);
-              Json json = Json::array();
-              for (const auto& d : decisions) json.push_back(d.ToJson());
-              PrintResult(FormatCullTable(decisions), json, s->globals().output);
-            });
-    cull->add_option("--idle", f.idle,
-                     "The default for instances without their own idle policy: idle at least "
-                     "this long, stopped (e.g. 90m, 2h)");
-    cull->add_flag("--dry-run", f.dry_run, "Only report what would be stopped");
-    cull->add_flag("--policy-only", f.policy_only,
-                   "No default: only instances with their own idle policy (spec idle.after) are "
-                   "probed and culled; the others are reported skipped");
-  }
-  if (noun == "job") {
-    name_arg(add("run", "Start a run now", [s, &f] {
-      JobRun run = ScheduledJob::Load(s->client(), s->Namespace(), f.name).RunNow();
-      std::cout << "job/" << f.name << " run " << run.name << " started\n";
-    }));
-    name_arg(add("history", "Its runs", [s, &f] {
-      auto runs = ScheduledJob::Load(s->client(), s->Namespace(), f.name).History();
-      Json json = Json::array();
-      for (const auto& r : runs) json.push_back(r.ToJson());
-      PrintResult(FormatRunTable(runs), json, s->globals().output);
-    }));
-    name_arg(add("suspend", "No new scheduled runs", [s, &f] {
-      ScheduledJob::Load(s->client(), s->Namespace(), f.name).Suspend();
-      std::cout << "job/" << f.name << " suspended\n";
-    }));
-    name_arg(add("resume", "Scheduled runs again", [s, &f] {
-      ScheduledJob::Load(s->client(), s->Namespace(), f.name).Resume();
-      std::cout << "job/" << f.name << " resumed\n";
-    }));
-  }
-  if (noun == "quota") {
-    add("usage", "Used, hard and remaining of the namespace's quotas (-A: every queue)", [s] {
-      auto usages = s->globals().all_namespaces ? ListQueues(s->client())
-                                                : GetQuotaUsage(s->client(), s->Namespace());
-      PrintResult(FormatUsageTable(usages), QuotaKind::UsagesJson(usages), s->globals().output);
-    });
-  }
+  kind.AddOwnVerbs(Verbs{cmd, s, &f, &actions, kind.doc_kind()});
 }
 
 // Ends the process once a command has run: the output is flushed, and nothing is torn down
@@ -920,10 +959,10 @@ int Run(int argc, char** argv) {
   app.add_option("--owner", g.owner,
                  "List only the workloads of this user (their tfk8s.io/owner label)");
 
-  TFClusterKind tfcluster;
-  DevKind dev;
-  JobKind job;
-  QuotaKind quota;
+  TFClusterCommand tfcluster;
+  DevCommand dev;
+  JobCommand job;
+  QuotaCommand quota;
   KindFlags tf_flags, dev_flags, job_flags, quota_flags;
   std::vector<std::pair<CLI::App*, Action>> actions;
   AddKind(app, session, tfcluster, tf_flags, actions);
