@@ -65,7 +65,7 @@ from tfk8s._core import (
     load_kubeconfig_from_string,
 )
 from tfk8s._yaml import dump_yaml, load_yaml
-from tfk8s.quota import (
+from tfk8s.quota import (  # noqa: F401 (exported by quota.__all__)
     Inventory,
     QuotaUsage,
     apply_quota,
@@ -84,9 +84,9 @@ from tfk8s.quota import (
 )
 from tfk8s._logs import WorkloadLogs
 from tfk8s._pod_streams import CommandFailed, ExecResult, PortForward
-from tfk8s._records import FitResult, WorkloadRef
-from tfk8s.tfcluster import TFCluster, TFClusterStatus
-from tfk8s.devinstance import (
+from tfk8s._records import WorkloadRef
+from tfk8s.tfcluster import FitResult, TFCluster, TFClusterStatus  # noqa: F401 (in tfcluster.__all__)
+from tfk8s.devinstance import (  # noqa: F401 (exported by devinstance.__all__)
     DevAccess,
     DevActivity,
     DevCredentials,
@@ -99,13 +99,14 @@ from tfk8s.devinstance import (
     unshare_volume,
     volume_grants,
 )
-from tfk8s.scheduledjob import (
+from tfk8s.scheduledjob import (  # noqa: F401 (exported by scheduledjob.__all__)
     ScheduledJob,
     ScheduledJobRun,
     ScheduledJobStatus,
     ScheduledJobWatcher,
 )
-from tfk8s.fleet import Fleet, FleetChange, FleetEntry, FleetError
+from tfk8s.fleet import Fleet, FleetChange, FleetEntry, FleetError  # noqa: F401 (in fleet.__all__)
+from tfk8s import devinstance, fleet, quota, scheduledjob, tfcluster
 
 __all__ = [
     # client
@@ -165,48 +166,10 @@ __all__ = [
     "WorkloadFailed",
     "WorkloadRef",
     "__version__",
-    # each module's own __all__, written out so that type checkers and linters see the
-    # exports (tests/python/test_import.py checks these lists match):
-    # tfcluster.__all__
-    "FitResult",
-    "TFCluster",
-    "TFClusterStatus",
-    # devinstance.__all__
-    "DevInstance",
-    "DevInstanceStatus",
-    "DevAccess",
-    "DevCredentials",
-    "DevActivity",
-    "DevCullDecision",
-    "cull_idle",
-    "create_volume",
-    "share_volume",
-    "unshare_volume",
-    "volume_grants",
-    # scheduledjob.__all__
-    "ScheduledJob",
-    "ScheduledJobRun",
-    "ScheduledJobStatus",
-    "ScheduledJobWatcher",
-    # quota.__all__
-    "QuotaUsage",
-    "Inventory",
-    "apply_quota",
-    "render_quota",
-    "delete_quota",
-    "quota_usage",
-    "list_queues",
-    "check_quota",
-    "check_placement",
-    "quota_demand",
-    "set_node_labels",
-    "remove_node_labels",
-    "update_node_labels",
-    "inventory",
-    "where_fits",
-    # fleet.__all__
-    "Fleet",
-    "FleetEntry",
-    "FleetChange",
-    "FleetError",
 ]
+# Each workload module's own exports (type checkers and linters follow these additions).
+__all__ += tfcluster.__all__
+__all__ += devinstance.__all__
+__all__ += scheduledjob.__all__
+__all__ += quota.__all__
+__all__ += fleet.__all__

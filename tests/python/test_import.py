@@ -49,7 +49,7 @@ def test_all_names_exist() -> None:
 
 
 def test_all_lists_each_module_export() -> None:
-    # tfk8s.__all__ writes out each module's __all__ (so that type checkers see the exports):
+    # tfk8s.__all__ adds each module's __all__ (type checkers follow `__all__ += m.__all__`):
     # every name a module exports is the package's too, as the same object.
     for module in (tfk8s.tfcluster, tfk8s.devinstance, tfk8s.scheduledjob, tfk8s.quota,
                    tfk8s.fleet):

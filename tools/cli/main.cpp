@@ -805,21 +805,15 @@ CommandNode TreeOf(const CLI::App& app, const std::vector<std::string>& inherite
   return node;
 }
 
-void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
-             std::vector<std::pair<CLI::App*, Action>>& actions) {
-  const std::string noun = kind.command();
-  CLI::App* cmd =
-      app.add_subcommand(noun, "Work with " + kind.doc_kind() + "s")->require_subcommand(1);
-  auto add = [&](const std::string& verb, const std::string& help, Action action) {
-    CLI::App* v = cmd->add_subcommand(verb, help);
-    actions.emplace_back(v, std::move(action));
-    return v;
-  };
-  auto name_arg = [&](CLI::App* v) {
-    v->add_option("name", f.name, "The " + kind.doc_kind() + "'s name")->required();
-  };
+// apply and render: from spec files.
+void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
+  Session* s = v.s;
+  KindFlags& f = *v.f;
   const Kind* k = &kind;
-  Session* s = &session;
+  auto add = [&v](const std::string& verb, const std::string& help, Action action) {
+    return v.add(verb, help, std::move(action));
+  };
+  auto& actions = *v.actions;
 
   add("apply",
       "Create or update from a spec file (YAML or JSON, several documents; -f - for stdin)",
@@ -843,6 +837,18 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
       })
       ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
       ->required();
+}
+
+// list, get and status.
+void AddReadVerbs(const Verbs& v, const Kind& kind) {
+  Session* s = v.s;
+  KindFlags& f = *v.f;
+  const Kind* k = &kind;
+  auto add = [&v](const std::string& verb, const std::string& help, Action action) {
+    return v.add(verb, help, std::move(action));
+  };
+  auto name_arg = [&v](CLI::App* c) { v.name_arg(c); };
+
   auto list = [s, k] { PrintListing(*s, *k, Listing(*s, *k, s->globals().output == "wide")); };
   add("list", "List them (-A: every namespace, -l: by the spec's labels)", list);
   CLI::App* get =
@@ -874,6 +880,18 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
   name_arg(add("status", "Status table (-o json|yaml for the fields)", [s, k, &f] {
     k->Status(*s, k->namespaced() ? s->Namespace() : "", f.name, s->globals().output);
   }));
+}
+
+// delete, fits, wait and logs.
+void AddLifeVerbs(const Verbs& v, const Kind& kind) {
+  Session* s = v.s;
+  KindFlags& f = *v.f;
+  const Kind* k = &kind;
+  auto add = [&v](const std::string& verb, const std::string& help, Action action) {
+    return v.add(verb, help, std::move(action));
+  };
+  auto name_arg = [&v](CLI::App* c) { v.name_arg(c); };
+
   CLI::App* del =
       add("delete", "Delete it (cascading); --wait until everything is gone", [s, k, &f] {
         std::optional<std::chrono::milliseconds> wait;
@@ -926,8 +944,67 @@ void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
     l->add_flag("-f,--follow", f.logs.follow, "Follow until the workload ends");
     kind.AddLogFlags(l, f);
   }
+}
 
-  kind.AddOwnVerbs(Verbs{cmd, s, &f, &actions, kind.doc_kind()});
+void AddKind(CLI::App& app, Session& session, const Kind& kind, KindFlags& f,
+             std::vector<std::pair<CLI::App*, Action>>& actions) {
+  CLI::App* cmd = app.add_subcommand(kind.command(), "Work with " + kind.doc_kind() + "s")
+                      ->require_subcommand(1);
+  const Verbs v{cmd, &session, &f, &actions, kind.doc_kind()};
+  AddSpecFileVerbs(v, kind);
+  AddReadVerbs(v, kind);
+  AddLifeVerbs(v, kind);
+  kind.AddOwnVerbs(v);
+}
+
+// `tfk8s fits -f FILE`: each document of a file of mixed kinds (each with kind:), checked first,
+// then its fit reported; Reported (exit 1) when one does not fit.
+void RunFits(Session& session, const std::vector<const Kind*>& kinds,
+             const std::string& fits_file) {
+  std::vector<std::string> names;
+  for (const Kind* k : kinds) names.push_back(k->doc_kind());
+  std::string origin = Origin(fits_file);
+  std::vector<KindedDocument> docs = ReadKindedDocuments(ReadInput(fits_file), origin, names);
+  std::vector<const Kind*> kind_of;
+  for (std::size_t i = 0; i < docs.size(); ++i) {  // every document checked before any request
+    const Kind* k = *std::find_if(kinds.begin(), kinds.end(),
+                                  [&](const Kind* c) { return c->doc_kind() == docs[i].kind; });
+    const std::string& forced = session.globals().namespace_name;
+    CheckDocument(*k, docs[i].document, origin + " document " + std::to_string(i + 1),
+                  k->namespaced() ? session.Namespace() : "", forced);
+    kind_of.push_back(k);
+  }
+  bool all = true;
+  Json records = Json::array();
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    const Kind& k = *kind_of[i];
+    FitResult fit;
+    if (!k.namespaced()) {
+      // A queue is not placed anywhere: nothing to check but its own validity (done above).
+      fit.notes.push_back("a Quota is not scheduled; only its spec was checked");
+    } else {
+      fit = k.Fits(session, docs[i].document);
+    }
+    all = ReportFit(k, docs[i].document, fit, session.globals().output, &records) && all;
+  }
+  if (!records.empty()) PrintResult("", records, session.globals().output);
+  if (!all) throw Reported();
+}
+
+// `tfk8s completion SHELL`: the completion script of every command and flag of `app`.
+void PrintCompletion(const CLI::App& app, const std::string& shell) {
+  std::vector<std::string> globals;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const auto& sn : opt->get_snames()) globals.push_back("-" + sn);
+    for (const auto& ln : opt->get_lnames()) globals.push_back("--" + ln);
+  }
+  CommandNode root;
+  root.name = "tfk8s";
+  root.flags = globals;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    root.children.push_back(TreeOf(*sub, globals));
+  }
+  std::cout << (shell == "zsh" ? ZshCompletion(root) : BashCompletion(root));
 }
 
 // Ends the process once a command has run: the output is flushed, and nothing is torn down
@@ -976,35 +1053,7 @@ int Run(int argc, char** argv) {
                                       "kind:) fit now? Exit 1 when one does not");
   fits->add_option("-f,--filename", fits_file, "Spec file, - for stdin")->required();
   actions.emplace_back(fits, [&] {
-    const std::vector<const Kind*> kinds{&tfcluster, &dev, &job, &quota};
-    std::vector<std::string> names;
-    for (const Kind* k : kinds) names.push_back(k->doc_kind());
-    std::string origin = Origin(fits_file);
-    std::vector<KindedDocument> docs = ReadKindedDocuments(ReadInput(fits_file), origin, names);
-    std::vector<const Kind*> kind_of;
-    for (std::size_t i = 0; i < docs.size(); ++i) {  // every document checked before any request
-      const Kind* k = *std::find_if(kinds.begin(), kinds.end(),
-                                    [&](const Kind* c) { return c->doc_kind() == docs[i].kind; });
-      const std::string& forced = g.namespace_name;
-      CheckDocument(*k, docs[i].document, origin + " document " + std::to_string(i + 1),
-                    k->namespaced() ? session.Namespace() : "", forced);
-      kind_of.push_back(k);
-    }
-    bool all = true;
-    Json records = Json::array();
-    for (std::size_t i = 0; i < docs.size(); ++i) {
-      const Kind& k = *kind_of[i];
-      FitResult fit;
-      if (!k.namespaced()) {
-        // A queue is not placed anywhere: nothing to check but its own validity (done above).
-        fit.notes.push_back("a Quota is not scheduled; only its spec was checked");
-      } else {
-        fit = k.Fits(session, docs[i].document);
-      }
-      all = ReportFit(k, docs[i].document, fit, g.output, &records) && all;
-    }
-    if (!records.empty()) PrintResult("", records, g.output);
-    if (!all) throw Reported();
+    RunFits(session, {&tfcluster, &dev, &job, &quota}, fits_file);
   });
 
   CLI::App* nodes = app.add_subcommand(
@@ -1031,20 +1080,7 @@ int Run(int argc, char** argv) {
   completion->add_option("shell", shell, "bash or zsh")
       ->required()
       ->check(CLI::IsMember({"bash", "zsh"}));
-  actions.emplace_back(completion, [&] {
-    std::vector<std::string> globals;
-    for (const CLI::Option* opt : app.get_options()) {
-      for (const auto& sn : opt->get_snames()) globals.push_back("-" + sn);
-      for (const auto& ln : opt->get_lnames()) globals.push_back("--" + ln);
-    }
-    CommandNode root;
-    root.name = "tfk8s";
-    root.flags = globals;
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-      root.children.push_back(TreeOf(*sub, globals));
-    }
-    std::cout << (shell == "zsh" ? ZshCompletion(root) : BashCompletion(root));
-  });
+  actions.emplace_back(completion, [&] { PrintCompletion(app, shell); });
 
   try {
     app.parse(argc, argv);
