@@ -180,24 +180,17 @@ class TFCluster(Workload):
                 s[role]["script"] = script
         if worker_gpus is not None:
             s.setdefault("worker", {}).setdefault("resources", {})["gpus"] = int(worker_gpus)
-        if cpu_image is not None:
-            s["cpuImage"] = cpu_image
-        if gpu_image is not None:
-            s["gpuImage"] = gpu_image
-        if topology is not None:
-            s["topology"] = topology
+        for key, value in (("cpuImage", cpu_image), ("gpuImage", gpu_image),
+                           ("topology", topology), ("strategy", strategy),
+                           ("podSecurity", pod_security), ("cleanup", cleanup)):
+            if value is not None:
+                s[key] = value
         if storage is not None:
             s.setdefault("storage", {})["size"] = storage
         if launcher is not None:
             s.setdefault("launcher", {})["enabled"] = bool(launcher)
         if barrier_timeout_seconds is not None:
             s.setdefault("launcher", {})["barrierTimeoutSeconds"] = int(barrier_timeout_seconds)
-        if strategy is not None:
-            s["strategy"] = strategy
-        if pod_security is not None:
-            s["podSecurity"] = pod_security
-        if cleanup is not None:
-            s["cleanup"] = cleanup
         self._core = _core.TFCluster(client.core, s)
 
     # ---- construction -------------------------------------------------------------------
