@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
 
     tfk8s::JobRun run = task.RunNow();  // like kubectl create job --from=cronjob/nightly-train
     std::cout << "started " << run.name << "\n";
-    task.FollowLogs(run.name, [](const tfk8s::WorkloadLogLine& line) {
+    task.FollowLogs({.source = run.name}, [](const tfk8s::WorkloadLogLine& line) {
       std::cout << line.Prefixed() << "\n";  // "[attempt-1] …"
       return true;
     });

@@ -41,9 +41,7 @@ int main(int argc, char** argv) {
                                 }});
     std::cout << status.Table();
 
-    tfk8s::TFLogOptions logs;
-    logs.tail_lines = 5;
-    cluster.Logs(logs, [](const tfk8s::WorkloadLogLine& line) {
+    cluster.Logs({.tail_lines = 5}, [](const tfk8s::WorkloadLogLine& line) {
       std::cout << line.Prefixed() << "\n";
       return true;
     });

@@ -450,8 +450,8 @@ class DevInstance : public Workload<DevInstanceKind> {
   /// external ports. PVCs are kept unless asked.
   void Delete(const DevDeleteOptions& options = {});
   /// The instance's container log as a pull stream of lines whose source is the pod's name
-  /// (`options.container` is set to the instance's container; `follow` follows it).
-  [[nodiscard]] WorkloadLogStream StreamLogs(LogOptions options = {}) const;
+  /// (`follow` follows it). `options.source` is "" or the pod's name (else ValidationError).
+  [[nodiscard]] WorkloadLogStream StreamLogs(WorkloadLogOptions options = {}) const;
   /// The address of every tool (reads the Service and the tcp-services ConfigMap).
   DevAccess Access();
   /// What the user was last seen doing: runs a small read-only probe in the running pod

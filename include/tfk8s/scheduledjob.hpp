@@ -241,12 +241,6 @@ struct AttemptLog {
   std::string text;              ///< The log ("" when the pod never started).
 };
 
-/// Options of ScheduledJob::Logs.
-struct RunLogOptions {
-  std::optional<std::int64_t> tail_lines;  ///< Only the last N lines of each attempt.
-  bool timestamps = false;                 ///< RFC 3339 timestamp before each line.
-};
-
 /// Options of ScheduledJob::RunNow.
 struct RunOptions {
   std::string job_name;  ///< "" = generated ("<name>-xxxxx").
@@ -327,20 +321,20 @@ class ScheduledJob : public Workload<ScheduledJobKind> {
   /// run once; `cancelled` ends the wait with CancelledError. Throws Timeout, or NotFound if
   /// the run is deleted.
   JobRun WaitForRun(const std::string& job_name, const WaitOptions<JobRun>& options);
-  /// Logs of every attempt of a run, oldest first.
-  std::vector<AttemptLog> Logs(const std::string& job_name, const RunLogOptions& options = {});
-  /// Follows a run's output across attempts (a retry's pod is followed when it starts) until the
-  /// run finishes or `on_line` returns false; each line's source is its attempt ("attempt-2",
-  /// pods counted by creation time). Waits up to `pending_wait` for a pod to start.
-  void FollowLogs(const std::string& job_name,
-                  const std::function<bool(const WorkloadLogLine&)>& on_line,
-                  std::chrono::milliseconds pending_wait = std::chrono::minutes(2),
-                  const std::function<bool()>& cancelled = {});
+  /// The newest run's name (by start time). Throws NotFound when the task has no run.
+  std::string NewestRun();
+  /// Logs of every attempt of the run `options.source` ("" the newest), oldest first
+  /// (`tail_lines`, `timestamps` apply to each attempt).
+  std::vector<AttemptLog> Logs(const WorkloadLogOptions& options = {});
+  /// Follows the output of the run `options.source` ("" the newest) across attempts (a retry's
+  /// pod is followed when it starts) until the run finishes, `on_line` returns false or
+  /// `options.cancelled` says so; each line's source is its attempt ("attempt-2", pods counted
+  /// by creation time). Waits up to `options.pending_wait` for a pod to start.
+  void FollowLogs(const WorkloadLogOptions& options,
+                  const std::function<bool(const WorkloadLogLine&)>& on_line);
   /// A run's logs as a pull stream of lines whose source is the attempt ("attempt-2"): with
   /// `follow`, FollowLogs() (until the run finished); without, what Logs() returns, in order.
-  [[nodiscard]] WorkloadLogStream StreamLogs(
-      const std::string& job_name, bool follow = true,
-      std::chrono::milliseconds pending_wait = std::chrono::minutes(2));
+  [[nodiscard]] WorkloadLogStream StreamLogs(WorkloadLogOptions options = {});
 
  private:
   ResourceType CronJobType();

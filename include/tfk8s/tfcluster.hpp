@@ -280,20 +280,6 @@ struct TFDeleteOptions {
   std::optional<std::chrono::milliseconds> wait;  ///< Wait until every object is gone.
 };
 
-/// Options of TFCluster::Logs.
-struct TFLogOptions {
-  std::string role;  ///< Empty: every replica; else one role.
-  int index = -1;    ///< With role: one replica.
-  bool follow = false;
-  std::optional<std::int64_t> tail_lines;
-  std::optional<std::int64_t> since_seconds;
-  bool timestamps = false;
-  std::chrono::milliseconds pending_wait{std::chrono::minutes(2)};  ///< Wait for pods to start.
-  /// Asked at least every 200 ms; returning true ends Logs() promptly (used to close a followed
-  /// stream from another thread, e.g. a Python iterator).
-  std::function<bool()> cancelled;
-};
-
 /// The TFCluster kind: its spec and status types (see Workload).
 struct TFClusterKind {
   using Spec = TFClusterSpec;
@@ -333,13 +319,15 @@ class TFCluster : public Workload<TFClusterKind> {
   /// pods and Jobs are read at the same time, one round trip instead of Load() then Status().
   /// Throws NotFound like Load().
   static TFClusterStatus StatusOf(Client client, const std::string& ns, const std::string& name);
-  /// Logs of one replica or all of them merged, delivered line by line to `on_line` until it
-  /// returns false, the logs end, or (with follow) every replica has finished.
-  void Logs(const TFLogOptions& options,
+  /// Logs of every replica merged, one role's (`options.source` "worker") or one replica's
+  /// ("worker-1"), delivered line by line to `on_line` until it returns false, the logs end, or
+  /// (with follow) every replica has finished. A source naming no role of the spec is a
+  /// ValidationError (nothing is read).
+  void Logs(const WorkloadLogOptions& options,
             const std::function<bool(const WorkloadLogLine&)>& on_line);
   /// Logs() as a pull stream of lines whose source is the replica ("worker-1"); the reading
   /// runs on the stream's thread until the logs end or the stream is cancelled.
-  [[nodiscard]] WorkloadLogStream StreamLogs(TFLogOptions options = {}) const;
+  [[nodiscard]] WorkloadLogStream StreamLogs(WorkloadLogOptions options = {}) const;
   /// Deletes the cluster through the root object (cascading).
   void Delete(const TFDeleteOptions& options = {});
   /// After success: deletes the ps/worker/evaluator replicas (TFJob's cleanPodPolicy Running).

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -89,6 +90,24 @@ struct WaitOptions {
   std::function<void(const Status&)> on_progress{};
   /// Asked at least once a second; returning true ends the wait with CancelledError. The
   /// watches stay open for the whole wait.
+  std::function<bool()> cancelled{};
+};
+
+/// Options of a workload's logs (TFCluster::Logs and StreamLogs, DevInstance::StreamLogs,
+/// ScheduledJob::Logs, FollowLogs and StreamLogs): one shape for every kind.
+struct WorkloadLogOptions {
+  /// Whose logs. A TFCluster: "" every replica, a role ("worker") or one replica ("worker-1").
+  /// A ScheduledJob: a run (its Job's name), "" the newest. A DevInstance has one source, its
+  /// pod: "" (or the pod's name).
+  std::string source{};
+  bool follow = false;  ///< Keep reading until the workload ends (or the stream is cancelled).
+  std::optional<std::int64_t> tail_lines{};     ///< Only the last N lines (of each container).
+  std::optional<std::int64_t> since_seconds{};  ///< Only lines this recent.
+  bool timestamps = false;                      ///< RFC 3339 timestamp before each line.
+  /// How long a followed source may wait for its pod to start.
+  std::chrono::milliseconds pending_wait = std::chrono::minutes(2);
+  /// Asked at least every 200 ms; returning true ends the reading promptly (used to close a
+  /// followed stream from another thread, e.g. a Python iterator).
   std::function<bool()> cancelled{};
 };
 

@@ -131,12 +131,12 @@ void BindDevObservers(py::class_<DevInstance>& cls) {
           "logs",
           [](const DevInstance& d, bool follow, std::optional<std::int64_t> tail_lines,
              std::optional<std::int64_t> since_seconds, bool timestamps) {
-            LogOptions options;
+            WorkloadLogOptions options;
             options.follow = follow;
             options.tail_lines = tail_lines;
             options.since_seconds = since_seconds;
             options.timestamps = timestamps;
-            return WrapWorkloadLogs(d.StreamLogs(options));
+            return WrapWorkloadLogs(d.StreamLogs(std::move(options)));
           },
           py::arg("follow") = false, py::arg("tail_lines") = py::none(),
           py::arg("since_seconds") = py::none(), py::arg("timestamps") = false,

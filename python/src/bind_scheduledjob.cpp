@@ -290,10 +290,11 @@ void BindScheduledJob(py::module_& m) {
           "logs",
           [](ScheduledJob& t, const std::string& run, std::optional<std::int64_t> tail_lines,
              bool timestamps) {
-            RunLogOptions options;
+            WorkloadLogOptions options;
+            options.source = run;
             options.tail_lines = tail_lines;
             options.timestamps = timestamps;
-            auto logs = CallNoGil([&] { return t.Logs(run, options); });
+            auto logs = CallNoGil([&] { return t.Logs(options); });
             py::list out;
             for (const auto& a : logs) {
               py::dict d;
@@ -311,10 +312,12 @@ void BindScheduledJob(py::module_& m) {
       .def(
           "stream_logs",
           [](ScheduledJob& t, const std::string& run, bool follow, double pending_wait) {
-            return WrapWorkloadLogs(
-                t.StreamLogs(run, follow,
-                             std::chrono::milliseconds(
-                                 static_cast<std::int64_t>(std::max(0.0, pending_wait) * 1000.0))));
+            WorkloadLogOptions options;
+            options.source = run;
+            options.follow = follow;
+            options.pending_wait = std::chrono::milliseconds(
+                static_cast<std::int64_t>(std::max(0.0, pending_wait) * 1000.0));
+            return WrapWorkloadLogs(t.StreamLogs(std::move(options)));
           },
           py::arg("run"), py::arg("follow") = true, py::arg("pending_wait") = 120.0,
           "A run's logs as a WorkloadLogs iterator of (attempt, line); with `follow`, until the "

@@ -76,9 +76,8 @@ void BindTFCluster(py::module_& m) {
           [](TFCluster& c, const std::string& role, int index, bool follow,
              std::optional<std::int64_t> tail_lines, std::optional<std::int64_t> since_seconds,
              bool timestamps) {
-            TFLogOptions options;
-            options.role = role;
-            options.index = index;
+            WorkloadLogOptions options;
+            options.source = index >= 0 ? role + "-" + std::to_string(index) : role;
             options.follow = follow;
             options.tail_lines = tail_lines;
             options.since_seconds = since_seconds;

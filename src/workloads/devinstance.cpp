@@ -642,13 +642,24 @@ DevAccess DevInstance::Access() {
   return a;
 }
 
-WorkloadLogStream DevInstance::StreamLogs(LogOptions options) const {
-  options.container = internal::kDevContainer;
+WorkloadLogStream DevInstance::StreamLogs(WorkloadLogOptions options) const {
+  const std::string pod = internal::DevPodName(spec_);
+  if (!options.source.empty() && options.source != pod) {
+    throw ValidationError("source", options.source,
+                          "an instance has one source, its pod \"" + pod + "\" (or \"\")");
+  }
+  LogOptions lo;
+  lo.container = internal::kDevContainer;
+  lo.follow = options.follow;
+  lo.tail_lines = options.tail_lines;
+  lo.since_seconds = options.since_seconds;
+  lo.timestamps = options.timestamps;
   return WorkloadLogStream(
-      [client = client_, ns = spec_.namespace_name, pod = internal::DevPodName(spec_), options](
+      [client = client_, ns = spec_.namespace_name, pod, lo,
+       user_cancelled = std::move(options.cancelled)](
           const WorkloadLogStream::Emit& emit, const std::function<bool()>& cancelled) mutable {
-        LogStream stream = client.StreamLogs(ns, pod, options);
-        while (!cancelled()) {
+        LogStream stream = client.StreamLogs(ns, pod, lo);
+        while (!cancelled() && !(user_cancelled && user_cancelled())) {
           auto line = stream.NextLine(std::chrono::milliseconds(500));
           if (line) {
             if (!emit({pod, std::move(*line)})) break;

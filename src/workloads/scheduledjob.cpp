@@ -344,9 +344,23 @@ JobRun ScheduledJob::WaitForRun(const std::string& job_name, const WaitOptions<J
       });
 }
 
-std::vector<AttemptLog> ScheduledJob::Logs(const std::string& job_name,
-                                           const RunLogOptions& options) {
-  JobRun run = GetRun(job_name);
+std::string ScheduledJob::NewestRun() {
+  std::vector<JobRun> runs = History();
+  if (runs.empty()) {
+    throw NotFound(
+        ErrorKind::kNotFound,
+        fmt::format("ScheduledJob {}/{} has no run yet", spec_.namespace_name, spec_.name), 404,
+        "NotFound");
+  }
+  auto newest = std::max_element(runs.begin(), runs.end(), [](const JobRun& a, const JobRun& b) {
+    return a.start_time.value_or(std::chrono::system_clock::time_point{}) <
+           b.start_time.value_or(std::chrono::system_clock::time_point{});
+  });
+  return newest->name;
+}
+
+std::vector<AttemptLog> ScheduledJob::Logs(const WorkloadLogOptions& options) {
+  JobRun run = GetRun(options.source.empty() ? NewestRun() : options.source);
   ListOptions sel;
   sel.label_selector = "controller-uid=" + run.uid;
   std::vector<Json> pods = Items(client_.ListAll(kPods, spec_.namespace_name, sel));
@@ -362,6 +376,7 @@ std::vector<AttemptLog> ScheduledJob::Logs(const std::string& job_name,
       LogOptions lo;
       lo.container = "task";
       lo.tail_lines = options.tail_lines;
+      lo.since_seconds = options.since_seconds;
       lo.timestamps = options.timestamps;
       try {
         a.text = client_.ReadLogs(spec_.namespace_name, a.pod, lo);
@@ -375,10 +390,11 @@ std::vector<AttemptLog> ScheduledJob::Logs(const std::string& job_name,
   return out;
 }
 
-void ScheduledJob::FollowLogs(const std::string& job_name,
-                              const std::function<bool(const WorkloadLogLine&)>& on_line,
-                              std::chrono::milliseconds pending_wait,
-                              const std::function<bool()>& cancelled) {
+void ScheduledJob::FollowLogs(const WorkloadLogOptions& options,
+                              const std::function<bool(const WorkloadLogLine&)>& on_line) {
+  const std::string job_name = options.source.empty() ? NewestRun() : options.source;
+  const std::function<bool()>& cancelled = options.cancelled;
+  const std::chrono::milliseconds pending_wait = options.pending_wait;
   JobRun run = GetRun(job_name);
   ListOptions pod_sel;
   pod_sel.label_selector = "controller-uid=" + run.uid;
@@ -445,22 +461,24 @@ void ScheduledJob::FollowLogs(const std::string& job_name,
   }
 }
 
-WorkloadLogStream ScheduledJob::StreamLogs(const std::string& job_name, bool follow,
-                                           std::chrono::milliseconds pending_wait) {
+WorkloadLogStream ScheduledJob::StreamLogs(WorkloadLogOptions options) {
   return WorkloadLogStream(
-      [self = *this, job_name, follow, pending_wait](
-          const WorkloadLogStream::Emit& emit, const std::function<bool()>& cancelled) mutable {
-        auto source = [](int attempt) { return fmt::format("attempt-{}", attempt); };
-        if (follow) {
-          self.FollowLogs(job_name, emit, pending_wait, cancelled);
+      [self = *this, options = std::move(options)](const WorkloadLogStream::Emit& emit,
+                                                   const std::function<bool()>& cancelled) mutable {
+        auto user_cancelled = std::move(options.cancelled);
+        options.cancelled = [&] { return cancelled() || (user_cancelled && user_cancelled()); };
+        if (options.follow) {
+          self.FollowLogs(options, emit);
           return;
         }
-        for (const AttemptLog& a : self.Logs(job_name)) {
+        for (const AttemptLog& a : self.Logs(options)) {
           std::size_t start = 0;
           while (start < a.text.size()) {
             std::size_t end = a.text.find('\n', start);
             if (end == std::string::npos) end = a.text.size();
-            if (!emit({source(a.attempt), a.text.substr(start, end - start)})) return;
+            if (!emit({fmt::format("attempt-{}", a.attempt), a.text.substr(start, end - start)})) {
+              return;
+            }
             start = end + 1;
           }
         }

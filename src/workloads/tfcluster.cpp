@@ -622,19 +622,20 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns, const 
   });
 }
 
-void TFCluster::Logs(const TFLogOptions& options,
+void TFCluster::Logs(const WorkloadLogOptions& options,
                      const std::function<bool(const WorkloadLogLine&)>& on_line) {
-  // Which replicas: resolve each to a running (or finished) pod, waiting for pending ones.
+  // Which replicas: every one, a role's ("worker") or one ("worker-1"); each is resolved to a
+  // running (or finished) pod, waiting for pending ones.
   std::vector<ReplicaKey> wanted;
   for (const auto& k : ExpectedReplicas(spec_)) {
-    if (!options.role.empty() && k.role != options.role) continue;
-    if (options.index >= 0 && k.index != options.index) continue;
-    wanted.push_back(k);
+    if (options.source.empty() || options.source == k.role ||
+        options.source == fmt::format("{}-{}", k.role, k.index)) {
+      wanted.push_back(k);
+    }
   }
   if (wanted.empty()) {
-    throw ValidationError(
-        "role", options.role + (options.index >= 0 ? "-" + std::to_string(options.index) : ""),
-        "no such replica in this cluster");
+    throw ValidationError("source", options.source,
+                          "no such role or replica in this cluster (e.g. worker, worker-1)");
   }
 
   // A bounded queue: producers (one per pod) block when the consumer is behind.
@@ -843,7 +844,7 @@ DevStartResult TFCluster::Session() {
   return out;
 }
 
-WorkloadLogStream TFCluster::StreamLogs(TFLogOptions options) const {
+WorkloadLogStream TFCluster::StreamLogs(WorkloadLogOptions options) const {
   return WorkloadLogStream(
       [self = *this, options = std::move(options)](const WorkloadLogStream::Emit& emit,
                                                    const std::function<bool()>& cancelled) mutable {

@@ -154,9 +154,7 @@ TEST_SUITE("cleanup") {
         std::chrono::seconds(60)));
     CHECK(HasPrefix(Objects(c, ns.name(), "train"), "Pod/train-chief-0"));
     std::vector<std::string> lines;
-    TFLogOptions lo;
-    lo.role = "chief";
-    cluster.Logs(lo, [&](const WorkloadLogLine& l) {
+    cluster.Logs({.source = "chief"}, [&](const WorkloadLogLine& l) {
       lines.push_back(l.line);
       return true;
     });

@@ -138,7 +138,7 @@ TEST_SUITE("scheduledjob") {
           job["spec"]["template"]["spec"]["containers"][0]["command"]);
     CHECK(pod["spec"]["containers"][0]["workingDir"] == "/root/tasks");
 
-    auto logs = task.Logs(run.name);
+    auto logs = task.Logs({.source = run.name});
     REQUIRE(logs.size() == 1);
     CHECK(logs[0].attempt == 1);
     CHECK(logs[0].exit_code == 0);
@@ -217,7 +217,7 @@ TEST_SUITE("scheduledjob") {
 
     // Follow the output across the retries until the run gives up.
     std::vector<WorkloadLogLine> lines;
-    task.FollowLogs(run.name, [&](const WorkloadLogLine& l) {
+    task.FollowLogs({.source = run.name}, [&](const WorkloadLogLine& l) {
       lines.push_back(l);
       return true;
     });
@@ -232,7 +232,7 @@ TEST_SUITE("scheduledjob") {
     CHECK(run.reason == "BackoffLimitExceeded");
     CHECK(run.attempts == 3);
     CHECK(run.failed == 3);
-    auto logs = task.Logs(run.name);
+    auto logs = task.Logs({.source = run.name});
     REQUIRE(logs.size() == 3);
     for (const auto& a : logs) CHECK(a.exit_code == 1);
 

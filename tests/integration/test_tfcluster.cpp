@@ -117,8 +117,7 @@ TEST_SUITE("tfcluster") {
 
     std::set<std::string> replicas;
     std::vector<std::string> lines;
-    TFLogOptions lo;
-    cluster.Logs(lo, [&](const WorkloadLogLine& l) {
+    cluster.Logs({}, [&](const WorkloadLogLine& l) {
       replicas.insert(l.source);
       lines.push_back(l.Prefixed());
       return true;

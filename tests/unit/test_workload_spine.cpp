@@ -122,6 +122,36 @@ NoteSpec Spec(const std::string& name, const std::string& ns, const std::string&
   return {name, ns, owner, "hello " + owner};
 }
 
+TFClusterSpec SmallCluster() {
+  TFClusterSpec tf;
+  tf.name = "mnist";
+  tf.namespace_name = "team-a";
+  tf.owner = "alice";
+  tf.ps.replicas = 1;
+  tf.worker.replicas = 2;
+  tf.worker.script = "python train.py";
+  return tf;
+}
+
+ScheduledJobSpec Task() {
+  ScheduledJobSpec sj;
+  sj.name = "nightly";
+  sj.namespace_name = "team-a";
+  sj.owner = "alice";
+  sj.image = "python:3";
+  sj.entry_path = "train.py";
+  return sj;
+}
+
+DevInstanceSpec Lab() {
+  DevInstanceSpec dev;
+  dev.name = "lab";
+  dev.namespace_name = "team-a";
+  dev.owner = "alice";
+  dev.resources = {"1", "1Gi", "", "", 0};
+  return dev;
+}
+
 }  // namespace
 
 TEST_SUITE("workload spine") {
@@ -183,27 +213,9 @@ TEST_SUITE("workload spine") {
       CHECK_THROWS_WITH_AS(workload.set_spec(spec),
                            doctest::Contains("renamed, moved or given away"), ValidationError);
     };
-    TFClusterSpec tf;
-    tf.name = "mnist";
-    tf.namespace_name = "team-a";
-    tf.owner = "alice";
-    tf.ps.replicas = 1;
-    tf.worker.replicas = 2;
-    tf.worker.script = "python train.py";
-    TFCluster cluster(client, tf);
-    ScheduledJobSpec sj;
-    sj.name = "nightly";
-    sj.namespace_name = "team-a";
-    sj.owner = "alice";
-    sj.image = "python:3";
-    sj.entry_path = "train.py";
-    ScheduledJob job(client, sj);
-    DevInstanceSpec dev;
-    dev.name = "lab";
-    dev.namespace_name = "team-a";
-    dev.owner = "alice";
-    dev.resources = {"1", "1Gi", "", "", 0};
-    DevInstance lab(client, dev);
+    TFCluster cluster(client, SmallCluster());
+    ScheduledJob job(client, Task());
+    DevInstance lab(client, Lab());
     Note note(client, Spec("memo", "team-a", "alice"));
     auto each = [&](auto& workload) {
       auto s = workload.spec();
@@ -221,5 +233,22 @@ TEST_SUITE("workload spine") {
     each(job);
     each(lab);
     each(note);
+  }
+
+  TEST_CASE("every kind reads its logs with one options shape; a source naming none is refused") {
+    FakeCluster fake;
+    Client client = fake.client();
+    const auto keep = [](const WorkloadLogLine&) { return true; };
+    fake.ClearRequests();
+    CHECK_THROWS_WITH_AS(TFCluster(client, SmallCluster()).Logs({.source = "worker-7"}, keep),
+                         doctest::Contains("worker-1"), ValidationError);
+    CHECK_THROWS_WITH_AS(TFCluster(client, SmallCluster()).Logs({.source = "trainer"}, keep),
+                         doctest::Contains("no such role or replica"), ValidationError);
+    CHECK_THROWS_WITH_AS((void)DevInstance(client, Lab()).StreamLogs({.source = "lab-1"}),
+                         doctest::Contains("lab-0"), ValidationError);
+    CHECK(fake.requests().empty());  // refused before anything is read
+    // A task's default source is its newest run: none yet is NotFound, saying so.
+    CHECK_THROWS_WITH_AS(ScheduledJob(client, Task()).Logs(), doctest::Contains("no run yet"),
+                         NotFound);
   }
 }

@@ -141,12 +141,6 @@ std::map<std::string, std::string> StringMapOf(const Json& j) {
 
 // ---- the four kinds ----------------------------------------------------------------------
 
-struct LogRequest {
-  bool follow = false;
-  std::string role;
-  std::string run;
-};
-
 struct KindFlags {
   std::string file;
   std::string name;
@@ -154,7 +148,7 @@ struct KindFlags {
   bool wait = false;
   std::string timeout = "5m";
   std::string until = "ready";
-  LogRequest logs;
+  WorkloadLogOptions logs;  // source: --role (a cluster), --run (a task)
   std::string role;
   int replicas = -1;
   bool delete_namespace = false;
@@ -220,7 +214,7 @@ class Kind {
                     const std::string& /*output*/) const {}
   virtual bool HasLogs() const { return false; }
   virtual WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
-                                 const LogRequest& request) const = 0;
+                                 const WorkloadLogOptions& request) const = 0;
   // The kind's own flags of `logs` (--role, --run) and of `apply` (--show-password).
   virtual void AddLogFlags(CLI::App* /*logs*/, KindFlags& /*f*/) const {}
   virtual void AddApplyFlags(CLI::App* /*apply*/, KindFlags& /*f*/) const {}
@@ -267,6 +261,11 @@ class WorkloadKind : public SpecKind<typename Workload::SpecType> {
   using SpecKind<Spec>::SpecKind;
   static Workload Load(Session& s, const std::string& ns, const std::string& name) {
     return Workload::Load(s.client(), ns, name);
+  }
+  bool HasLogs() const override { return true; }
+  WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
+                         const WorkloadLogOptions& request) const override {
+    return Load(s, ns, name).StreamLogs(request);
   }
   // The spine's wait, for the kinds that wait for their status (a task waits for a run).
   void Wait(Session& s, const std::string& ns, const std::string& name, const std::string& until,
@@ -327,7 +326,8 @@ class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
  public:
   TFClusterCommand() : WorkloadKind("tfcluster", "TFCluster") {}
   void AddLogFlags(CLI::App* logs, KindFlags& f) const override {
-    logs->add_option("--role", f.logs.role, "Only this role (ps, worker, chief, evaluator)");
+    logs->add_option("--role", f.logs.source,
+                     "Only this role (ps, worker, chief, evaluator) or replica (worker-1)");
   }
   std::string Apply(Session& s, const Json& doc, bool) const override {
     TFCluster cluster(s.client(), Read(doc));
@@ -355,14 +355,6 @@ class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
         st.ToJson(), output);
   }
   std::vector<std::string> WaitConditions() const override { return {"ready", "finished"}; }
-  bool HasLogs() const override { return true; }
-  WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
-                         const LogRequest& request) const override {
-    TFLogOptions o;
-    o.role = request.role;
-    o.follow = request.follow;
-    return Load(s, ns, name).StreamLogs(o);
-  }
   void AddOwnVerbs(const Verbs& v) const override {
     Session* s = v.s;
     KindFlags* f = v.f;
@@ -426,13 +418,6 @@ class DevCommand : public WorkloadKind<DevInstance, DevDeleteOptions> {
     PrintResult(st.Table(), st.ToJson(), output);
   }
   std::vector<std::string> WaitConditions() const override { return {"ready"}; }
-  bool HasLogs() const override { return true; }
-  WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
-                         const LogRequest& request) const override {
-    LogOptions o;
-    o.follow = request.follow;
-    return Load(s, ns, name).StreamLogs(o);
-  }
   void AddOwnVerbs(const Verbs& v) const override {
     Session* s = v.s;
     KindFlags* f = v.f;
@@ -491,7 +476,7 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
  public:
   JobCommand() : WorkloadKind("job", "ScheduledJob") {}
   void AddLogFlags(CLI::App* logs, KindFlags& f) const override {
-    logs->add_option("--run", f.logs.run, "This run (default: the newest)");
+    logs->add_option("--run", f.logs.source, "This run (default: the newest)");
   }
   std::string Apply(Session& s, const Json& doc, bool) const override {
     ScheduledJob job(s.client(), Read(doc));
@@ -535,7 +520,7 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
   void Wait(Session& s, const std::string& ns, const std::string& name, const std::string&,
             std::chrono::milliseconds timeout, const std::string& output) const override {
     ScheduledJob job = Load(s, ns, name);
-    std::string run = LatestRun(job);
+    std::string run = job.NewestRun();
     WaitOptions<JobRun> o;
     o.until = WaitUntil::kFinished;
     o.timeout = timeout;
@@ -543,25 +528,6 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
     JobRun done = job.WaitForRun(run, o);
     EndProgress();
     PrintResult(FormatRunTable({done}), done.ToJson(), output);
-  }
-  bool HasLogs() const override { return true; }
-  WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
-                         const LogRequest& request) const override {
-    ScheduledJob job = Load(s, ns, name);
-    return job.StreamLogs(request.run.empty() ? LatestRun(job) : request.run, request.follow);
-  }
-  // The newest run's name (History() is newest first? sort by start time to be sure).
-  static std::string LatestRun(ScheduledJob& job) {
-    std::vector<JobRun> runs = job.History();
-    if (runs.empty()) {
-      throw NotFound(ErrorKind::kNotFound, "job/" + job.spec().name + " has no run yet", 404,
-                     "NotFound");
-    }
-    auto newest = std::max_element(runs.begin(), runs.end(), [](const JobRun& a, const JobRun& b) {
-      return a.start_time.value_or(std::chrono::system_clock::time_point{}) <
-             b.start_time.value_or(std::chrono::system_clock::time_point{});
-    });
-    return newest->name;
   }
   void AddOwnVerbs(const Verbs& v) const override {
     Session* s = v.s;
@@ -637,7 +603,7 @@ class QuotaCommand : public SpecKind<QuotaSpec> {
     DeleteQuota(s.client(), name, delete_namespace);
   }
   WorkloadLogStream Logs(Session&, const std::string&, const std::string&,
-                         const LogRequest&) const override {
+                         const WorkloadLogOptions&) const override {
     throw ValidationError("kind", "Quota", "has no logs");
   }
   static Json UsagesJson(const std::vector<QuotaUsage>& usages) {
