@@ -884,6 +884,18 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
     starter.wait("RBAC objects for the limited user", "kube-apiserver",
                  lambda: bootstrap_rbac(server, tokens["admin"], ca), T_COMPONENT)
 
+    # The real nodes before the controller-manager: after a crash or a stop, its node-lifecycle
+    # controller gives each node only NODE_MONITOR_GRACE seconds from its own start, and then
+    # EVICTION_TOLERATION more before it evicts the node's pods; kubelets that already run when it
+    # starts keep their pods. (The kubelets need only the API server.)
+    if real:
+        realnode.start(inst, starter, state, binp, ports, http, n_real)
+        state["real_node"] = {"name": realnode.NODE_NAME, "ip": realnode.NODE_IP, "pod_cidr": realnode.POD_CIDR,
+                              "bridge": realnode.BRIDGE, "dns": realnode.NODE_IP,
+                              "cluster_domain": realnode.CLUSTER_DOMAIN, "storage_class": realnode.STORAGE_CLASS,
+                              "label": realnode.REAL_LABEL, "images": realnode.image_refs()}
+        state["real_node_list"] = [{"name": nd.name, "ip": nd.ip, "pod_cidr": nd.pod_cidr, "netns": nd.netns}
+                                   for nd in realnode.nodes(n_real)]
     progress("starting kube-controller-manager and kube-scheduler")
     starter.start("kube-controller-manager", cmds["kube-controller-manager"])
     starter.start("kube-scheduler", cmds["kube-scheduler"])
@@ -904,14 +916,6 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
                  lambda: nodes_ready(server, tokens["admin"], ca, names), T_NODES)
     starter.wait("the default service account and its token", "kube-controller-manager",
                  lambda: default_sa_ready(server, tokens["admin"], ca), T_SA)
-    if real:
-        realnode.start(inst, starter, state, binp, ports, http, n_real)
-        state["real_node"] = {"name": realnode.NODE_NAME, "ip": realnode.NODE_IP, "pod_cidr": realnode.POD_CIDR,
-                              "bridge": realnode.BRIDGE, "dns": realnode.NODE_IP,
-                              "cluster_domain": realnode.CLUSTER_DOMAIN, "storage_class": realnode.STORAGE_CLASS,
-                              "label": realnode.REAL_LABEL, "images": realnode.image_refs()}
-        state["real_node_list"] = [{"name": nd.name, "ip": nd.ip, "pod_cidr": nd.pod_cidr, "netns": nd.netns}
-                                   for nd in realnode.nodes(n_real)]
     starter.check_alive()
 
     state.update(state="running", pids={c: p.pid for c, p in starter.popens.items()},
