@@ -1,7 +1,7 @@
-"""Fixtures for the end-to-end tests: a local cluster with one real node (label `e2e`).
+"""Fixtures for the end-to-end tests: a local cluster with three real nodes.
 
 The session brings up its own instance (TFK8S_E2E_INSTANCE, default `e2e`) with
-`tools/tfk8s-local up --real-nodes` under TFK8S_LOCAL_HOME (a folder in /tmp when unset),
+`tools/tfk8s-local up --real-nodes 3` under TFK8S_LOCAL_HOME (a folder in /tmp when unset),
 after taking a snapshot of the host state; test_zz_host_restored.py takes it down and compares.
 Needs root and the packages of tools/install-deps.sh. The tfk8s Python package comes from
 PYTHONPATH (default: build/dev/python of this checkout).
@@ -30,6 +30,10 @@ import hoststate  # noqa: E402
 import tfk8s  # noqa: E402
 
 NODE = "10.245.0.1"
+# Every real node of the session (node names are their addresses, 10.245.<i>.1). Bare pods of
+# real_pod() go to NODE; workloads placed with ON_REAL_NODE may land on any of them.
+REAL_NODE_COUNT = 3
+REAL_NODES = ["10.245.%d.1" % i for i in range(REAL_NODE_COUNT)]
 REAL_LABEL = "tfk8s.io/real-node"
 RUNTIME_IMAGE = "tfk8s.local/runtime:1"
 DEV_IMAGE = "tfk8s.local/dev:1"
@@ -68,15 +72,15 @@ class RealCluster:
     def up(self) -> None:
         self.before = hoststate.snapshot()
         t0 = time.monotonic()
-        r = subprocess.run([TOOL, "up", "--instance", INSTANCE, "--real-nodes"], env=self.env,
+        r = subprocess.run([TOOL, "up", "--instance", INSTANCE, "--real-nodes", str(REAL_NODE_COUNT)], env=self.env,
                            stdout=subprocess.PIPE, text=True, timeout=T_UP)
         self.up_seconds = time.monotonic() - t0
         self.is_up = True
         if r.returncode != 0:
-            raise RuntimeError(f"tools/tfk8s-local up --instance {INSTANCE} --real-nodes failed "
-                               f"(exit {r.returncode})")
+            raise RuntimeError(f"tools/tfk8s-local up --instance {INSTANCE} --real-nodes {REAL_NODE_COUNT} "
+                               f"failed (exit {r.returncode})")
         self.kubeconfig = r.stdout.strip().splitlines()[-1]
-        print(f"\ne2e: up --real-nodes took {self.up_seconds:.1f}s", file=sys.stderr)
+        print(f"\ne2e: up --real-nodes {REAL_NODE_COUNT} took {self.up_seconds:.1f}s", file=sys.stderr)
 
     def down(self) -> None:
         if not self.is_up:
@@ -114,8 +118,9 @@ def client(real_cluster) -> tfk8s.Client:
 
 @pytest.fixture(scope="session")
 def real_node(client) -> Dict[str, str]:
-    """A placement that selects the real node only."""
-    tfk8s.set_node_labels(client, NODE, {"nodetype": REAL_NODETYPE})
+    """A placement that selects the real nodes only (any of them)."""
+    for name in REAL_NODES:
+        tfk8s.set_node_labels(client, name, {"nodetype": REAL_NODETYPE})
     return ON_REAL_NODE
 
 
@@ -132,10 +137,10 @@ def namespace(client):
         pass
 
 
-def real_pod(name: str, command, image: str = RUNTIME_IMAGE, **spec: Any) -> Dict[str, Any]:
-    """A pod for the real node: local image, never pulled."""
+def real_pod(name: str, command, image: str = RUNTIME_IMAGE, node: str = NODE, **spec: Any) -> Dict[str, Any]:
+    """A pod for real node `node` (node 0 unless told): local image, never pulled."""
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}},
-           "spec": {"nodeSelector": {REAL_LABEL: "true"}, "restartPolicy": "Never",
+           "spec": {"nodeSelector": {REAL_LABEL: "true", "kubernetes.io/hostname": node}, "restartPolicy": "Never",
                     "terminationGracePeriodSeconds": 1,
                     "containers": [{"name": "main", "image": image, "imagePullPolicy": "Never",
                                     "command": command}]}}

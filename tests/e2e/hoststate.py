@@ -29,6 +29,20 @@ def _iptables(cmd):
     return lines
 
 
+def _process_namespaces(kind):
+    """The namespaces of this kind that some process other than this test run is in."""
+    mine = {os.getpid(), os.getppid()}
+    found = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) in mine:
+            continue
+        try:
+            found.add(os.readlink("/proc/%s/ns/%s" % (d, kind)))
+        except OSError:
+            pass
+    return sorted(found)
+
+
 def snapshot():
     sysctl = {}
     for l in _out(["sysctl", "-a"]).splitlines():
@@ -52,7 +66,18 @@ def snapshot():
         "routes": sorted(_out(["ip", "route", "show", "table", "all"]).splitlines()),
         "mounts": sorted(mounts),
         "netns": sorted(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else None,
-        "cgroups": sorted(glob.glob("/sys/fs/cgroup/*/kubepods*")),
+        # The top-level cgroups of every hierarchy (the kubelets' /kubepods and /tfk8s-n<i> roots)
+        # and everything below those two (QoS classes, pods, containers). Deeper cgroups of other
+        # programs come and go with them.
+        "cgroups": sorted(d for d in glob.glob("/sys/fs/cgroup/*/*") + glob.glob("/sys/fs/cgroup/*/kubepods*/**",
+                                                                                recursive=True)
+                          + glob.glob("/sys/fs/cgroup/*/tfk8s-n*/**", recursive=True)
+                          if os.path.isdir(d) and not os.path.islink(d)),
+        # Network namespaces by name and by every process's (a namespace only a leftover process
+        # holds); mount namespaces bound to files show up in "mounts" (type nsfs).
+        "ip_netns": sorted(_out(["ip", "netns", "list"]).splitlines()),
+        "process_netns": _process_namespaces("net"),
+        "process_mntns": _process_namespaces("mnt"),
         "dirs": [d for d in HOST_DIRS if os.path.lexists(d)],
     }
 

@@ -18,7 +18,7 @@ from typing import Dict
 import tfk8s
 from access import (SSHPASS_WRONG_PASSWORD, T_CMD, jupyter_status, need_ssh_tools, port_open,
                     ssh)
-from conftest import DEV_IMAGE, NODE, REPO, STORAGE_CLASS, wait_for
+from conftest import DEV_IMAGE, REAL_NODES, REPO, STORAGE_CLASS, wait_for
 
 sys.path.insert(0, os.path.join(REPO, "tests", "python"))
 from browser import chromium  # noqa: E402
@@ -40,9 +40,10 @@ def _gone(read) -> bool:
 
 def _running_pod(client, ns: str, name: str) -> Dict:
     pod = client.get("v1", "Pod", name, ns)
-    assert pod["spec"]["nodeName"] == NODE, pod["spec"].get("nodeName")
+    node = pod["spec"]["nodeName"]
+    assert node in REAL_NODES, node
     ip = pod["status"]["podIP"]
-    assert ip.startswith("10.245.0."), ip
+    assert ip.startswith(node.rsplit(".", 1)[0] + "."), (ip, node)  # node 10.245.i.1: pods 10.245.i.x
     # sshd starts in the background next to Jupyter (the readiness probe checks Jupyter).
     wait_for(f"sshd listening on {ip}:22", lambda: port_open(ip, 22), T_CMD, 0.5)
     return pod

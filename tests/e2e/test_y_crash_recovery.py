@@ -7,7 +7,7 @@ import subprocess
 import time
 
 
-from conftest import INSTANCE, NODE, TOOL, real_pod, wait_for, wait_phase
+from conftest import INSTANCE, NODE, REAL_NODE_COUNT, TOOL, real_pod, wait_for, wait_phase
 
 
 def _instance_pids(marker):
@@ -47,7 +47,7 @@ def test_up_cleans_up_after_a_crash(real_cluster, client, namespace):
     old = _sleepers()
     assert len(old) == 1, old  # the container outlived its shim: a real crash's leftovers
     t0 = time.monotonic()
-    r = subprocess.run([TOOL, "up", "--instance", INSTANCE, "--real-nodes"], env=real_cluster.env,
+    r = subprocess.run([TOOL, "up", "--instance", INSTANCE, "--real-nodes", str(REAL_NODE_COUNT)], env=real_cluster.env,
                        stdout=subprocess.PIPE, text=True, timeout=900)
     assert r.returncode == 0
     print("\ne2e: up after a crash took %.1fs" % (time.monotonic() - t0))

@@ -1,6 +1,6 @@
 """tfk8s-local: a real Kubernetes v1.20.2 control plane on loopback plus a node simulator.
 
-Commands: up | down | status | env | restart-apiserver   (see docs/local-cluster.md)
+Commands: up | down | status | env | restart-apiserver | node stop|start NAME   (see docs/local-cluster.md)
 """
 
 import argparse
@@ -44,6 +44,15 @@ SERVICE_CIDR = "10.0.0.0/24"
 FEATURE_GATES = "TTLAfterFinished=true"
 CONTROLLERS = "*,bootstrapsigner,tokencleaner,-nodeipam,-cloud-node-lifecycle,-route,-service"
 DEFAULT_NODES = {"cpu": 4, "gpu": 2, "private": 1}
+# Node lifecycle with real nodes (docs/local-cluster.md, "Node lifecycle timings"): a node whose
+# kubelet stops renewing its Lease (renewed every realnode.NODE_LEASE_SECONDS / 4 = 5 s; the
+# simulator renews every 10 s) is NotReady after at most NODE_MONITOR_GRACE + NODE_MONITOR_PERIOD
+# seconds, and its pods (with the default tolerations the DefaultTolerationSeconds admission
+# plugin adds) are evicted EVICTION_TOLERATION seconds later: about 36 s in all (defaults: 40 s +
+# 5 s + 300 s).
+NODE_MONITOR_GRACE = 24
+NODE_MONITOR_PERIOD = 2
+EVICTION_TOLERATION = 10
 
 T_ETCD = 60
 T_APISERVER = 180
@@ -459,6 +468,9 @@ def commands(inst, binp, ports, cm_kc, sched_kc, real=False):
         "--proxy-client-cert-file=" + P("front-proxy-client.crt"),
         "--proxy-client-key-file=" + P("front-proxy-client.key"),
     ]
+    if real:
+        cmds["kube-apiserver"] += ["--default-not-ready-toleration-seconds=%d" % EVICTION_TOLERATION,
+                                   "--default-unreachable-toleration-seconds=%d" % EVICTION_TOLERATION]
     common = [
         "--bind-address=127.0.0.1", "--port=0",
         "--leader-elect=false", "--profiling=false",
@@ -480,6 +492,9 @@ def commands(inst, binp, ports, cm_kc, sched_kc, real=False):
         "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
         "--concurrent-gc-syncs=40",
     ] + common
+    if real:
+        cmds["kube-controller-manager"] += ["--node-monitor-grace-period=%ds" % NODE_MONITOR_GRACE,
+                                            "--node-monitor-period=%ds" % NODE_MONITOR_PERIOD]
     cmds["kube-scheduler"] = [
         os.path.join(binp, "kube-scheduler"),
         "--kubeconfig=" + sched_kc, "--authentication-kubeconfig=" + sched_kc,
@@ -697,13 +712,15 @@ def cmd_up(inst, args):
     for k, v in want_nodes.items():
         if v < 0:
             raise SystemExit("tfk8s-local: --%s must be >= 0" % k)
-    want_real = args.real_nodes if args.real_nodes is not None else bool(prev.get("real_nodes"))
+    want_real = args.real_nodes if args.real_nodes is not None else int(prev.get("real_nodes") or 0)
+    if not 0 <= want_real <= realnode.MAX_NODES:
+        raise SystemExit("tfk8s-local: --real-nodes must be 1..%d" % realnode.MAX_NODES)
     args.real_nodes = want_real
-    expected = COMPONENTS + (realnode.COMPONENTS if want_real else [])
+    expected = COMPONENTS + (realnode.components(want_real) if want_real else [])
 
     # Already up and healthy?
     running = inst.running()
-    if set(running) == set(expected) and apiserver_ready(prev) and bool(prev.get("real_nodes")) == want_real:
+    if set(running) == set(expected) and apiserver_ready(prev) and int(prev.get("real_nodes") or 0) == want_real:
         if prev.get("node_counts") == want_nodes:
             progress("instance %s is already running (%s)" % (inst.name, prev.get("server")))
             print(inst.kubeconfig)
@@ -780,7 +797,8 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
     for d in ("logs", "pids", "volumes", "etcd"):
         os.makedirs(inst.p(d), exist_ok=True)
     os.chmod(inst.p("etcd"), 0o700)
-    real = bool(args.real_nodes)
+    n_real = int(args.real_nodes or 0)
+    real = n_real > 0
     binp = build_binaries(node=real)
     if real:
         realnode.preflight(binp)
@@ -840,7 +858,7 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
         "nodes": [n["name"] for n in nodes], "node_counts": want_nodes, "contexts": CONTEXTS,
         "current_context": CONTEXTS[0], "bin": binp, "logs_dir": inst.p("logs"),
         "kubernetes_version": "v1.20.2", "state": "starting", "pids": {},
-        "real_nodes": real, "service_cidr": SERVICE_CIDR,
+        "real_nodes": n_real, "service_cidr": SERVICE_CIDR,
     }
     if real:
         # Recorded before anything touches the host; `down` (or a failed `up`) restores it.
@@ -866,6 +884,18 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
     starter.wait("RBAC objects for the limited user", "kube-apiserver",
                  lambda: bootstrap_rbac(server, tokens["admin"], ca), T_COMPONENT)
 
+    # The real nodes before the controller-manager: after a crash or a stop, its node-lifecycle
+    # controller gives each node only NODE_MONITOR_GRACE seconds from its own start, and then
+    # EVICTION_TOLERATION more before it evicts the node's pods; kubelets that already run when it
+    # starts keep their pods. (The kubelets need only the API server.)
+    if real:
+        realnode.start(inst, starter, state, binp, ports, http, n_real)
+        state["real_node"] = {"name": realnode.NODE_NAME, "ip": realnode.NODE_IP, "pod_cidr": realnode.POD_CIDR,
+                              "bridge": realnode.BRIDGE, "dns": realnode.NODE_IP,
+                              "cluster_domain": realnode.CLUSTER_DOMAIN, "storage_class": realnode.STORAGE_CLASS,
+                              "label": realnode.REAL_LABEL, "images": realnode.image_refs()}
+        state["real_node_list"] = [{"name": nd.name, "ip": nd.ip, "pod_cidr": nd.pod_cidr, "netns": nd.netns}
+                                   for nd in realnode.nodes(n_real)]
     progress("starting kube-controller-manager and kube-scheduler")
     starter.start("kube-controller-manager", cmds["kube-controller-manager"])
     starter.start("kube-scheduler", cmds["kube-scheduler"])
@@ -886,12 +916,6 @@ def do_up(inst, args, prev, want_nodes, starter, t0):
                  lambda: nodes_ready(server, tokens["admin"], ca, names), T_NODES)
     starter.wait("the default service account and its token", "kube-controller-manager",
                  lambda: default_sa_ready(server, tokens["admin"], ca), T_SA)
-    if real:
-        realnode.start(inst, starter, state, binp, ports, http)
-        state["real_node"] = {"name": realnode.NODE_NAME, "ip": realnode.NODE_IP, "pod_cidr": realnode.POD_CIDR,
-                              "bridge": realnode.BRIDGE, "dns": realnode.NODE_IP,
-                              "cluster_domain": realnode.CLUSTER_DOMAIN, "storage_class": realnode.STORAGE_CLASS,
-                              "label": realnode.REAL_LABEL, "images": realnode.image_refs()}
     starter.check_alive()
 
     state.update(state="running", pids={c: p.pid for c, p in starter.popens.items()},
@@ -948,8 +972,10 @@ def cmd_status(inst, args):
             extra = " (stale pid file: %d)" % pid if pid is not None else ""
             print("  %-24s stopped%s" % (c, extra))
     if state.get("real_nodes") or realnode.recorded(inst):
-        print("real node: %s (bridge %s)" % (realnode.NODE_NAME, realnode.BRIDGE))
-        for c, ok, line in realnode.status_lines(inst):
+        n_real = max(1, int(state.get("real_nodes") or 0))
+        for line in realnode.node_lines(inst, n_real):
+            print(line)
+        for c, ok, line in realnode.status_lines(inst, n_real):
             print(line)
             all_ok = all_ok and ok
     if all_ok:
@@ -1009,6 +1035,55 @@ def cmd_restart_apiserver(inst, args):
         lockf.close()
 
 
+def cmd_node(inst, args):
+    """node stop|start NAME: powers a real node (not node 0, which carries the cluster DNS, the
+    API relay and the provisioner) off or on again."""
+    if len(args.rest) != 2 or args.rest[0] not in ("stop", "start"):
+        raise SystemExit("tfk8s-local: usage: tfk8s-local node stop|start NAME [--instance I]")
+    action, name = args.rest
+    state = inst.load_json()
+    if state.get("state") != "running":
+        print("tfk8s-local: error: instance %s is not running" % inst.name, file=sys.stderr)
+        return 1
+    n_real = int(state.get("real_nodes") or 0)
+    node = realnode.node_by_name(name)
+    if node is None or node.i >= n_real:
+        names = [nd.name for nd in realnode.nodes(n_real)]
+        print("tfk8s-local: error: %s is not a real node of instance %s (%s)" % (name, inst.name, ", ".join(names)
+                                                                                 or "it has none"), file=sys.stderr)
+        return 1
+    if node.i == 0:
+        print("tfk8s-local: error: %s is node 0, which carries the cluster DNS, the API relay and the storage "
+              "provisioner; stop one of the others" % name, file=sys.stderr)
+        return 1
+    lockf = inst.lock()
+    try:
+        t0 = time.monotonic()
+        if action == "stop":
+            left = realnode.stop_node(inst, node)
+            if left:
+                print("tfk8s-local: error: pids %s of node %s did not die" % (left, name), file=sys.stderr)
+                return 1
+            progress("real node %s stopped (powered off) in %.1fs" % (name, time.monotonic() - t0))
+            return 0
+        if any(c in inst.running() for c in (node.comp(x) for x in realnode.NODE_COMPONENTS)):
+            progress("real node %s is (partly) running; stopping it first" % name)
+            if realnode.stop_node(inst, node):
+                return 1
+        starter = Starter(inst)
+        try:
+            realnode.start_node(inst, starter, state, state["bin"], state["ports"], http, node)
+        except (UpError, realnode.RealNodeError) as e:
+            print("tfk8s-local: error: [%s] %s" % (e.component, e), file=sys.stderr)
+            report_log(e.component, e.log)
+            realnode.stop_node(inst, node)
+            return 1
+        progress("real node %s started and Ready in %.1fs" % (name, time.monotonic() - t0))
+        return 0
+    finally:
+        lockf.close()
+
+
 def cmd_env(inst, args):
     print(inst.kubeconfig)
     return 0
@@ -1017,7 +1092,8 @@ def cmd_env(inst, args):
 def main(argv):
     ap = argparse.ArgumentParser(prog="tfk8s-local", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["up", "down", "status", "env", "restart-apiserver"])
+    ap.add_argument("command", choices=["up", "down", "status", "env", "restart-apiserver", "node"])
+    ap.add_argument("rest", nargs="*", help="node: stop|start NAME")
     ap.add_argument("--instance", default="default", help="instance name (default: default)")
     ap.add_argument("--nodes", type=int, default=None, help="simulated CPU nodes (default 4)")
     ap.add_argument("--gpu-nodes", type=int, default=None, help="simulated GPU nodes (default 2)")
@@ -1028,13 +1104,16 @@ def main(argv):
     ap.add_argument("--purge", action="store_true", help="down: also delete the instance folder")
     ap.add_argument("--down-seconds", type=float, default=0.0,
                     help="restart-apiserver: stay down this long before starting again (default 0)")
-    ap.add_argument("--real-nodes", dest="real_nodes", action="store_true", default=None,
-                    help="up: also run one real node (kubelet, containerd, CNI bridge, kube-proxy, cluster DNS, "
-                         "local-path storage; needs root). Kept across restarts until --no-real-nodes")
-    ap.add_argument("--no-real-nodes", dest="real_nodes", action="store_false",
+    ap.add_argument("--real-nodes", dest="real_nodes", type=int, nargs="?", const=1, default=None, metavar="N",
+                    help="up: also run N real nodes, 1..%d (default 1: kubelet, containerd, CNI bridge, kube-proxy "
+                         "each; cluster DNS and local-path storage shared; needs root). Kept across restarts until "
+                         "--no-real-nodes" % realnode.MAX_NODES)
+    ap.add_argument("--no-real-nodes", dest="real_nodes", action="store_const", const=0,
                     help="up: without the real node")
     args = ap.parse_args(argv)
     inst = Instance(args.instance)
+    if args.command != "node" and args.rest:
+        ap.error("unexpected arguments: %s" % " ".join(args.rest))
     fn = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env,
-          "restart-apiserver": cmd_restart_apiserver}[args.command]
+          "restart-apiserver": cmd_restart_apiserver, "node": cmd_node}[args.command]
     return fn(inst, args)

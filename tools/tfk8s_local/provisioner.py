@@ -1,10 +1,12 @@
 #!/usr/bin/python3
-"""tfk8s local-path provisioner: host folders as PersistentVolumes for the real node.
+"""tfk8s local-path provisioner: host folders as PersistentVolumes for the real nodes.
 
 Watches PersistentVolumeClaims of the StorageClass `tfk8s-local-path` (provisioner
 tfk8s.io/local-path). For each pending claim it makes <volumes-dir>/pvc-<uid> and a hostPath
-PersistentVolume bound to the claim (claimRef), with node affinity to the real node and the
-claim's access modes (RWO and RWX both work: one node, one folder). When a claim is deleted the
+PersistentVolume bound to the claim (claimRef), with node affinity to the real nodes (label
+tfk8s.io/real-node=true; all of them run on this machine and see the same folder) and the
+claim's access modes (RWO and RWX both work; an RWX claim is really shared by pods on different
+real nodes). When a claim is deleted the
 PV controller marks the volume Released and leaves it to us (the PV says provisioned-by us):
 the folder and the PV are deleted.
 Run: /usr/bin/python3 provisioner.py --kubeconfig-json <instance>/realnode.json --volumes-dir DIR
@@ -26,10 +28,11 @@ from kubewatch import ApiError, Informer, load_api  # noqa: E402
 
 log = logging.getLogger("provisioner")
 ANN_BY = "pv.kubernetes.io/provisioned-by"
+REAL_LABEL = "tfk8s.io/real-node"  # realnode.REAL_LABEL: every real node has it
 
 
 def reconcile(api, cfg, pvcs, pvs, vdir):
-    sc, prov, node = cfg["storage_class"], cfg["provisioner"], cfg["node_name"]
+    sc, prov = cfg["storage_class"], cfg["provisioner"]
     claimed = {((pv["spec"].get("claimRef") or {}).get("uid")) for pv in pvs.values()}
     for pvc in pvcs.values():
         md, spec = pvc["metadata"], pvc["spec"]
@@ -50,8 +53,10 @@ def reconcile(api, cfg, pvcs, pvs, vdir):
                        "storageClassName": sc, "volumeMode": spec.get("volumeMode") or "Filesystem",
                        "persistentVolumeReclaimPolicy": "Delete",
                        "hostPath": {"path": path, "type": "Directory"},
+                       # Every real node runs on this machine and sees the folder: the volume
+                       # (ReadWriteMany too) is shared by all of them, never by a simulated node.
                        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                           {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+                           {"key": REAL_LABEL, "operator": "In", "values": ["true"]}]}]}},
                        "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                                     "namespace": md["namespace"], "name": md["name"], "uid": md["uid"],
                                     "resourceVersion": md["resourceVersion"]}}}

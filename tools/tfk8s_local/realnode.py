@@ -1,4 +1,4 @@
-"""One real node for the local cluster (`tfk8s-local up --real-nodes`).
+"""Real nodes for the local cluster (`tfk8s-local up --real-nodes [N]`, N = 1..3).
 
 containerd + runc + the CNI bridge plugin (Debian packages), kubelet and kube-proxy v1.20.2
 (built by tools/build-kube.sh --node), dnsmasq as cluster DNS fed by clusterdns.py, a host-path
@@ -14,6 +14,18 @@ Host changes and how they are undone (see teardown()):
     TFK8S-FORWARD; tables and folders that did not exist before `up` are removed again.
 The host-wide record lives in HOST_STATE (on tmpfs: a reboot resets the host anyway). Only one
 instance on a machine can have the real node; `up` cleans what a crashed run left behind.
+
+Several nodes (N >= 2): node 0 is the one above, in the host's network namespace. Node i >= 1
+lives in a network namespace of its own (/run/netns/tfk8s-n<i>) joined to the host by a veth pair
+(host side tfk8s-h<i>, transit 10.245.255.<4i+1>/30 <-> .<4i+2>/30), with a bridge tfk8s0 of its
+own carrying 10.245.<i>.1/24 (node name = node IP) and the pod range 10.245.<i>.0/24; the host
+routes 10.245.<i>.0/24 into the namespace, the namespace routes 10.245.0.0/16 (only) to the host.
+Its containerd, kubelet and kube-proxy run in that network namespace and in a mount namespace of
+its own (kept by a bind mount at HOST_STATE/mnt-n<i>), where per-node folders are bound over
+/var/log/pods, /var/log/containers and /run/containerd (paths the kubelet v1.20 hard-codes; a
+kubelet removes the pod log folders of pods it does not know). Its pods' cgroups live below the
+cgroup root /tfk8s-n<i> (kubelet cgroupRoot), its files below <instance>/realnode/n<i>. Cluster
+DNS, the provisioner and the API relay stay single, on node 0's bridge address.
 
 Network safety: no masquerading by CNI (ipMasq false), pods get routes only to the pod and
 service ranges, and TFK8S-FORWARD drops anything forwarded from the pod range that is not for the
@@ -45,6 +57,12 @@ BRIDGE_MAC = "02:00:0a:f5:00:01"
 NODE_IP = "10.245.0.1"  # the simulator hands out 10.244.x.y: keep apart
 POD_CIDR = "10.245.0.0/24"
 NODE_NAME = NODE_IP  # the apiserver dials the node by name: name it by its IP
+# Every node's pod range (10.245.<i>.0/24) and the transit links (10.245.255.0/24) lie in it.
+CLUSTER_CIDR = "10.245.0.0/16"
+MAX_NODES = 3
+NETNS_PREFIX = "tfk8s-n"
+HOST_VETH_PREFIX = "tfk8s-h"
+CGROUP_PREFIX = "tfk8s-n"
 CLUSTER_DOMAIN = "cluster.local"
 STORAGE_CLASS = "tfk8s-local-path"
 PROVISIONER_NAME = "tfk8s.io/local-path"
@@ -55,11 +73,72 @@ REAL_NODETYPE = "tfk8s-real"
 FORWARD_CHAIN = "TFK8S-FORWARD"
 HOST_STATE = "/run/tfk8s-local-realnode"
 
-# Start order; stopped in reverse (see teardown()).
-COMPONENTS = ["containerd", "kubelet", "kube-proxy", "dnsmasq", "clusterdns", "provisioner", "apirelay"]
+NODE_COMPONENTS = ["containerd", "kubelet", "kube-proxy"]
+SERVICES = ["dnsmasq", "clusterdns", "provisioner", "apirelay"]
 EXE = {"containerd": "containerd", "kubelet": "kubelet", "kube-proxy": "kube-proxy",
        "dnsmasq": "dnsmasq", "clusterdns": "clusterdns.py", "provisioner": "provisioner.py",
        "apirelay": "apirelay.py"}
+
+
+class Node:
+    """Real node i: 0 in the host's network namespace, i >= 1 in namespaces of their own."""
+
+    def __init__(self, i):
+        self.i = i
+        self.ip = "10.245.%d.1" % i
+        self.name = self.ip
+        self.pod_cidr = "10.245.%d.0/24" % i
+        self.mac = "02:00:0a:f5:%02x:01" % i
+        self.suffix = "-n%d" % i if i else ""
+        self.netns = NETNS_PREFIX + str(i) if i else None
+        self.host_veth = HOST_VETH_PREFIX + str(i) if i else None
+        self.host_transit = "10.245.255.%d" % (4 * i + 1)
+        self.ns_transit = "10.245.255.%d" % (4 * i + 2)
+        self.cgroup_root = "/%s%d" % (CGROUP_PREFIX, i) if i else None
+
+    def comp(self, c):
+        return c + self.suffix
+
+    def dir(self, inst, *parts):
+        return rdir(inst, *parts) if self.i == 0 else rdir(inst, "n%d" % self.i, *parts)
+
+    def mntns(self):
+        return os.path.join(HOST_STATE, "mnt-n%d" % self.i) if self.i else None
+
+    def enter(self):
+        """The command prefix that runs a program inside the node (nothing for node 0)."""
+        if not self.i:
+            return []
+        return ["nsenter", "--net=/run/netns/" + self.netns, "--mount=" + self.mntns(), "--"]
+
+    def enter_net(self):
+        return ["nsenter", "--net=/run/netns/" + self.netns, "--"] if self.i else []
+
+
+def nodes(n=MAX_NODES):
+    return [Node(i) for i in range(n)]
+
+
+def node_by_name(name):
+    for n in nodes():
+        if n.name == name:
+            return n
+    return None
+
+
+def components(n):
+    """The processes of n real nodes, in start order (stopped in reverse, see teardown())."""
+    out = NODE_COMPONENTS + SERVICES
+    for node in nodes(n)[1:]:
+        out += [node.comp(c) for c in NODE_COMPONENTS]
+    return out
+
+
+# Every component name any instance may have.
+COMPONENTS = components(MAX_NODES)
+for _node in nodes()[1:]:
+    for _c in NODE_COMPONENTS:
+        EXE[_node.comp(_c)] = EXE[_c]
 # Started by containerd, outliving it; their command lines carry our socket path.
 SHIM = "containerd-shim-runc-v2"
 
@@ -83,6 +162,8 @@ HOST_DIRS = ["/var/log/pods", "/var/log/containers", "/run/containerd", "/var/ru
 CHAIN_RE = re.compile(r"\b(KUBE-|CNI-|%s)" % FORWARD_CHAIN)
 T_CONTAINERD = 30
 T_NODE = 120
+# The kubelets' Lease duration (renewed every quarter of it); see NODE_MONITOR_GRACE in cli.py.
+NODE_LEASE_SECONDS = 20
 
 
 class RealNodeError(procs.UpError):
@@ -96,8 +177,8 @@ def rdir(inst, *parts):
     return inst.p("realnode", *parts)
 
 
-def sock_path(inst):
-    return rdir(inst, "containerd", "containerd.sock")
+def sock_path(inst, node=None):
+    return (node or Node(0)).dir(inst, "containerd", "containerd.sock")
 
 
 def run(argv, check=True, input=None):
@@ -157,9 +238,10 @@ def preflight(binp):
 
 
 def check_socket_path(inst):
-    if len(sock_path(inst)) > 100:
+    longest = sock_path(inst, Node(MAX_NODES - 1))
+    if len(longest) > 100:
         raise RealNodeError("the instance folder %s is too deep for containerd's socket (%s is longer than "
-                            "100 characters): use a shorter TFK8S_LOCAL_HOME" % (inst.dir, sock_path(inst)))
+                            "100 characters): use a shorter TFK8S_LOCAL_HOME" % (inst.dir, longest))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,7 +288,7 @@ def record_host(inst):
             "netns": sorted(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else [],
             "iptables": iptables_tables("iptables-save"),
             "ip6tables": iptables_tables("ip6tables-save"),
-            "cgroups": sorted(glob.glob("/sys/fs/cgroup/*/kubepods")),
+            "cgroups": sorted(node_cgroups_now()),
         }
         with open(os.path.join(HOST_STATE, "host.json.tmp"), "w") as f:
             json.dump(rec, f, indent=2)
@@ -234,12 +316,14 @@ def restore_kubelet_sysctls():
 # ----------------------------------------------------------------------------------------------
 # Configuration files
 # ----------------------------------------------------------------------------------------------
-def write_configs(inst, state, ports):
-    for d in ("containerd", "cni/net.d", "cni/ipam", "kubelet/root", "kubelet/pki", "dns/hosts", "volumes",
-              "containerd/opt"):
+def write_configs(inst, state, ports, node):
+    D = lambda *a: node.dir(inst, *a)  # noqa: E731
+    for d in ("containerd", "cni/net.d", "cni/ipam", "kubelet/root", "kubelet/pki", "containerd/opt"):
+        os.makedirs(D(d), exist_ok=True)
+    for d in ("dns/hosts", "volumes"):
         os.makedirs(rdir(inst, d), exist_ok=True)
     os.chmod(rdir(inst, "volumes"), 0o755)
-    with open(rdir(inst, "containerd", "config.toml"), "w") as f:
+    with open(D("containerd", "config.toml"), "w") as f:
         f.write("""# Written by tools/tfk8s-local (real node of instance %(name)s).
 version = 2
 root = %(root)s
@@ -275,26 +359,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "/usr/lib/cni"
       conf_dir = %(cni)s
-""" % {"name": inst.name, "root": json.dumps(rdir(inst, "containerd", "root")),
-            "state": json.dumps(rdir(inst, "containerd", "state")), "sock": json.dumps(sock_path(inst)),
-            "opt": json.dumps(rdir(inst, "containerd", "opt")), "pause": json.dumps(images.PAUSE_REF),
-            "cni": json.dumps(rdir(inst, "cni", "net.d"))})
+""" % {"name": inst.name, "root": json.dumps(D("containerd", "root")),
+            "state": json.dumps(D("containerd", "state")), "sock": json.dumps(sock_path(inst, node)),
+            "opt": json.dumps(D("containerd", "opt")), "pause": json.dumps(images.PAUSE_REF),
+            "cni": json.dumps(D("cni", "net.d"))})
     svc_cidr = state["service_cidr"]
-    with open(rdir(inst, "cni", "net.d", "10-tfk8s-bridge.conflist"), "w") as f:
+    with open(D("cni", "net.d", "10-tfk8s-bridge.conflist"), "w") as f:
         json.dump({
             "cniVersion": "0.4.0", "name": "tfk8s-pods",
             "plugins": [{
                 "type": "bridge", "bridge": BRIDGE, "isGateway": True, "ipMasq": False,
                 "hairpinMode": True,
-                # Routes only to the pod range (the subnet route) and the service range: no default route.
-                "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_CIDR, "gateway": NODE_IP}]],
-                         "routes": [{"dst": svc_cidr}], "dataDir": rdir(inst, "cni", "ipam")},
+                # Routes only to the pod ranges of all nodes and the service range: no default route.
+                "ipam": {"type": "host-local", "ranges": [[{"subnet": node.pod_cidr, "gateway": node.ip}]],
+                         "routes": [{"dst": CLUSTER_CIDR}, {"dst": svc_cidr}], "dataDir": D("cni", "ipam")},
             }, {"type": "loopback"}],
         }, f, indent=2)
     # Pods' resolv.conf gets no search domains or servers of the host's.
-    with open(rdir(inst, "kubelet", "resolv.conf"), "w") as f:
+    with open(D("kubelet", "resolv.conf"), "w") as f:
         f.write("")
-    with open(rdir(inst, "kubelet", "config.yaml"), "w") as f:
+    with open(D("kubelet", "config.yaml"), "w") as f:
         f.write("""# Written by tools/tfk8s-local (real node of instance %(name)s).
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -313,7 +397,7 @@ authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
 failSwapOn: false
 clusterDomain: %(domain)s
-clusterDNS: [%(ip)s]
+clusterDNS: [%(dns)s]
 resolvConf: %(resolv)s
 maxPods: 50
 serializeImagePulls: false
@@ -322,53 +406,103 @@ imageGCLowThresholdPercent: 99
 evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%%", "imagefs.available": "1%%"}
 evictionPressureTransitionPeriod: 10s
 nodeStatusUpdateFrequency: 10s
+# Renewed every quarter of this: well within the controller-manager's node-monitor-grace-period
+# (NODE_MONITOR_GRACE in cli.py).
+nodeLeaseDurationSeconds: %(lease)d
 syncFrequency: 10s
 fileCheckFrequency: 10s
 volumePluginDir: %(plugins)s
-""" % {"name": inst.name, "ip": NODE_IP, "port": ports["rn_kubelet"], "healthz": ports["rn_kubelet_healthz"],
-            "crt": json.dumps(inst.p("pki", "realnode-kubelet.crt")),
-            "key": json.dumps(inst.p("pki", "realnode-kubelet.key")),
-            "ca": json.dumps(inst.p("pki", "ca.crt")), "domain": CLUSTER_DOMAIN,
-            "resolv": json.dumps(rdir(inst, "kubelet", "resolv.conf")),
-            "plugins": json.dumps(rdir(inst, "kubelet", "volume-plugins"))})
+%(cgroup)s""" % {"name": inst.name, "ip": node.ip, "dns": NODE_IP, "port": ports["rn_kubelet"],
+                 "healthz": ports["rn_kubelet_healthz"], "lease": NODE_LEASE_SECONDS,
+                 "crt": json.dumps(inst.p("pki", "realnode-kubelet%s.crt" % node.suffix)),
+                 "key": json.dumps(inst.p("pki", "realnode-kubelet%s.key" % node.suffix)),
+                 "ca": json.dumps(inst.p("pki", "ca.crt")), "domain": CLUSTER_DOMAIN,
+                 "resolv": json.dumps(D("kubelet", "resolv.conf")),
+                 "plugins": json.dumps(D("kubelet", "volume-plugins")),
+                 "cgroup": ("cgroupRoot: %s\n" % node.cgroup_root) if node.cgroup_root else ""})
 
 
-def ensure_kubelet_cert(inst):
+def ensure_kubelet_cert(inst, node):
     d = inst.p("pki")
-    name = "realnode-kubelet"
+    name = "realnode-kubelet" + node.suffix
     crt = os.path.join(d, name + ".crt")
     if os.path.exists(crt) and os.path.getmtime(crt) >= os.path.getmtime(os.path.join(d, "ca.crt")):
         return
-    pki._leaf(d, name, "/CN=system:node:%s" % NODE_NAME, "serverAuth", "IP:%s" % NODE_IP)
+    pki._leaf(d, name, "/CN=system:node:%s" % node.name, "serverAuth", "IP:%s" % node.ip)
     os.chmod(os.path.join(d, name + ".key"), 0o600)
 
 
-def commands(inst, binp, state, ports):
-    kc = state["realnode_kubeconfig"]
-    sock = "unix://" + sock_path(inst)
+def remote_kubeconfig(inst, state):
+    """The kubeconfig of the nodes in namespaces of their own: the API through the relay on node
+    0's bridge address (loopback is the namespace's own), the certificate checked for the name
+    `kubernetes` (the serving certificate has no SAN for the bridge address)."""
+    with open(inst.p("realnode.json")) as f:
+        token = json.load(f)["token"]
+    path = inst.p("kubeconfigs", "realnode-remote.kubeconfig")
+    with open(path, "w") as f:
+        f.write("""apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: %s
+    certificate-authority: %s
+    tls-server-name: kubernetes
+contexts:
+- name: local
+  context: {cluster: local, user: realnode}
+current-context: local
+users:
+- name: realnode
+  user:
+    token: %s
+""" % (json.dumps("https://%s:%d" % (NODE_IP, state["ports"]["apiserver"])), json.dumps(inst.p("pki", "ca.crt")),
+            json.dumps(token)))
+    os.chmod(path, 0o600)
+    return path
+
+
+def node_commands(inst, binp, state, ports, node):
+    """containerd, kubelet and kube-proxy of one node."""
+    kc = state["realnode_kubeconfig"] if node.i == 0 else remote_kubeconfig(inst, state)
+    sock = "unix://" + sock_path(inst, node)
+    D = lambda *a: node.dir(inst, *a)  # noqa: E731
+    # Node 0's kube-proxy listens on loopback; the others' on their node address (their loopback
+    # is their namespace's own), where `up` can ask them.
+    local = "127.0.0.1" if node.i == 0 else node.ip
+    pre = node.enter()
     cmds = {
-        "containerd": [shutil.which("containerd"), "--config", rdir(inst, "containerd", "config.toml")],
-        "kubelet": [
-            os.path.join(binp, "kubelet"), "--config=" + rdir(inst, "kubelet", "config.yaml"),
-            "--kubeconfig=" + kc, "--root-dir=" + rdir(inst, "kubelet", "root"),
-            "--cert-dir=" + rdir(inst, "kubelet", "pki"),
-            "--seccomp-profile-root=" + rdir(inst, "kubelet", "seccomp"),
+        "containerd": pre + [shutil.which("containerd"), "--config", D("containerd", "config.toml")],
+        "kubelet": pre + [
+            os.path.join(binp, "kubelet"), "--config=" + D("kubelet", "config.yaml"),
+            "--kubeconfig=" + kc, "--root-dir=" + D("kubelet", "root"),
+            "--cert-dir=" + D("kubelet", "pki"),
+            "--seccomp-profile-root=" + D("kubelet", "seccomp"),
             "--container-runtime=remote", "--container-runtime-endpoint=" + sock,
             "--image-service-endpoint=" + sock, "--runtime-request-timeout=5m",
             "--pod-infra-container-image=" + images.PAUSE_REF,
-            "--hostname-override=" + NODE_NAME, "--node-ip=" + NODE_IP,
+            "--hostname-override=" + node.name, "--node-ip=" + node.ip,
             "--node-labels=%s=true,nodetype=%s" % (REAL_LABEL, REAL_NODETYPE), "--v=1",
         ],
-        "kube-proxy": [
-            os.path.join(binp, "kube-proxy"), "--kubeconfig=" + kc, "--hostname-override=" + NODE_NAME,
-            "--bind-address=" + NODE_IP, "--cluster-cidr=" + POD_CIDR, "--proxy-mode=iptables",
-            "--nodeport-addresses=%s/32" % NODE_IP,
+        "kube-proxy": pre + [
+            os.path.join(binp, "kube-proxy"), "--kubeconfig=" + kc, "--hostname-override=" + node.name,
+            "--bind-address=" + node.ip, "--cluster-cidr=" + CLUSTER_CIDR, "--proxy-mode=iptables",
+            "--nodeport-addresses=%s/32" % node.ip,
             # 0: leave the host's conntrack sysctls alone
             "--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0",
             "--conntrack-tcp-timeout-close-wait=0",
-            "--metrics-bind-address=127.0.0.1:%d" % ports["rn_proxy_metrics"],
-            "--healthz-bind-address=127.0.0.1:%d" % ports["rn_proxy_healthz"], "--v=1",
+            "--metrics-bind-address=%s:%d" % (local, ports["rn_proxy_metrics"]),
+            "--healthz-bind-address=%s:%d" % (local, ports["rn_proxy_healthz"]), "--v=1",
         ],
+    }
+    for c in cmds:  # TFK8S_LOCAL_EXTRA_ARGS_<COMPONENT>, as for the control plane
+        cmds[c] += os.environ.get("TFK8S_LOCAL_EXTRA_ARGS_" + c.upper().replace("-", "_"), "").split()
+    return {node.comp(c): argv for c, argv in cmds.items()}
+
+
+def commands(inst, binp, state, ports):
+    """The single services (cluster DNS, provisioner, API relay), on node 0."""
+    cmds = {
         "dnsmasq": [
             shutil.which("dnsmasq"), "--keep-in-foreground", "--conf-file=/dev/null", "--pid-file=",
             "--user=root", "--bind-interfaces", "--listen-address=" + NODE_IP, "--port=53",
@@ -391,6 +525,7 @@ def commands(inst, binp, state, ports):
     }
     for c in cmds:  # TFK8S_LOCAL_EXTRA_ARGS_<COMPONENT>, as for the control plane
         cmds[c] += os.environ.get("TFK8S_LOCAL_EXTRA_ARGS_" + c.upper().replace("-", "_"), "").split()
+    cmds.update(node_commands(inst, binp, state, ports, Node(0)))
     return cmds
 
 
@@ -401,12 +536,13 @@ def link_exists(name):
     return run(["ip", "link", "show", name], check=False).returncode == 0
 
 
-def setup_network(svc_cidr):
-    p = run(["ip", "-4", "route", "show", "match", NODE_IP], check=False)
-    for line in p.stdout.splitlines():
-        if not line.startswith("default") and BRIDGE not in line:
-            raise RealNodeError("the pod range %s is already routed on this machine (%s); the real node "
-                                "needs it" % (POD_CIDR, line.strip()))
+def setup_network(svc_cidr, n=1):
+    for node in nodes(MAX_NODES):
+        p = run(["ip", "-4", "route", "show", "match", node.ip], check=False)
+        for line in p.stdout.splitlines():
+            if not line.startswith("default") and BRIDGE not in line and HOST_VETH_PREFIX not in line:
+                raise RealNodeError("the pod range %s is already routed on this machine (%s); the real nodes "
+                                    "need %s" % (node.pod_cidr, line.strip(), CLUSTER_CIDR))
     if not link_exists(BRIDGE):
         run(["ip", "link", "add", BRIDGE, "address", BRIDGE_MAC, "type", "bridge"])
     run(["ip", "link", "set", BRIDGE, "address", BRIDGE_MAC])
@@ -416,16 +552,114 @@ def setup_network(svc_cidr):
     ipt = ["iptables", "-w"]
     if run(ipt + ["-N", FORWARD_CHAIN], check=False).returncode != 0:
         run(ipt + ["-F", FORWARD_CHAIN])
-    for rule in (["-s", POD_CIDR, "-d", POD_CIDR, "-j", "RETURN"],
-                 ["-s", POD_CIDR, "-d", svc_cidr, "-j", "RETURN"],
-                 ["-s", POD_CIDR, "-j", "DROP"],
-                 ["-d", POD_CIDR, "-j", "DROP"]):
+    # CLUSTER_CIDR holds every node's pod range (and the transit links to the node namespaces).
+    for rule in (["-s", CLUSTER_CIDR, "-d", CLUSTER_CIDR, "-j", "RETURN"],
+                 ["-s", CLUSTER_CIDR, "-d", svc_cidr, "-j", "RETURN"],
+                 ["-s", CLUSTER_CIDR, "-j", "DROP"],
+                 ["-d", CLUSTER_CIDR, "-j", "DROP"]):
         run(ipt + ["-A", FORWARD_CHAIN] + rule + ["-m", "comment", "--comment", "tfk8s-local: pods stay local"])
     if run(ipt + ["-C", "FORWARD", "-j", FORWARD_CHAIN], check=False).returncode != 0:
         run(ipt + ["-I", "FORWARD", "1", "-j", FORWARD_CHAIN])
     # Forwarding between the pods and the bridge (the bridge plugin would set it anyway).
     write_sysctl("net.ipv4.ip_forward", "1")
     write_sysctl("net.bridge.bridge-nf-call-iptables", "1")
+
+
+def setup_node_network(node):
+    """Node i's network namespace: a veth to the host, its bridge, routes to CLUSTER_CIDR only."""
+    ns = node.netns
+    if not os.path.exists("/run/netns/" + ns):
+        run(["ip", "netns", "add", ns])
+    if not link_exists(node.host_veth):
+        run(["ip", "link", "add", node.host_veth, "type", "veth", "peer", "name", "eth0", "netns", ns])
+    run(["ip", "addr", "replace", node.host_transit + "/30", "dev", node.host_veth])
+    run(["ip", "link", "set", node.host_veth, "up"])
+    ipn = ["ip", "-n", ns]
+    run(ipn + ["link", "set", "lo", "up"])
+    run(ipn + ["addr", "replace", node.ns_transit + "/30", "dev", "eth0"])
+    run(ipn + ["link", "set", "eth0", "up"])
+    if run(ipn + ["link", "show", BRIDGE], check=False).returncode != 0:
+        run(ipn + ["link", "add", BRIDGE, "address", node.mac, "type", "bridge"])
+    run(ipn + ["addr", "replace", node.ip + "/24", "dev", BRIDGE])
+    run(ipn + ["link", "set", BRIDGE, "up"])
+    # No default route: the namespace reaches the other nodes' pods, node 0's bridge address (DNS,
+    # the API relay) and nothing else; the host's TFK8S-FORWARD guards what it forwards.
+    run(ipn + ["route", "replace", CLUSTER_CIDR, "via", node.host_transit, "dev", "eth0", "src", node.ip])
+    run(["ip", "route", "replace", node.pod_cidr, "via", node.ns_transit, "dev", node.host_veth])
+    for k in ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"):
+        run(node.enter_net() + ["sh", "-c", "echo 1 > /proc/sys/" + k])
+
+
+def cgroup_hierarchies():
+    """The mounted cgroup hierarchies (v1 controllers, name=systemd, the unified one)."""
+    return sorted(d for d in glob.glob("/sys/fs/cgroup/*")
+                  if os.path.isdir(d) and not os.path.islink(d) and os.path.exists(os.path.join(d, "cgroup.procs")))
+
+
+def ensure_cgroup_root(node):
+    """The kubelet's cgroupRoot must exist in every hierarchy; cpuset needs its cpus and mems."""
+    for h in cgroup_hierarchies():
+        d = h + node.cgroup_root
+        if not os.path.isdir(d):
+            os.mkdir(d)
+        for f in ("cpuset.cpus", "cpuset.mems"):
+            if os.path.exists(os.path.join(d, f)):
+                with open(os.path.join(d, f)) as cur:
+                    if cur.read().strip():
+                        continue
+                with open(os.path.join(h, f)) as src:
+                    val = src.read().strip()
+                with open(os.path.join(d, f), "w") as dst:
+                    dst.write(val)
+
+
+def node_cgroups_now():
+    """The cgroups of the real nodes that exist now: /kubepods (node 0) and /tfk8s-n<i>."""
+    return glob.glob("/sys/fs/cgroup/*/kubepods") + glob.glob("/sys/fs/cgroup/*/%s*" % CGROUP_PREFIX)
+
+
+def mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+# Hard-coded host paths a node's kubelet/containerd write to, bound to per-node folders inside
+# the node's mount namespace.
+NODE_BINDS = [("/var/log/pods", "var-log-pods"), ("/var/log/containers", "var-log-containers"),
+              ("/run/containerd", "run-containerd")]
+
+
+def ensure_mntns(inst, node):
+    f = node.mntns()
+    if mounted(f):
+        return
+    os.makedirs(HOST_STATE, exist_ok=True)
+    open(f, "a").close()
+    run(["unshare", "--mount=" + f, "--propagation", "slave", "true"])
+    enter = ["nsenter", "--mount=" + f, "--"]
+    # The copy of the host's mounts includes node 0's pod mounts and the other nodes' namespace
+    # files: drop them, so the namespace pins nothing of theirs.
+    prefixes = [rdir(inst) + "/", os.path.join(HOST_STATE, "mnt-")]
+    run(enter + ["sh", "-c", "awk '{print $5}' /proc/self/mountinfo | grep -E '^(%s)' | sort -r | "
+                 "xargs -r -n1 umount -l" % "|".join(re.escape(p) for p in prefixes)], check=False)
+    for host_path, sub in NODE_BINDS:
+        os.makedirs(host_path, exist_ok=True)
+        src = node.dir(inst, "host", sub)
+        os.makedirs(src, exist_ok=True)
+        run(enter + ["mount", "--bind", src, host_path])
+
+
+def drop_mntns(node):
+    f = node.mntns()
+    if f and os.path.lexists(f):
+        if mounted(f):
+            run(["umount", f], check=False)
+            if mounted(f):
+                run(["umount", "-l", f], check=False)
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
 
 
 def cleanup_iptables(rec):
@@ -472,8 +706,13 @@ def umount_below(prefixes):
     return mounts
 
 
-def kill_containers(inst):
-    sock = sock_path(inst)
+def kill_containers(inst, node=None):
+    for nd in ([node] if node else nodes()):
+        kill_node_containers(inst, nd)
+
+
+def kill_node_containers(inst, node):
+    sock = sock_path(inst, node)
     if not os.path.exists(sock):
         return
     ctr = ["ctr", "-a", sock, "-n", "k8s.io", "--timeout", "10s"]
@@ -509,27 +748,29 @@ def delete_node_objects(state, http):
     server, token, ca = state.get("server"), state.get("admin_token"), state.get("ca")
     if not server:
         return
-    st, body = http("GET", server + "/api/v1/pods?fieldSelector=spec.nodeName%3D" + NODE_NAME,
-                    token=token, ca=ca, timeout=3)
-    if st != 200:
-        return
-    for pod in json.loads(body).get("items", []):
-        md = pod["metadata"]
-        http("DELETE", server + "/api/v1/namespaces/%s/pods/%s" % (md["namespace"], md["name"]), token=token,
-             ca=ca, body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}, timeout=5)
-    http("DELETE", server + "/api/v1/nodes/" + NODE_NAME, token=token, ca=ca, timeout=5)
+    for node in nodes():
+        st, body = http("GET", server + "/api/v1/pods?fieldSelector=spec.nodeName%3D" + node.name,
+                        token=token, ca=ca, timeout=3)
+        if st != 200:
+            return
+        for pod in json.loads(body).get("items", []):
+            md = pod["metadata"]
+            http("DELETE", server + "/api/v1/namespaces/%s/pods/%s" % (md["namespace"], md["name"]), token=token,
+                 ca=ca, body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}, timeout=5)
+        http("DELETE", server + "/api/v1/nodes/" + node.name, token=token, ca=ca, timeout=5)
 
 
 def teardown(inst, quiet=False):
     """Stops the real node's processes of `inst` and restores the host. Returns pids left alive."""
     ours = running(inst)
-    order = [c for c in reversed(COMPONENTS) if c in ours and c != "containerd"]
+    order = [c for c in reversed(COMPONENTS) if c in ours and EXE[c] != "containerd"]
     if order and not quiet:
         progress("stopping %s" % ", ".join("%s (pid %d)" % (c, ours[c]) for c in order))
     left = procs.stop([ours[c] for c in order], timeout=15)
-    if "containerd" in ours:
+    ctrds = [c for c in ours if EXE[c] == "containerd"]
+    if ctrds:
         kill_containers(inst)
-    left += procs.stop([ours["containerd"]] if "containerd" in ours else [], timeout=10)
+    left += procs.stop([ours[c] for c in ctrds], timeout=10)
     strays = procs.scan(inst.marker, list(EXE.values()) + [SHIM])
     if strays:
         progress("stopping leftover real-node processes: %s" % ", ".join("%s (pid %d)" % (e, p) for p, e in strays))
@@ -546,18 +787,20 @@ def teardown(inst, quiet=False):
     return []
 
 
-def kubepods_cgroups(rec):
+def kubepods_cgroups(rec, node=None):
     pre = set((rec or {}).get("cgroups", []))
-    return [cg for cg in glob.glob("/sys/fs/cgroup/*/kubepods") if cg not in pre]
+    now = node_cgroups_now() if node is None else [h + node.cgroup_root for h in cgroup_hierarchies()]
+    return [cg for cg in now if cg not in pre and os.path.isdir(cg)]
 
 
-def kill_cgroup_processes(rec, timeout=10.0):
-    """SIGKILLs the containers' processes left in the kubelet's cgroups (e.g. after containerd
-    and its shims died): every pid below /sys/fs/cgroup/*/kubepods that `up` created."""
+def kill_cgroup_processes(rec, timeout=10.0, node=None):
+    """SIGKILLs the containers' processes left in the kubelets' cgroups (e.g. after containerd
+    and its shims died): every pid below /sys/fs/cgroup/*/kubepods and /sys/fs/cgroup/*/tfk8s-n*
+    that `up` created (only node's, if given)."""
     deadline = time.monotonic() + timeout
     while True:
         pids = set()
-        for cg in kubepods_cgroups(rec):
+        for cg in kubepods_cgroups(rec, node):
             for root, dirs, files in os.walk(cg):
                 try:
                     with open(os.path.join(root, "cgroup.procs")) as f:
@@ -587,6 +830,15 @@ def restore_host(inst):
         progress("warning: the real node belongs to live instance %s; leaving the host alone" % own.get("instance"))
         return
     kill_cgroup_processes(rec)
+    # The nodes in namespaces of their own: their mount namespaces (with every mount their
+    # kubelet and containerd made), network namespaces (with their veths, bridges, routes and
+    # iptables rules) and the host ends of the veths.
+    for node in nodes()[1:]:
+        drop_mntns(node)
+        if os.path.exists("/run/netns/" + node.netns):
+            run(["ip", "netns", "del", node.netns], check=False)
+        if link_exists(node.host_veth):
+            run(["ip", "link", "del", node.host_veth], check=False)
     prefixes = [inst.marker]
     if own and own.get("dir") and own["dir"] != inst.dir:
         prefixes.append(own["dir"].rstrip("/") + "/realnode/")
@@ -608,8 +860,9 @@ def restore_host(inst):
     if link_exists(BRIDGE):
         run(["ip", "link", "del", BRIDGE], check=False)
     cleanup_iptables(rec)
-    shutil.rmtree(rdir(inst, "cni", "ipam"), ignore_errors=True)
-    # cgroups made by the kubelet (processes in them are gone by now).
+    for node in nodes():
+        shutil.rmtree(node.dir(inst, "cni", "ipam"), ignore_errors=True)
+    # cgroups made by the kubelets or for them (processes in them are gone by now).
     for cg in kubepods_cgroups(rec):
         for root, dirs, files in os.walk(cg, topdown=False):
             try:
@@ -624,9 +877,9 @@ def restore_host(inst):
             if d in rec.get("dirs", []) or not os.path.lexists(d) or os.path.islink(d):
                 continue
             # Made by the node (the kubelet's device-plugins socket folder, libcni's result cache,
-            # pod logs, shim sockets, ...): it did not exist before `up`.
-            umount_below([d + "/"])
-            shutil.rmtree(d, ignore_errors=True)
+            # pod logs, shim sockets, ...): it did not exist before `up`. (/var/run is /run.)
+            umount_below([os.path.realpath(d) + "/"])
+            shutil.rmtree(os.path.realpath(d), ignore_errors=True)
             if os.path.lexists(d):
                 progress("warning: could not remove %s (made by the real node)" % d)
     shutil.rmtree(HOST_STATE, ignore_errors=True)
@@ -642,7 +895,8 @@ def cleanup_before_up(inst):
             raise RealNodeError("instance %s (%s) has the real node of this machine (pids %s); bring it down "
                                 "first: tools/tfk8s-local down --instance %s" % (
                                     own.get("instance"), own["dir"], [p for p, _ in alive], own.get("instance")))
-    leftovers = own is not None or link_exists(BRIDGE) or glob.glob("/sys/fs/cgroup/*/kubepods") \
+    leftovers = own is not None or link_exists(BRIDGE) or node_cgroups_now() \
+        or any(os.path.exists("/run/netns/" + n.netns) or link_exists(n.host_veth) for n in nodes()[1:]) \
         or procs.scan(inst.marker, list(EXE.values()) + [SHIM])
     if leftovers:
         progress("cleaning up what an earlier real node left behind")
@@ -658,99 +912,121 @@ def wait(starter, what, comp, fn, timeout):
     return starter.wait(what, comp, fn, timeout)
 
 
-def start(inst, starter, state, binp, ports, http):
-    """Starts the real node (control plane already up). Raises RealNodeError/UpError."""
+def start(inst, starter, state, binp, ports, http, n=1):
+    """Starts n real nodes (control plane already up). Raises RealNodeError/UpError."""
     t0 = time.monotonic()
-    server, token, ca = state["server"], state["admin_token"], state["ca"]
-    ensure_kubelet_cert(inst)
-    write_configs(inst, state, ports)
-    setup_network(state["service_cidr"])
-    cmds = commands(inst, binp, state, ports)
-    sock = sock_path(inst)
-
-    progress("real node: starting containerd (%s)" % sock)
-    starter.start("containerd", cmds["containerd"])
-    ctr = ["ctr", "-a", sock, "-n", "k8s.io"]
-    wait(starter, "containerd to answer", "containerd",
-         lambda: run(ctr + ["version"], check=False).returncode == 0, T_CONTAINERD)
-
+    setup_network(state["service_cidr"], n)
     try:
         archives = images.ensure()
     except (images.ImageError, OSError, subprocess.CalledProcessError) as e:
         raise RealNodeError("building the node's images failed: %s" % e, "images")
+    first = Node(0)
+    start_node(inst, starter, state, binp, ports, http, first, archives)
+    cmds = commands(inst, binp, state, ports)
+    progress("real node: starting dnsmasq, clusterdns, provisioner, apirelay")
+    for c in SERVICES:
+        starter.start(c, cmds[c])
+    wait(starter, "dnsmasq on %s:53" % NODE_IP, "dnsmasq", lambda: dns_answers("kubernetes.default.svc." + CLUSTER_DOMAIN), 30)
+    wait(starter, "the API relay on %s:%d" % (NODE_IP, state["ports"]["apiserver"]), "apirelay",
+         lambda: tcp_open(NODE_IP, state["ports"]["apiserver"]), 30)
+    ensure_storage_class(state, http)
+    for node in nodes(n)[1:]:
+        start_node(inst, starter, state, binp, ports, http, node, archives)
+    restore_kubelet_sysctls()
+    progress("%d real node(s) Ready in %.1fs" % (n, time.monotonic() - t0))
+
+
+def start_node(inst, starter, state, binp, ports, http, node, archives=None):
+    """containerd, kubelet and kube-proxy of one node, until the node is Ready and its Service
+    rules are in place (the node's network is already set up)."""
+    t0 = time.monotonic()
+    server, token, ca = state["server"], state["admin_token"], state["ca"]
+    if node.i:
+        setup_node_network(node)
+        ensure_cgroup_root(node)
+        ensure_mntns(inst, node)
+    ensure_kubelet_cert(inst, node)
+    write_configs(inst, state, ports, node)
+    cmds = node_commands(inst, binp, state, ports, node)
+    sock = sock_path(inst, node)
+    C = node.comp
+
+    progress("real node %s: starting containerd (%s)" % (node.name, sock))
+    starter.start(C("containerd"), cmds[C("containerd")])
+    ctr = ["ctr", "-a", sock, "-n", "k8s.io"]
+    wait(starter, "containerd to answer", C("containerd"),
+         lambda: run(ctr + ["version"], check=False).returncode == 0, T_CONTAINERD)
+
+    # `node start` passes no archives: the images are on the node's disk since its first start.
     have = set(run(ctr + ["images", "ls", "-q"]).stdout.split())
-    for name in images.ORDER:
+    for name in images.ORDER if archives is not None else []:
         want = images.refs(name)
         if all(r in have for r in want):
             continue
         t1 = time.monotonic()
         run(ctr + ["images", "import", archives[name]])
-        progress("real node: imported image %s in %.1fs" % (" ".join(want), time.monotonic() - t1))
+        progress("real node %s: imported image %s in %.1fs" % (node.name, " ".join(want), time.monotonic() - t1))
     # Earlier builds of our images (other keys) only take space: untag them (containerd then
     # collects their content).
-    current = {r for n in images.ORDER for r in images.refs(n)}
+    current = {r for nm in images.ORDER for r in images.refs(nm)}
     stale = [r for r in run(ctr + ["images", "ls", "-q"]).stdout.split()
-             if r.startswith(images.REGISTRY + "/") and r not in current]
+             if r.startswith(images.REGISTRY + "/") and r not in current] if archives is not None else []
     if stale:
         run(ctr + ["images", "rm"] + stale, check=False)
 
-    progress("real node: starting kubelet (node %s)" % NODE_NAME)
+    progress("real node %s: starting kubelet" % node.name)
     # The kubelet's in-tree AWS credential provider would ask the EC2 metadata service
     # (169.254.169.254) at start: nothing may leave the machine.
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    starter.start("kubelet", cmds["kubelet"], env=dict(os.environ, AWS_EC2_METADATA_DISABLED="true"))
+    starter.start(C("kubelet"), cmds[C("kubelet")], env=dict(os.environ, AWS_EC2_METADATA_DISABLED="true"))
+    url = server + "/api/v1/nodes/" + node.name
 
-    def fresh(node):
+    def fresh(obj):
         # A Node object left by a crashed run still says Ready: only this kubelet's heartbeat counts.
         return any(c.get("type") == "Ready" and (c.get("lastHeartbeatTime") or "") >= started
-                   for c in node.get("status", {}).get("conditions", []))
+                   for c in obj.get("status", {}).get("conditions", []))
 
     def registered():
-        st, body = http("GET", server + "/api/v1/nodes/" + NODE_NAME, token=token, ca=ca)
+        st, body = http("GET", url, token=token, ca=ca)
         return st == 200 and fresh(json.loads(body))
 
-    wait(starter, "the kubelet to register node %s" % NODE_NAME, "kubelet", registered, T_NODE)
+    wait(starter, "the kubelet to register node %s" % node.name, C("kubelet"), registered, T_NODE)
     # The kubelet sets these at start-up; put the host's values back.
     time.sleep(0.5)
     restore_kubelet_sysctls()
 
     def ready():
-        st, body = http("GET", server + "/api/v1/nodes/" + NODE_NAME, token=token, ca=ca)
+        st, body = http("GET", url, token=token, ca=ca)
         if st != 200:
             return False
-        node = json.loads(body)
-        ok = fresh(node) and any(c.get("type") == "Ready" and c.get("status") == "True"
-                 for c in node.get("status", {}).get("conditions", []))
+        obj = json.loads(body)
+        ok = fresh(obj) and any(c.get("type") == "Ready" and c.get("status") == "True"
+                                for c in obj.get("status", {}).get("conditions", []))
         if not ok:
             return False
-        taints = node.get("spec", {}).get("taints") or []
-        nr = [t for t in taints if t.get("key") == "node.kubernetes.io/not-ready"]
+        taints = obj.get("spec", {}).get("taints") or []
+        nr = [t for t in taints if t.get("key") in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")]
         if nr:
             # Lifted by the node-lifecycle controller, usually; do it here if it has not.
-            keep = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"]
-            http("PATCH", server + "/api/v1/nodes/" + NODE_NAME, token=token, ca=ca,
+            keep = [t for t in taints if t not in nr]
+            http("PATCH", url, token=token, ca=ca,
                  body=[{"op": "test", "path": "/spec/taints", "value": taints},
                        {"op": "replace", "path": "/spec/taints", "value": keep}],
                  content_type="application/json-patch+json")
             return False
         return True
 
-    wait(starter, "node %s to be Ready" % NODE_NAME, "kubelet", ready, T_NODE)
+    wait(starter, "node %s to be Ready" % node.name, C("kubelet"), ready, T_NODE)
     restore_kubelet_sysctls()
 
-    progress("real node: starting kube-proxy, dnsmasq, clusterdns, provisioner, apirelay")
-    for c in ("kube-proxy", "dnsmasq", "clusterdns", "provisioner", "apirelay"):
-        starter.start(c, cmds[c])
-    wait(starter, "kube-proxy /healthz", "kube-proxy",
-         lambda: http("GET", "http://127.0.0.1:%d/healthz" % ports["rn_proxy_healthz"])[0] == 200, 60)
-    wait(starter, "the kubernetes Service rules", "kube-proxy",
-         lambda: "KUBE-SVC-" in run(["iptables-save", "-t", "nat"], check=False).stdout, 60)
-    wait(starter, "dnsmasq on %s:53" % NODE_IP, "dnsmasq", lambda: dns_answers("kubernetes.default.svc." + CLUSTER_DOMAIN), 30)
-    wait(starter, "the API relay on %s:%d" % (NODE_IP, state["ports"]["apiserver"]), "apirelay",
-         lambda: tcp_open(NODE_IP, state["ports"]["apiserver"]), 30)
-    ensure_storage_class(state, http)
-    restore_kubelet_sysctls()
-    progress("real node %s Ready in %.1fs" % (NODE_NAME, time.monotonic() - t0))
+    progress("real node %s: starting kube-proxy" % node.name)
+    starter.start(C("kube-proxy"), cmds[C("kube-proxy")])
+    local = "127.0.0.1" if node.i == 0 else node.ip
+    wait(starter, "kube-proxy /healthz", C("kube-proxy"),
+         lambda: http("GET", "http://%s:%d/healthz" % (local, ports["rn_proxy_healthz"]))[0] == 200, 60)
+    wait(starter, "the kubernetes Service rules", C("kube-proxy"),
+         lambda: "KUBE-SVC-" in run(node.enter_net() + ["iptables-save", "-t", "nat"], check=False).stdout, 60)
+    progress("real node %s Ready in %.1fs" % (node.name, time.monotonic() - t0))
 
 
 def tcp_open(host, port):
@@ -813,10 +1089,10 @@ def ensure_storage_class(state, http):
         raise RealNodeError("creating StorageClass %s failed: HTTP %s %s" % (STORAGE_CLASS, st, body[:300]))
 
 
-def status_lines(inst):
+def status_lines(inst, n=1):
     out = []
     rec = recorded(inst)
-    for c in COMPONENTS:
+    for c in components(n):
         pid = rec.get(c)
         if pid is not None and procs.is_ours(pid, EXE[c], inst.marker):
             out.append((c, True, "  %-24s running  pid %d" % (c, pid)))
@@ -834,3 +1110,62 @@ def owned_by(inst):
 
 def image_refs():
     return {n: images.refs(n)[0] for n in images.ORDER}
+
+
+# ----------------------------------------------------------------------------------------------
+# node stop / start (`tfk8s-local node stop|start NAME`)
+# ----------------------------------------------------------------------------------------------
+def stop_node(inst, node):
+    """A power-off of node i >= 1: its kube-proxy, kubelet, containerd, shims and containers are
+    SIGKILLed at once; its mount namespace (every mount of theirs), the containerd state folder
+    and the pod addresses held by its CNI go, as a machine's RAM and tmpfs would. Its network
+    namespace (the cable) and its disk (images, the kubelet's root folder) stay. Returns the
+    pids that would not die."""
+    ours = running(inst)
+    marker = node.dir(inst) + "/"
+    pids = [ours[node.comp(c)] for c in NODE_COMPONENTS if node.comp(c) in ours]
+    pids += [p for p, _ in procs.scan(marker, list(EXE.values()) + [SHIM]) if p not in pids]
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    kill_cgroup_processes(host_record(), node=node)
+    deadline = time.monotonic() + 10
+    while any(procs.alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in pids if procs.alive(p)]
+    if left:
+        return left
+    for c in NODE_COMPONENTS:
+        try:
+            os.unlink(inst.pid_file(node.comp(c)))
+        except FileNotFoundError:
+            pass
+    drop_mntns(node)
+    for d in (("containerd", "state"), ("cni", "ipam")):
+        shutil.rmtree(node.dir(inst, *d), ignore_errors=True)
+    # The pods' cgroups (empty now); the node's cgroup root stays for its next start.
+    for h in cgroup_hierarchies():
+        root = h + node.cgroup_root
+        for cur, dirs, files in os.walk(root, topdown=False):
+            if cur != root:
+                try:
+                    os.rmdir(cur)
+                except OSError as e:
+                    progress("warning: cannot remove cgroup %s: %s" % (cur, e))
+    return []
+
+
+def node_lines(inst, n):
+    """One line per real node for `status`."""
+    ours = running(inst)
+    out = []
+    for node in nodes(n):
+        up = [c for c in NODE_COMPONENTS if node.comp(c) in ours]
+        where = "host network namespace, bridge %s" % BRIDGE if node.i == 0 else \
+            "netns %s, bridge %s, cgroup root %s" % (node.netns, BRIDGE, node.cgroup_root)
+        out.append("real node %s (pods %s; %s): %s" % (
+            node.name, node.pod_cidr, where, "running" if len(up) == len(NODE_COMPONENTS) else
+            "stopped" if not up else "degraded (%s running)" % ", ".join(up)))
+    return out
