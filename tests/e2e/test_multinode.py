@@ -156,14 +156,16 @@ def test_node_stop_and_start(real_cluster, client, namespace):
     r = _tool(real_cluster, "node", "stop", victim)
     assert r.returncode == 0, r.stderr
     assert _sleepers(3591) == []  # gone with the node, not stopped gracefully
-    wait_for("node %s NotReady" % victim, lambda: _ready(client, victim) != "True", 60, 0.5)
+    wait_for("node %s NotReady" % victim, lambda: _ready(client, victim) != "True", 90, 0.5)
     not_ready = time.monotonic() - t0
     wait_for("pod evicted from " + victim,
-             lambda: client.get("v1", "Pod", "doomed", ns)["metadata"].get("deletionTimestamp"), 60, 0.5)
+             lambda: client.get("v1", "Pod", "doomed", ns)["metadata"].get("deletionTimestamp"), 150, 0.5)
     evicted = time.monotonic() - t0
     print(f"\ne2e: node stop -> NotReady {not_ready:.1f}s, -> pod evicted {evicted:.1f}s", file=sys.stderr)
-    # node-monitor-grace-period 24 s (+ period 2 s), tolerations 10 s: well under a minute.
-    assert not_ready < 40 and evicted < 55, (not_ready, evicted)
+    # node-monitor-grace-period 24 s (+ period 2 s), tolerations 10 s: measured 22 s and 34 s.
+    # The bounds only tell the local timings from Kubernetes' defaults (40 s, then 300 s of
+    # toleration), with room for a loaded machine; the numbers go to the bench, not here.
+    assert not_ready < 90 and evicted < 150, (not_ready, evicted)
     # Pods cannot land there while it is off.
     client.create(real_pod("waiting", ["sleep", "3592"], node=victim), ns)
     time.sleep(3)
