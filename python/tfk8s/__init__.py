@@ -85,7 +85,11 @@ from tfk8s.quota import (  # noqa: F401 (exported by quota.__all__)
 from tfk8s._logs import WorkloadLogs
 from tfk8s._pod_streams import CommandFailed, ExecResult, PortForward
 from tfk8s._records import WorkloadRef
-from tfk8s.tfcluster import FitResult, TFCluster, TFClusterStatus  # noqa: F401 (in tfcluster.__all__)
+from tfk8s.tfcluster import (  # noqa: F401 (in tfcluster.__all__)
+    FitResult,
+    TFCluster,
+    TFClusterStatus,
+)
 from tfk8s.devinstance import (  # noqa: F401 (exported by devinstance.__all__)
     DevAccess,
     DevActivity,
