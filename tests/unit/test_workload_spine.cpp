@@ -235,7 +235,8 @@ TEST_SUITE("workload spine") {
     each(note);
   }
 
-  TEST_CASE("every kind reads its logs with one options shape; a source naming none is refused") {
+  TEST_CASE(
+      "every kind reads its logs with one options shape, and a source naming none is refused") {
     FakeCluster fake;
     Client client = fake.client();
     const auto keep = [](const WorkloadLogLine&) { return true; };
