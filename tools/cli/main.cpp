@@ -776,31 +776,29 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
   Session* s = v.s;
   KindFlags& f = *v.f;
   const Kind* k = &kind;
-  auto add = [&v](const std::string& verb, const std::string& help, Action action) {
-    return v.add(verb, help, std::move(action));
-  };
   auto& actions = *v.actions;
 
-  add("apply",
-      "Create or update from a spec file (YAML or JSON, several documents; -f - for stdin)",
-      [s, k, &f] {
-        auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
-        for (const auto& doc : docs) std::cout << k->Apply(*s, doc, f.show_password) << std::flush;
-      })
+  v.add("apply",
+        "Create or update from a spec file (YAML or JSON, several documents; -f - for stdin)",
+        [s, k, &f] {
+          auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
+          for (const auto& doc : docs)
+            std::cout << k->Apply(*s, doc, f.show_password) << std::flush;
+        })
       ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
       ->required();
   kind.AddApplyFlags(actions.back().first, f);
-  add("render", "Print the Kubernetes objects of a spec file (YAML, or -o json); sends nothing",
-      [s, k, &f] {
-        const std::string& forced = s->globals().namespace_name;
-        auto docs = LoadDocuments(*k, f.file, forced.empty() ? "default" : forced, forced);
-        std::vector<Json> objects;
-        for (const auto& doc : docs) {
-          auto rendered = k->Render(doc);
-          objects.insert(objects.end(), rendered.begin(), rendered.end());
-        }
-        PrintObjects(objects, s->globals().output);
-      })
+  v.add("render", "Print the Kubernetes objects of a spec file (YAML, or -o json); sends nothing",
+        [s, k, &f] {
+          const std::string& forced = s->globals().namespace_name;
+          auto docs = LoadDocuments(*k, f.file, forced.empty() ? "default" : forced, forced);
+          std::vector<Json> objects;
+          for (const auto& doc : docs) {
+            auto rendered = k->Render(doc);
+            objects.insert(objects.end(), rendered.begin(), rendered.end());
+          }
+          PrintObjects(objects, s->globals().output);
+        })
       ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
       ->required();
 }
@@ -810,40 +808,36 @@ void AddReadVerbs(const Verbs& v, const Kind& kind) {
   Session* s = v.s;
   KindFlags& f = *v.f;
   const Kind* k = &kind;
-  auto add = [&v](const std::string& verb, const std::string& help, Action action) {
-    return v.add(verb, help, std::move(action));
-  };
-  auto name_arg = [&v](CLI::App* c) { v.name_arg(c); };
 
   auto list = [s, k] { PrintListing(*s, *k, Listing(*s, *k, s->globals().output == "wide")); };
-  add("list", "List them (-A: every namespace, -l: by the spec's labels)", list);
+  v.add("list", "List them (-A: every namespace, -l: by the spec's labels)", list);
   CLI::App* get =
-      add("get", "Show one (its stored spec with -o yaml|json), or list them without a name",
-          [s, k, &f, list] {
-            if (f.name.empty()) return list();
-            std::string ns = k->namespaced() ? s->Namespace() : "";
-            Json spec = k->Get(*s, ns, f.name);
-            const std::string& output = s->globals().output;
-            if (output == "json" || output == "yaml") {
-              if (spec.is_object()) {
-                Json with_kind{{"kind", k->doc_kind()}};
-                with_kind.update(spec);
-                spec = std::move(with_kind);
+      v.add("get", "Show one (its stored spec with -o yaml|json), or list them without a name",
+            [s, k, &f, list] {
+              if (f.name.empty()) return list();
+              std::string ns = k->namespaced() ? s->Namespace() : "";
+              Json spec = k->Get(*s, ns, f.name);
+              const std::string& output = s->globals().output;
+              if (output == "json" || output == "yaml") {
+                if (spec.is_object()) {
+                  Json with_kind{{"kind", k->doc_kind()}};
+                  with_kind.update(spec);
+                  spec = std::move(with_kind);
+                }
+                PrintResult("", spec, output);
+              } else if (output == "name") {
+                std::cout << k->command() << "/" << f.name << "\n";
+              } else {
+                Rows rows = k->List(*s, ns, output == "wide");
+                Rows one{rows.front()};
+                for (std::size_t i = 1; i < rows.size(); ++i) {
+                  if (rows[i][k->namespaced() ? 1 : 0] == f.name) one.push_back(rows[i]);
+                }
+                std::cout << FormatTextTable(one);
               }
-              PrintResult("", spec, output);
-            } else if (output == "name") {
-              std::cout << k->command() << "/" << f.name << "\n";
-            } else {
-              Rows rows = k->List(*s, ns, output == "wide");
-              Rows one{rows.front()};
-              for (std::size_t i = 1; i < rows.size(); ++i) {
-                if (rows[i][k->namespaced() ? 1 : 0] == f.name) one.push_back(rows[i]);
-              }
-              std::cout << FormatTextTable(one);
-            }
-          });
+            });
   get->add_option("name", f.name, "The " + kind.doc_kind() + "'s name");
-  name_arg(add("status", "Status table (-o json|yaml for the fields)", [s, k, &f] {
+  v.name_arg(v.add("status", "Status table (-o json|yaml for the fields)", [s, k, &f] {
     k->Status(*s, k->namespaced() ? s->Namespace() : "", f.name, s->globals().output);
   }));
 }
@@ -853,19 +847,15 @@ void AddLifeVerbs(const Verbs& v, const Kind& kind) {
   Session* s = v.s;
   KindFlags& f = *v.f;
   const Kind* k = &kind;
-  auto add = [&v](const std::string& verb, const std::string& help, Action action) {
-    return v.add(verb, help, std::move(action));
-  };
-  auto name_arg = [&v](CLI::App* c) { v.name_arg(c); };
 
   CLI::App* del =
-      add("delete", "Delete it (cascading); --wait until everything is gone", [s, k, &f] {
+      v.add("delete", "Delete it (cascading); --wait until everything is gone", [s, k, &f] {
         std::optional<std::chrono::milliseconds> wait;
         if (f.wait) wait = ParseDuration(f.timeout, "--timeout");
         k->Delete(*s, k->namespaced() ? s->Namespace() : "", f.name, wait);
         std::cout << k->command() << "/" << f.name << " deleted\n";
       });
-  name_arg(del);
+  v.name_arg(del);
   if (kind.namespaced()) {
     del->add_flag("--wait", f.wait, "Wait until every object is gone");
     del->add_option("--timeout", f.timeout, "Bound of --wait (e.g. 90s, 5m)")
@@ -876,27 +866,27 @@ void AddLifeVerbs(const Verbs& v, const Kind& kind) {
         "Also delete the queue's namespace and everything in it (only a namespace tfk8s created)");
   }
   if (kind.namespaced()) {
-    add("fits", "Would the spec fit now (quota headroom, node placement)? Exit 1 when not",
-        [s, k, &f] {
-          auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
-          const std::string& output = s->globals().output;
-          bool all = true;
-          Json records = Json::array();
-          for (const auto& doc : docs)
-            all = ReportFit(*k, doc, k->Fits(*s, doc), output, &records) && all;
-          if (!records.empty())
-            PrintResult("", records.size() == 1 ? records.front() : records, output);
-          if (!all) throw Reported();  // exit 1; the report above says why
-        })
+    v.add("fits", "Would the spec fit now (quota headroom, node placement)? Exit 1 when not",
+          [s, k, &f] {
+            auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
+            const std::string& output = s->globals().output;
+            bool all = true;
+            Json records = Json::array();
+            for (const auto& doc : docs)
+              all = ReportFit(*k, doc, k->Fits(*s, doc), output, &records) && all;
+            if (!records.empty())
+              PrintResult("", records.size() == 1 ? records.front() : records, output);
+            if (!all) throw Reported();  // exit 1; the report above says why
+          })
         ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
         ->required();
   }
   if (!kind.WaitConditions().empty()) {
-    CLI::App* w = add("wait", "Wait (driven by watches) until the condition holds", [s, k, &f] {
+    CLI::App* w = v.add("wait", "Wait (driven by watches) until the condition holds", [s, k, &f] {
       k->Wait(*s, s->Namespace(), f.name, f.until, ParseDuration(f.timeout, "--timeout"),
               s->globals().output);
     });
-    name_arg(w);
+    v.name_arg(w);
     f.until = kind.WaitConditions().front();
     w->add_option("--for", f.until, "Condition")
         ->capture_default_str()
@@ -904,9 +894,9 @@ void AddLifeVerbs(const Verbs& v, const Kind& kind) {
     w->add_option("--timeout", f.timeout, "How long at most (e.g. 90s, 5m)")->capture_default_str();
   }
   if (kind.HasLogs()) {
-    CLI::App* l = add("logs", "Logs, prefixed by their source (coloured on a terminal)",
-                      [s, k, &f] { StreamLines(k->Logs(*s, s->Namespace(), f.name, f.logs)); });
-    name_arg(l);
+    CLI::App* l = v.add("logs", "Logs, prefixed by their source (coloured on a terminal)",
+                        [s, k, &f] { StreamLines(k->Logs(*s, s->Namespace(), f.name, f.logs)); });
+    v.name_arg(l);
     l->add_flag("-f,--follow", f.logs.follow, "Follow until the workload ends");
     kind.AddLogFlags(l, f);
   }
