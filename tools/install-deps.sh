@@ -25,6 +25,8 @@ PACKAGES=(
   libargon2-dev libcli11-dev
   # python side (Debian's interpreter /usr/bin/python3)
   python3 python3-dev python3-pybind11 python3-pytest python3-yaml python3-argon2
+  # a time limit per end-to-end test (tests/e2e/pytest.ini): a hang fails that test, not the tier
+  python3-pytest-timeout
   python3-nbclient python3-ipykernel python3-nbformat python3-kubernetes python3-pip python3-venv
   # the widget view of a wait's progress (tfk8s._progress; its unit test). Notebooks use it
   # from ipywidgets 7 on; with Debian 12's 6.0 (old widget protocol) they get the HTML view.

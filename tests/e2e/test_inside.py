@@ -12,6 +12,8 @@ import os
 import re
 import time
 
+import pytest
+
 import tfk8s
 from access import SSHPASS_WRONG_PASSWORD, jupyter_status, need_ssh_tools, port_open, ssh
 from conftest import DEV_IMAGE, REAL_NODETYPE, REPO, RUNTIME_IMAGE, wait_for
@@ -67,6 +69,7 @@ def test_session_jupyter_and_ssh_with_the_secret_password(client, namespace, rea
     cluster.delete(wait=180)
 
 
+@pytest.mark.timeout(1500)  # the notebook alone may run 900 s
 def test_notebook_in_a_dev_instance_launches_training(client, namespace, real_node) -> None:
     need_ssh_tools()
     # launch_workloads only in a namespace personal to the owner (a single-user team's).

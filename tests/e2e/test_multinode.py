@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import (INSTANCE, NODE, REAL_LABEL, REAL_NODES, STORAGE_CLASS, TOOL, real_pod, wait_for,
                       wait_phase)
 
@@ -143,6 +145,7 @@ def test_node_0_cannot_be_stopped(real_cluster):
     assert r.returncode == 1 and "node 0" in r.stderr, (r.returncode, r.stderr)
 
 
+@pytest.mark.timeout(900)  # several node-lifecycle waits of 60-90 s
 def test_node_stop_and_start(real_cluster, client, namespace):
     """`node stop` is a power-off: the node's containers die at once, it goes NotReady within the
     node-monitor grace period and its pods are evicted (marked for deletion) after the default

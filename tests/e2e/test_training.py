@@ -144,6 +144,7 @@ def test_a_peer_that_cannot_start_fails_the_wait_with_the_barrier(client, namesp
     cluster.delete(wait=120)
 
 
+@pytest.mark.timeout(900)  # the quickstart may run 600 s
 def test_the_quickstart_trains_for_real(real_cluster, real_node) -> None:
     """examples/quickstart.cpp as tools/quickstart.sh runs it on the real node: the reference
     trainer in real containers, the chief's final loss in the merged logs, everything deleted."""

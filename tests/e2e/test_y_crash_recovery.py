@@ -7,6 +7,8 @@ import subprocess
 import time
 
 
+import pytest
+
 from conftest import INSTANCE, NODE, REAL_NODE_COUNT, TOOL, real_pod, wait_for, wait_phase
 
 
@@ -25,6 +27,7 @@ def _instance_pids(marker):
     return pids
 
 
+@pytest.mark.timeout(1500)  # a second `up` may take 900 s
 def test_up_cleans_up_after_a_crash(real_cluster, client, namespace):
     pod = real_pod("survivor", ["sleep", "3597"])
     pod["spec"]["restartPolicy"] = "Always"

@@ -278,12 +278,17 @@ TEST_SUITE("fleet") {
     CHECK(fatal.failure.kind == ErrorKind::kTransport);  // ResponseTooLarge's kind
     CHECK(fatal.failure.consecutive == Informer::kDefaultFailureLimit);
     CHECK_THROWS_AS(std::rethrow_exception(fatal.failure.error), ResponseTooLarge);
-    // The attempts before it were reported as they happened, as retried.
-    for (std::size_t i = 0; i + 1 < errors.size(); ++i) {
+    // The attempts before it were reported as they happened, as retried, in order and none
+    // missing. Failures before OnError was registered are not replayed (documented): the Fleet
+    // starts in its constructor, and a slow start (ThreadSanitizer) can fail once before the
+    // callback is set, so the run may begin after attempt 1 but has no gap after that.
+    const int first = errors.front().failure.consecutive;
+    CHECK(first >= 1);
+    for (std::size_t i = 0; i < errors.size(); ++i) {
       CHECK(errors[i].source == "ConfigMap");
-      CHECK_FALSE(errors[i].failure.fatal);
+      CHECK(errors[i].failure.consecutive == first + static_cast<int>(i));
+      if (i + 1 < errors.size()) CHECK_FALSE(errors[i].failure.fatal);
     }
-    CHECK(errors.size() == static_cast<std::size_t>(Informer::kDefaultFailureLimit));
     lock.unlock();
     CHECK_THROWS_AS(std::rethrow_exception(fleet.error()), ResponseTooLarge);
     CHECK_THROWS_AS(fleet.WaitForSync(std::chrono::seconds(1)), ResponseTooLarge);

@@ -2,6 +2,7 @@
 // resources of scheduled pods, WhereFits checked by the real scheduler, CheckPlacement, and
 // node label changes (always restored).
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -164,11 +165,14 @@ TEST_SUITE("placement") {
 
     // Other suites run beside this one (ctest -j) and their pods may come and go on the node
     // between two reads. A measurement counts only when the node's set of active pods (read by
-    // UID around each inventory) changed by exactly our two pods; otherwise it is taken again
+    // UID around the reads: both inventories, the per-node read and `kubectl describe node`)
+    // changed by exactly our two pods; otherwise it is taken again
     // with new pods, at most five times, and a node that never holds still is a failure.
     TestNamespace ns(c, "inv");
     const Json on_node{{"kubernetes.io/hostname", kLabelNode}};
     Inventory after;
+    NodeInfo single;
+    std::map<std::string, std::string> described;
     bool quiet = false;
     for (int attempt = 1; attempt <= 5 && !quiet; ++attempt) {
       const std::set<std::string> u0 = ActivePodUids(c, kLabelNode);
@@ -190,6 +194,9 @@ TEST_SUITE("placement") {
       REQUIRE(WaitScheduled(c, ns.name(), b) == kLabelNode);
       const std::set<std::string> u2 = ActivePodUids(c, kLabelNode);
       after = GetInventory(c);
+      // The per-node read and kubectl's view are taken inside the same quiet window.
+      single = GetNodeInfo(c, kLabelNode);
+      described = DescribeNodeRequests(kLabelNode);
       const std::set<std::string> u3 = ActivePodUids(c, kLabelNode);
       std::set<std::string> expected = u1;
       expected.insert(ours.begin(), ours.end());
@@ -212,12 +219,10 @@ TEST_SUITE("placement") {
     CHECK(now.free.at("cpu") == Q("32") - Amount(now.requested, "cpu"));
 
     // The per-node read (field selector spec.nodeName) agrees with the one-list inventory.
-    NodeInfo single = GetNodeInfo(c, kLabelNode);
     CHECK(single.requested == now.requested);
     CHECK(single.pod_count == now.pod_count);
 
     // And so does kubectl describe node.
-    auto described = DescribeNodeRequests(kLabelNode);
     REQUIRE_MESSAGE(!described.empty(),
                     "`kubectl describe node` gave no allocated resources (tools/install-deps.sh "
                     "installs kubectl)");

@@ -37,6 +37,10 @@ def test_fleet_entries_changes_and_removal(client: tfk8s.Client, namespace: str)
                 break
         assert added == {("DevInstance", "lab"), ("ScheduledJob", "nightly")}
 
+        # create() makes the StatefulSet stopped (no pod, nothing requested), then starts it:
+        # the entry requests the pod's resources once that second change has arrived.
+        wait_for("the started instance's requests",
+                 lambda: fleet.get("DevInstance", namespace, "lab").cpu > 0, timeout=30)
         entry = fleet.get("DevInstance", namespace, "lab")
         assert isinstance(entry, tfk8s.FleetEntry)
         assert entry.owner == "alice"
