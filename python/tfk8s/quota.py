@@ -6,11 +6,16 @@ Every function takes a :class:`tfk8s.Client`; network calls run in C++ without t
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional,
+                    Sequence, TypedDict, Union)
 
 from tfk8s import _core, _html, _units
 from tfk8s._core import Quantity
+from tfk8s._keywords import shared_keywords
 from tfk8s._records import FitResult, Record, dicts, field
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 Object = Dict[str, Any]
 
@@ -191,63 +196,60 @@ def _strings(values: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     return {str(k): str(v) for k, v in (values or {}).items()}
 
 
-def _quota_spec(
-    name: str,
-    hard: Optional[Mapping[str, Any]],
-    labels: Optional[Mapping[str, str]],
-    annotations: Optional[Mapping[str, str]],
-    limit_range: Optional[Mapping[str, Mapping[str, Any]]],
-    members: Optional[Sequence[str]] = None,
-) -> Object:
+class QueueKeywords(TypedDict, total=False):
+    """What a queue is besides its name and ``hard`` limits (render_quota, apply_quota):
+    ``labels`` and ``annotations`` of its namespace, ``limit_range`` (keys default_requests,
+    default_limits, max, min) for a LimitRange, ``members`` for personal namespaces."""
+
+    labels: Optional[Mapping[str, str]]
+    annotations: Optional[Mapping[str, str]]
+    limit_range: Optional[Mapping[str, Mapping[str, Any]]]
+    members: Optional[Sequence[str]]
+
+
+def _quota_spec(name: str, hard: Optional[Mapping[str, Any]], queue: QueueKeywords) -> Object:
     spec: Object = {
         "name": name,
         "hard": _strings(hard),
-        "labels": _strings(labels),
-        "annotations": _strings(annotations),
+        "labels": _strings(queue["labels"]),
+        "annotations": _strings(queue["annotations"]),
     }
+    limit_range = queue["limit_range"]
     if limit_range is not None:
         spec["limit_range"] = {k: _strings(v) for k, v in limit_range.items()}
-    if members:
-        spec["members"] = list(members)
+    if queue["members"]:
+        spec["members"] = list(queue["members"] or [])
     return spec
 
 
+@shared_keywords(QueueKeywords)
 def render_quota(
-    name: str,
-    hard: Optional[Mapping[str, Any]] = None,
-    *,
-    labels: Optional[Mapping[str, str]] = None,
-    annotations: Optional[Mapping[str, str]] = None,
-    limit_range: Optional[Mapping[str, Mapping[str, Any]]] = None,
-    members: Optional[Sequence[str]] = None,
+    name: str, hard: Optional[Mapping[str, Any]] = None, **queue: Unpack[QueueKeywords]
 ) -> List[Object]:
     """The queue's objects (Namespace, ResourceQuota, LimitRange; with ``members``, the same
     for each member's personal namespace and the team's quota readers) as dicts; sends
     nothing."""
-    return _core.render_quota(
-        _quota_spec(name, hard, labels, annotations, limit_range, members))
+    return _core.render_quota(_quota_spec(name, hard, queue))
 
 
+@shared_keywords(QueueKeywords)
 def apply_quota(
     client: Any,
     name: str,
     hard: Optional[Mapping[str, Any]] = None,
     *,
-    labels: Optional[Mapping[str, str]] = None,
-    annotations: Optional[Mapping[str, str]] = None,
-    limit_range: Optional[Mapping[str, Mapping[str, Any]]] = None,
-    members: Optional[Sequence[str]] = None,
     wait_ready: bool = True,
     ready_timeout: float = 30.0,
     force: bool = False,
+    **queue: Unpack[QueueKeywords],
 ) -> QuotaUsage:
     """Creates or updates the queue ``name``: a Namespace, a ResourceQuota with ``hard``
-    (e.g. ``{"requests.cpu": "32", "requests.nvidia.com/gpu": 4}``) and, with ``limit_range``
-    (keys default_requests, default_limits, max, min), a LimitRange. Waits until the quota
-    controller has computed usage; returns the usage. ``members`` (owners' names) each get a
-    namespace ``<name>-<member>`` personal to them, with the same quota, where a DevInstance
-    of theirs may use ``launch_workloads`` (docs/quota.md "Personal namespaces")."""
-    spec = _quota_spec(name, hard, labels, annotations, limit_range, members)
+    (e.g. ``{"requests.cpu": "32", "requests.nvidia.com/gpu": 4}``) and, with ``limit_range``,
+    a LimitRange. Waits until the quota controller has computed usage; returns the usage.
+    ``members`` (owners' names) each get a namespace ``<name>-<member>`` personal to them, with
+    the same quota, where a DevInstance of theirs may use ``launch_workloads`` (docs/quota.md
+    "Personal namespaces")."""
+    spec = _quota_spec(name, hard, queue)
     return QuotaUsage(
         _core.apply_quota(client.core, spec, wait_ready=wait_ready, ready_timeout=ready_timeout,
                           force=force)
