@@ -188,7 +188,8 @@ struct DevInstanceSpec {
   void Validate() const;
   /// The spec as JSON (stored on the StatefulSet, so an instance can be loaded back).
   [[nodiscard]] Json ToJson() const;
-  /// Inverse of ToJson(); throws ValidationError naming the field on bad input.
+  /// Inverse of ToJson(); throws ValidationError naming the field on bad input, and on a
+  /// member it does not know ("is not a field of …": a misspelt key is refused, not ignored).
   static DevInstanceSpec FromJson(const Json& json);
 };
 
@@ -273,21 +274,25 @@ struct DevStartResult {
   [[nodiscard]] std::string ToString() const;
 };
 
-/// Status of an instance.
+/// Status of an instance (fields: TFK8S_DEV_INSTANCE_STATUS_FIELDS). `ready_tools`: tools whose
+/// port accepts connections: the pod is Ready, and its readiness probe checks every enabled
+/// tool's port (custom ports are the user's own and never listed).
+#define TFK8S_DEV_INSTANCE_STATUS_FIELDS(X)                                                   \
+  X(DevPhase, phase, "phase", = DevPhase::kUnknown) /* Stopped, Pending, Running, … */      \
+  X(std::string, pod, "pod", )                      /* `<name>-0` when it exists. */          \
+  X(std::string, node, "node", )                    /* Where it runs. */                      \
+  X(int, restarts, "restarts", = 0)                 /* Container restarts. */                 \
+  /* When the pod started (its status.startTime); none without a pod. */                      \
+  X(std::optional<std::chrono::system_clock::time_point>, started_at, "started_at", )         \
+  X(std::vector<std::string>, ready_tools, "ready_tools", )                                   \
+  X(std::string, reason, "reason", )   /* Why it is not running (Unschedulable: …, …). */ \
+  X(std::string, message, "message", ) /* One-line summary. */
 struct DevInstanceStatus {
-  DevPhase phase = DevPhase::kUnknown;  ///< Stopped, Pending, Running, Failed or Unknown.
-  std::string pod;                      ///< `<name>-0` when it exists.
-  std::string node;                     ///< Where it runs.
-  int restarts = 0;                     ///< Container restarts.
-  /// Tools whose port accepts connections: the pod is Ready, and its readiness probe checks
-  /// every enabled tool's port (custom ports are the user's own and never listed).
-  std::vector<std::string> ready_tools;
-  std::string reason;   ///< Why it is not running (Unschedulable: …, …).
-  std::string message;  ///< One-line summary.
+  TFK8S_FIELDS(TFK8S_DEV_INSTANCE_STATUS_FIELDS)
   /// A short text table.
   [[nodiscard]] std::string Table() const;
-  /// The fields and the text table ("table") as JSON with snake_case keys (what the Python
-  /// bindings return).
+  /// The fields (FieldsToJson, times in seconds since the epoch) and the text table ("table"):
+  /// what the Python bindings return.
   [[nodiscard]] Json ToJson() const;
 };
 
@@ -397,8 +402,11 @@ std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOp
 /// A text table of decisions (NAMESPACE, NAME, OWNER, OUTCOME, IDLE, REASON).
 std::string FormatCullTable(const std::vector<DevCullDecision>& decisions);
 
-/// The DevInstance kind: its spec and status types (see Workload).
+class DevInstance;
+
+/// The DevInstance kind: its class, spec and status types (see Workload).
 struct DevInstanceKind {
+  using Object = DevInstance;
   using Spec = DevInstanceSpec;
   using Status = DevInstanceStatus;
   static constexpr const char* kName = "DevInstance";
@@ -420,12 +428,6 @@ extern template class Workload<DevInstanceKind>;
 class DevInstance : public Workload<DevInstanceKind> {
  public:
   using Workload::Workload;
-  /// Loads an existing instance from its StatefulSet (the stored spec). The instance's name,
-  /// namespace and owner are the StatefulSet's own (metadata, tfk8s.io/owner label): a stored
-  /// spec that says otherwise is refused with a ValidationError naming the field and both
-  /// values, and nothing is sent. Every later write of the loaded StatefulSet carries its UID,
-  /// so one deleted and re-created meanwhile is refused (Conflict), never overwritten.
-  static DevInstance Load(Client client, const std::string& ns, const std::string& name);
   /// Instances in `ns` ("" = every namespace: a user's instances across teams), optionally only
   /// those of `owner` (a team's instances: ns set, owner empty). Sorted by namespace and name.
   static std::vector<DevInstanceSummary> List(Client client, const std::string& ns,

@@ -174,7 +174,8 @@ struct QuotaSpec {
   /// read).
   [[nodiscard]] Json ToJson() const;
   /// Inverse of ToJson() (numbers are accepted where quantities belong); throws
-  /// ValidationError naming the field on bad input. Does not Validate().
+  /// ValidationError naming the field on bad input and on a member it does not know. Does not
+  /// Validate().
   static QuotaSpec FromJson(const Json& json);
 };
 

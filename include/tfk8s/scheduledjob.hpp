@@ -104,7 +104,8 @@ struct ScheduledJobSpec {
   void Validate() const;
   /// The spec as JSON (camelCase keys; stored on the objects so Load() can recover it).
   [[nodiscard]] Json ToJson() const;
-  /// Inverse of ToJson(); throws ValidationError naming the field on bad input.
+  /// Inverse of ToJson(); throws ValidationError naming the field on bad input, and on a
+  /// member it does not know ("is not a field of …": a misspelt key is refused, not ignored).
   static ScheduledJobSpec FromJson(const Json& json);
   /// The container's argv: exec_command, exec_args, the entry's full path, args.
   [[nodiscard]] std::vector<std::string> Command() const;
@@ -183,30 +184,32 @@ enum class RunTrigger {
 /// "on-demand", "scheduled", "manual".
 std::string ToString(RunTrigger trigger);
 
-/// One run (one Job) of a task.
+/// One run (one Job) of a task (fields: TFK8S_JOB_RUN_FIELDS).
+#define TFK8S_JOB_RUN_FIELDS(X)                                                               \
+  X(std::string, name, "name", ) /* Job name. */                                              \
+  X(std::string, uid, "uid", )   /* Job UID. */                                               \
+  X(std::string, namespace_name, "namespace", )                                               \
+  X(std::string, scheduled_job, "scheduled_job", ) /* The task's name. */                     \
+  X(RunTrigger, trigger, "trigger", = RunTrigger::kOnDemand)                                  \
+  X(std::optional<std::chrono::system_clock::time_point>, scheduled_time,                     \
+    "scheduled_time", ) /* When the schedule asked for the run (scheduled runs only). */      \
+  X(std::optional<std::chrono::system_clock::time_point>, start_time, "start_time", )         \
+  X(std::optional<std::chrono::system_clock::time_point>, end_time, "end_time", )             \
+  X(std::optional<std::chrono::seconds>, duration, "duration", ) /* end - start, finished. */ \
+  X(RunResult, result, "result", = RunResult::kUnknown)                                       \
+  X(std::string, reason, "reason", )   /* e.g. "BackoffLimitExceeded", "DeadlineExceeded". */ \
+  X(std::string, message, "message", ) /* The Job condition's message. */                     \
+  X(int, attempts, "attempts", = 0)    /* Pods started: failed + succeeded + active. */       \
+  X(int, active, "active", = 0)        /* Attempts running now. */                            \
+  X(int, succeeded, "succeeded", = 0)                                                         \
+  X(int, failed, "failed", = 0)                                                               \
+  X(std::string, alerted, "alerted", ) /* The alert sent for it ("failure", "timeout"). */
 struct JobRun {
-  std::string name;  ///< Job name.
-  std::string uid;   ///< Job UID.
-  std::string namespace_name;
-  std::string scheduled_job;  ///< The task's name.
-  RunTrigger trigger = RunTrigger::kOnDemand;
-  /// When the schedule asked for the run (scheduled runs only).
-  std::optional<std::chrono::system_clock::time_point> scheduled_time;
-  std::optional<std::chrono::system_clock::time_point> start_time;  ///< status.startTime.
-  std::optional<std::chrono::system_clock::time_point> end_time;    ///< Completion or failure.
-  std::optional<std::chrono::seconds> duration;                     ///< end - start, once finished.
-  RunResult result = RunResult::kUnknown;
-  std::string reason;   ///< e.g. "BackoffLimitExceeded", "DeadlineExceeded".
-  std::string message;  ///< The Job condition's message.
-  int attempts = 0;     ///< Pods started: failed + succeeded + active.
-  int active = 0;       ///< Attempts running now.
-  int succeeded = 0;    ///< Succeeded attempts.
-  int failed = 0;       ///< Failed attempts.
-  std::string alerted;  ///< The alert sent for it ("failure", "timeout") or "".
+  TFK8S_FIELDS(TFK8S_JOB_RUN_FIELDS)
   /// Succeeded, failed or timed out.
   [[nodiscard]] bool finished() const;
-  /// The fields and "finished" as JSON with snake_case keys, times in seconds since the epoch
-  /// (null when unknown): what the Python bindings return.
+  /// The fields (FieldsToJson: times in seconds since the epoch, null when unknown) and
+  /// "finished": what the Python bindings return.
   [[nodiscard]] Json ToJson() const;
 };
 
@@ -217,19 +220,25 @@ std::vector<std::vector<std::string>> RunRows(const std::vector<JobRun>& runs);
 /// The rows as an aligned text table.
 std::string FormatRunTable(const std::vector<JobRun>& runs);
 
-/// The schedule's state on the server.
+/// The schedule's state on the server (fields: TFK8S_SCHEDULE_STATUS_FIELDS).
+/// `last_successful_time` is known from Kubernetes 1.21; `next_schedule_time` is computed here.
+#define TFK8S_SCHEDULE_STATUS_FIELDS(X)                                             \
+  X(bool, exists, "exists", = false)           /* The CronJob exists. */            \
+  X(std::string, api_version, "api_version", ) /* "batch/v1" or "batch/v1beta1". */ \
+  X(bool, suspended, "suspended", = false)                                          \
+  X(std::string, schedule, "schedule", ) /* As stored. */                           \
+  X(std::optional<std::chrono::system_clock::time_point>, last_schedule_time,       \
+    "last_schedule_time", )                                                         \
+  X(std::optional<std::chrono::system_clock::time_point>, last_successful_time,     \
+    "last_successful_time", )                                                       \
+  X(std::optional<std::chrono::system_clock::time_point>, next_schedule_time,       \
+    "next_schedule_time", )                                                         \
+  X(std::vector<std::string>, active, "active", ) /* Runs the controller sees running. */
 struct ScheduleStatus {
-  bool exists = false;      ///< The CronJob exists.
-  std::string api_version;  ///< "batch/v1" or "batch/v1beta1".
-  bool suspended = false;
-  std::string schedule;  ///< As stored.
-  std::optional<std::chrono::system_clock::time_point> last_schedule_time;
-  std::optional<std::chrono::system_clock::time_point> last_successful_time;  ///< ≥ 1.21 only.
-  std::optional<std::chrono::system_clock::time_point> next_schedule_time;    ///< Computed here.
-  std::vector<std::string> active;  ///< Names of the runs the controller sees running.
-  /// The fields as JSON with snake_case keys, times in seconds since the epoch (null when
-  /// unknown): what the Python bindings return.
-  [[nodiscard]] Json ToJson() const;
+  TFK8S_FIELDS(TFK8S_SCHEDULE_STATUS_FIELDS)
+  /// The fields as JSON (FieldsToJson: times in seconds since the epoch, null when unknown):
+  /// what the Python bindings return.
+  [[nodiscard]] Json ToJson() const { return FieldsToJson(*this); }
 };
 
 /// The log of one attempt (pod) of a run.
@@ -267,9 +276,12 @@ struct ScheduledJobDeleteOptions {
   std::optional<std::chrono::milliseconds> wait;  ///< Wait until everything is gone.
 };
 
-/// The ScheduledJob kind: its spec and status types (see Workload). Its waits are for a run
+class ScheduledJob;
+
+/// The ScheduledJob kind: its class, spec and status types (see Workload). Its waits are for a run
 /// (ScheduledJob::WaitForRun), not for the schedule's status.
 struct ScheduledJobKind {
+  using Object = ScheduledJob;
   using Spec = ScheduledJobSpec;
   using Status = ScheduleStatus;
   static constexpr const char* kName = "ScheduledJob";
@@ -291,12 +303,6 @@ extern template class Workload<ScheduledJobKind>;
 class ScheduledJob : public Workload<ScheduledJobKind> {
  public:
   using Workload::Workload;
-  /// Loads a task from its CronJob, or (no schedule) from its newest run. The task's name,
-  /// namespace and owner are the object's own (its tfk8s.io/scheduledjob and tfk8s.io/owner
-  /// labels, its namespace): a stored spec that says otherwise is refused with a
-  /// ValidationError naming the field and both values, and nothing is sent. Later writes of a
-  /// loaded CronJob carry its UID, so one deleted and re-created meanwhile is refused.
-  static ScheduledJob Load(Client client, const std::string& ns, const std::string& name);
   /// Creates or updates the CronJob (server-side apply) in the API version the server serves.
   /// Throws ValidationError without a schedule (or for a time zone the server cannot honour),
   /// QuotaExceeded when one run would not fit (nothing is created). Returns the CronJob.

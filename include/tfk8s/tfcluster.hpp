@@ -200,7 +200,8 @@ struct TFClusterSpec {
   void Validate() const;
   /// The spec as JSON (stored in the root object, so a cluster can be loaded back).
   [[nodiscard]] Json ToJson() const;
-  /// Inverse of ToJson(); throws ValidationError naming the field on bad input.
+  /// Inverse of ToJson(); throws ValidationError naming the field on bad input, and on a
+  /// member it does not know ("is not a field of …": a misspelt key is refused, not ignored).
   static TFClusterSpec FromJson(const Json& json);
 };
 
@@ -228,15 +229,17 @@ struct TFRenderOptions {
 /// Renders every object of the cluster, root ConfigMap first. Pure: validates, then builds JSON.
 std::vector<Json> RenderTFCluster(const TFClusterSpec& spec, const TFRenderOptions& options = {});
 
-/// One replica's row of the status table.
+/// One replica's row of the status table (fields: TFK8S_TF_REPLICA_STATUS_FIELDS).
+#define TFK8S_TF_REPLICA_STATUS_FIELDS(X)                                                   \
+  X(std::string, role, "role", )                                                            \
+  X(int, index, "index", = 0)                                                               \
+  X(std::string, pod, "pod", )     /* Empty while no pod exists. */                         \
+  X(std::string, phase, "phase", ) /* Pending, Running, Succeeded, Failed, or "Missing". */ \
+  X(std::string, node, "node", )                                                            \
+  X(int, restarts, "restarts", = 0)                                                         \
+  X(std::string, reason, "reason", ) /* Why it is not running (Unschedulable: …, …). */
 struct TFReplicaStatus {
-  std::string role;
-  int index = 0;
-  std::string pod;    ///< Empty while no pod exists.
-  std::string phase;  ///< Pending, Running, Succeeded, Failed, or "Missing".
-  std::string node;
-  int restarts = 0;
-  std::string reason;  ///< Why it is not running (Unschedulable: …, ImagePullBackOff, …).
+  TFK8S_FIELDS(TFK8S_TF_REPLICA_STATUS_FIELDS)
 };
 
 /// The cluster's condition.
@@ -244,23 +247,25 @@ enum class TFClusterPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 /// "Pending", "Running", …
 std::string ToString(TFClusterPhase phase);
 
-/// Status of the whole cluster.
+/// Status of the whole cluster (fields: TFK8S_TF_CLUSTER_STATUS_FIELDS). `session`: with a
+/// session, where Jupyter and SSH are reached and the SSH login, as a DevInstance's access.
+/// Cluster addresses always; with `service_type` NodePort, Status() also reads the node ports
+/// (Wait's progress does not). Never the password: TFCluster::Session() tells it.
+#define TFK8S_TF_CLUSTER_STATUS_FIELDS(X)                                                 \
+  X(std::string, name, "name", )                                                          \
+  X(std::string, namespace_name, "namespace", )                                           \
+  X(TFClusterPhase, phase, "phase", = TFClusterPhase::kUnknown)                           \
+  X(std::string, message, "message", ) /* Why (first failing replica, or progress). */    \
+  X(std::vector<TFReplicaStatus>, replicas, "replicas", ) /* ps, worker, …, session. */ \
+  X(std::optional<DevAccess>, session, "session", )
 struct TFClusterStatus {
-  std::string name;            ///< The cluster's name.
-  std::string namespace_name;  ///< Its namespace.
-  TFClusterPhase phase = TFClusterPhase::kUnknown;
-  std::string message;                    ///< Why (first failing replica, or progress).
-  std::vector<TFReplicaStatus> replicas;  ///< ps, worker, chief, evaluator, then session.
-  /// With a session: where Jupyter and SSH are reached and the SSH login, as a DevInstance's
-  /// access. Cluster addresses always; with `service_type` NodePort, Status() also reads the
-  /// node ports (Wait's progress does not). Never the password: TFCluster::Session() tells it.
-  std::optional<DevAccess> session;
+  TFK8S_FIELDS(TFK8S_TF_CLUSTER_STATUS_FIELDS)
   /// A fixed-width text table (then the session's addresses, with one).
   [[nodiscard]] std::string Table() const;
   /// Replicas not Running (or not Succeeded).
   [[nodiscard]] int NotReady() const;
-  /// The fields, "not_ready" and the text table ("table") as JSON with snake_case keys (what
-  /// the Python bindings return).
+  /// The fields (FieldsToJson), "not_ready" and the text table ("table"): what the Python
+  /// bindings return.
   [[nodiscard]] Json ToJson() const;
 };
 
@@ -280,8 +285,11 @@ struct TFDeleteOptions {
   std::optional<std::chrono::milliseconds> wait;  ///< Wait until every object is gone.
 };
 
-/// The TFCluster kind: its spec and status types (see Workload).
+class TFCluster;
+
+/// The TFCluster kind: its class, spec and status types (see Workload).
 struct TFClusterKind {
+  using Object = TFCluster;
   using Spec = TFClusterSpec;
   using Status = TFClusterStatus;
   static constexpr const char* kName = "TFCluster";
@@ -302,12 +310,6 @@ extern template class Workload<TFClusterKind>;
 class TFCluster : public Workload<TFClusterKind> {
  public:
   using Workload::Workload;
-  /// Loads an existing cluster from its root object (the stored spec). The cluster's name,
-  /// namespace and owner are the root ConfigMap's own (metadata, tfk8s.io/owner label): a
-  /// stored spec that says otherwise is refused with a ValidationError naming the field and
-  /// both values, and nothing is sent. Later writes of the root carry its UID, so one deleted
-  /// and re-created meanwhile is refused (Conflict), never overwritten.
-  static TFCluster Load(Client client, const std::string& ns, const std::string& name);
 
   /// Creates or updates every object (server-side apply, concurrently). Throws QuotaExceeded
   /// (pre-flight) or the first object's error; nothing is created when the pre-flight fails.

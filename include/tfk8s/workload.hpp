@@ -13,9 +13,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tfk8s/client.hpp"
+#include "tfk8s/fields.hpp"
 #include "tfk8s/quantity.hpp"
 
 namespace tfk8s {
@@ -109,6 +111,18 @@ struct WorkloadLogOptions {
   /// Asked at least every 200 ms; returning true ends the reading promptly (used to close a
   /// followed stream from another thread, e.g. a Python iterator).
   std::function<bool()> cancelled{};
+
+  /// The request for one container of one pod: `container`, and follow, tail_lines,
+  /// since_seconds and timestamps as these options say.
+  [[nodiscard]] LogOptions ForPod(std::string container = "") const {
+    LogOptions o;
+    o.container = std::move(container);
+    o.follow = follow;
+    o.tail_lines = tail_lines;
+    o.since_seconds = since_seconds;
+    o.timestamps = timestamps;
+    return o;
+  }
 };
 
 /// One line of a workload's logs.
@@ -131,8 +145,15 @@ class WorkloadLogStream {
   /// promptly (within about a second) once cancelled() is true. Its exception is the stream's.
   using Producer = std::function<void(const Emit& emit, const std::function<bool()>& cancelled)>;
 
+  /// Produces the lines from a workload's log options (see WithOptions).
+  using OptionsProducer = std::function<void(const WorkloadLogOptions& options, const Emit& emit)>;
+
   /// Starts `producer` on its own thread.
   explicit WorkloadLogStream(Producer producer, std::size_t capacity = 1024);
+  /// Starts `producer` on its own thread with `options` whose `cancelled` is widened: true once
+  /// the stream is cancelled or the caller's own callback says so (what a kind's StreamLogs
+  /// hands to its pull and follow readers).
+  static WorkloadLogStream WithOptions(WorkloadLogOptions options, OptionsProducer producer);
   WorkloadLogStream(WorkloadLogStream&&) noexcept;
   WorkloadLogStream& operator=(WorkloadLogStream&&) noexcept;
   WorkloadLogStream(const WorkloadLogStream&) = delete;
@@ -166,19 +187,29 @@ struct KindOps;
 /// The life every workload shares, written once: construction (the spec validated, nothing
 /// sent), the spec and its identity-preserving replacement, loading from the root object,
 /// listing, pre-flight, status, the watch-driven wait, rendering and YAML. `Kind` is a tag
-/// naming the kind's `Spec` and `Status` types (TFClusterKind, DevInstanceKind,
-/// ScheduledJobKind); TFCluster, DevInstance and ScheduledJob derive from their instantiation
-/// and add their own verbs (Scale, Stop, RunNow…). The members are compiled once, in the
-/// library (explicit instantiation): users compile no implementation.
+/// naming the kind's `Spec`, `Status` and `Object` (derived class) types (TFClusterKind,
+/// DevInstanceKind, ScheduledJobKind); TFCluster, DevInstance and ScheduledJob derive from their
+/// instantiation and add their own verbs (Scale, Stop, RunNow…). The members are compiled once, in
+/// the library (explicit instantiation): users compile no implementation.
 template <typename Kind>
 class Workload {
  public:
   using KindType = Kind;
   using SpecType = typename Kind::Spec;
   using StatusType = typename Kind::Status;
+  using ObjectType = typename Kind::Object;  ///< The derived class (TFCluster, …).
 
   /// Validates the spec (throws ValidationError); sends nothing.
   Workload(Client client, SpecType spec);
+
+  /// Loads the workload `name` in `ns` from its root object (a TFCluster's root ConfigMap, a
+  /// DevInstance's StatefulSet, a ScheduledJob's CronJob or, without a schedule, its newest
+  /// run), the name checked first. The workload's name, namespace and owner are the root's own
+  /// (its metadata and labels): a stored spec that says otherwise is refused with a
+  /// ValidationError naming the field and both values, and nothing is sent. The root's UID is
+  /// remembered: every later write of it carries it as a precondition, so a root deleted and
+  /// re-created meanwhile is refused (Conflict), never overwritten. NotFound when absent.
+  static ObjectType Load(Client client, const std::string& ns, const std::string& name);
 
   /// The spec.
   [[nodiscard]] const SpecType& spec() const { return spec_; }
@@ -214,19 +245,6 @@ class Workload {
   [[nodiscard]] std::string ToYaml() const;
 
  protected:
-  /// The workload `name` in `ns`, loaded from its root object: the name checked first, the
-  /// identity taken from the root's metadata (a stored spec naming another workload is refused
-  /// with a ValidationError, nothing sent), the root's UID remembered as the precondition of
-  /// every later write of it.
-  template <typename Derived>
-  static Derived LoadAs(Client client, const std::string& ns, const std::string& name) {
-    std::string uid;
-    SpecType spec = LoadSpec(client, ns, name, &uid);
-    Derived loaded(std::move(client), std::move(spec));
-    static_cast<Workload&>(loaded).root_uid_ = std::move(uid);
-    return loaded;
-  }
-
   Client client_;
   SpecType spec_;
   /// The UID of the root this object loaded or applied ("" before): the precondition of every

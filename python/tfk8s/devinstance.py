@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from tfk8s import _core, _html, _links
 from tfk8s._keywords import renamed_keywords, shared_keywords
 from tfk8s._logs import WorkloadLogs
-from tfk8s._records import Record, dicts, field, optional_rfc3339, strings, text
+from tfk8s._records import Record, dicts, field, optional_rfc3339, optional_time, strings, text
 from tfk8s._workload import ContainerKeywords, Workload, set_container, showing_progress
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ class DevCredentials(Record):
 
 class DevInstanceStatus(Record):
     """``phase`` (Stopped, Pending, Running, Failed, Unknown), ``pod``, ``node``, ``restarts``,
+    ``started_at`` (when the pod started, a timezone-aware datetime; None without a pod),
     ``ready_tools``, ``reason``, ``message``."""
 
     __slots__ = ()
@@ -142,6 +143,7 @@ class DevInstanceStatus(Record):
     pod: str = field(text)
     node: str = field(text)
     restarts: int = field(int)
+    started_at: Optional[_dt.datetime] = field(optional_time)
     ready_tools: List[str] = field(strings)
     reason: str = field(text)
     message: str = field(text)

@@ -15,6 +15,7 @@
 #include "tfk8s/yaml.hpp"
 #include "util/base64.hpp"
 #include "workloads/common.hpp"
+#include "workloads/cron.hpp"
 #include "workloads/devinstance_internal.hpp"
 #include "workloads/start_script.hpp"
 #include "workloads/wait.hpp"
@@ -52,6 +53,12 @@ std::string DevAccess::Table() const {
 
 std::string DevStartResult::ToString() const {
   return "user: " + access.user + "\npassword: REDACTED\n" + access.Table();
+}
+
+Json DevInstanceStatus::ToJson() const {
+  Json out = FieldsToJson(*this);
+  out["table"] = Table();
+  return out;
 }
 
 std::string DevInstanceStatus::Table() const {
@@ -92,6 +99,8 @@ DevInstanceStatus ComputeDevStatus(const DevInstanceSpec& spec, const DevObserve
     st.pod = NameOf(*pod);
     st.node = pod->value("spec", Json::object()).value("nodeName", "");
     st.restarts = PodRestarts(*pod);
+    const Json& pod_status = pod->value("status", Json::object());
+    if (auto t = ParseTimestamp(pod_status.value("startTime", ""))) st.started_at = *t;
   }
   if (desired == 0) {
     st.phase = DevPhase::kStopped;
@@ -246,68 +255,33 @@ Json ApplyStatefulSet(Client& client, const DevInstanceSpec& spec, bool running,
 DevAccess BaseAccess(const DevInstanceSpec& spec) {
   DevAccess a;
   for (const auto& p : DevPorts(spec)) {
-    DevEndpoint e;
+    DevEndpoint& e = a.endpoints.emplace_back();
     e.tool = p.name;
     e.port = p.port;
     e.cluster_address = fmt::format("{}.{}.svc:{}", spec.name, spec.namespace_name, p.port);
-    a.endpoints.push_back(e);
   }
   return a;
 }
 
-// FailedCreate events saying "exceeded quota" about this StatefulSet since tfk8s last applied
-// it (older ones belong to an earlier start).
 // The events saying the StatefulSet could not create its pod.
 std::string FailedCreateSelector(const DevInstanceSpec& spec) {
   return "involvedObject.name=" + spec.name + ",reason=FailedCreate";
 }
 
+// The quota's refusals of this StatefulSet's pod since tfk8s last applied it (older ones belong
+// to an earlier start).
 std::vector<std::string> QuotaRejections(const Json& sts, const std::vector<Json>& events) {
-  std::string uid = sts.value("metadata", Json::object()).value("uid", "");
   std::string since;
   for (const auto& f : sts["metadata"].value("managedFields", Json::array())) {
     if (f.value("manager", "") == "tfk8s") since = std::max(since, f.value("time", ""));
   }
-  since = since.substr(0, 19);  // RFC 3339 to the second, server clock on both sides
-  std::vector<std::string> out;
-  for (const auto& e : events) {
-    const Json& involved = e.value("involvedObject", Json::object());
-    std::string message = e.value("message", "");
-    if (involved.value("uid", "") != uid || message.find("exceeded quota") == std::string::npos) {
-      continue;
-    }
-    std::string when = e.value("lastTimestamp", "");
-    if (when.empty() || !e["lastTimestamp"].is_string()) when = e.value("eventTime", "");
-    if (when.substr(0, 19) < since) continue;
-    out.push_back(fmt::format("{} cannot create its pod: {}", involved.value("name", ""), message));
-  }
-  return out;
+  return internal::QuotaRefusals(events, {sts.value("metadata", Json::object()).value("uid", "")},
+                                 "its pod", since);
 }
 
 }  // namespace
 
 // ---- DevInstance --------------------------------------------------------------------------------
-
-namespace internal {
-
-DevInstanceSpec DevSpecFromObject(const Json& sts, RootIdentity* identity) {
-  RootIdentity id = IdentityOf(sts, "StatefulSet", "DevInstance", kInstanceLabel, true);
-  const std::string field = std::string("metadata.annotations[") + kDevSpecAnnotation + "]";
-  std::string text = AnnotationOf(sts, kDevSpecAnnotation);
-  if (text.empty()) {
-    throw NotFound(
-        ErrorKind::kNotFound,
-        fmt::format("{} exists but is not a tfk8s dev instance: it has no {}", id.object, field),
-        404, "NotFound");
-  }
-  return StoredSpec<DevInstanceSpec>(std::move(id), text, field, identity);
-}
-
-}  // namespace internal
-
-DevInstance DevInstance::Load(Client client, const std::string& ns, const std::string& name) {
-  return LoadAs<DevInstance>(std::move(client), ns, name);
-}
 
 Json DevInstance::GetRoot() {
   Json sts = internal::GetChecked(client_, kStatefulSets, spec_.namespace_name, spec_.name);
@@ -595,11 +569,7 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
       deadline - std::chrono::steady_clock::now());
   done = done && internal::WaitForObject(client_, kPods, ns, DevPodName(spec_),
                                          std::max(left, std::chrono::milliseconds(1)), gone);
-  if (!done) {
-    throw Timeout(ErrorKind::kTimeout,
-                  fmt::format("DevInstance {}/{} still being deleted after {} ms", ns, spec_.name,
-                              options.wait->count()));
-  }
+  if (!done) internal::ThrowStillDeleting("DevInstance", ns, spec_.name, *options.wait);
 }
 
 DevAccess DevInstance::Access() {
@@ -648,18 +618,13 @@ WorkloadLogStream DevInstance::StreamLogs(WorkloadLogOptions options) const {
     throw ValidationError("source", options.source,
                           "an instance has one source, its pod \"" + pod + "\" (or \"\")");
   }
-  LogOptions lo;
-  lo.container = internal::kDevContainer;
-  lo.follow = options.follow;
-  lo.tail_lines = options.tail_lines;
-  lo.since_seconds = options.since_seconds;
-  lo.timestamps = options.timestamps;
-  return WorkloadLogStream(
-      [client = client_, ns = spec_.namespace_name, pod, lo,
-       user_cancelled = std::move(options.cancelled)](
-          const WorkloadLogStream::Emit& emit, const std::function<bool()>& cancelled) mutable {
+  LogOptions lo = options.ForPod(internal::kDevContainer);
+  return WorkloadLogStream::WithOptions(
+      std::move(options),
+      [client = client_, ns = spec_.namespace_name, pod, lo](
+          const WorkloadLogOptions& o, const WorkloadLogStream::Emit& emit) mutable {
         LogStream stream = client.StreamLogs(ns, pod, lo);
-        while (!cancelled() && !(user_cancelled && user_cancelled())) {
+        while (!o.cancelled()) {
           auto line = stream.NextLine(std::chrono::milliseconds(500));
           if (line) {
             if (!emit({pod, std::move(*line)})) break;
@@ -679,8 +644,13 @@ template <>
 struct KindOps<DevInstanceKind> {
   // An instance is only ever waited for until ready (a finished one is a stopped one).
   static constexpr KindFacts<DevInstanceSpec> kFacts{
-      "instance",         validation::RequireDns1035Label, kInstanceLabel, &kStatefulSets,
-      &DevSpecFromObject, /*waits_only_until_ready=*/true};
+      "instance",
+      validation::RequireDns1035Label,
+      kInstanceLabel,
+      &kStatefulSets,
+      &DevSpecFromObject,
+      [](const DevInstanceSpec& spec) { return RenderDevInstance(spec); },
+      /*waits_only_until_ready=*/true};
   static std::string RefSelector() {
     return std::string(kInstanceLabel) + "," + kManagedBy + "=tfk8s";
   }
@@ -705,81 +675,54 @@ struct KindOps<DevInstanceKind> {
     return ComputeDevStatus(spec, seen, nullptr);
   }
 
-  static std::vector<Json> Render(const Client& /*client*/, const DevInstanceSpec& spec) {
-    return RenderDevInstance(spec);
+  /// The wait watches the pod, the StatefulSet and the quota's refusals to create the pod.
+  static std::vector<WaitWatch> Watches(const DevInstanceSpec& spec) {
+    return {{&kPods, ByLabel(DevSelector(spec))},
+            {&kStatefulSets, ByField("metadata.name=" + spec.name)},
+            {&kEvents, ByField(FailedCreateSelector(spec))}};
   }
 
-  /// The wait's judge: the pod, the StatefulSet and the quota's refusals to create the pod.
-  struct Judge : KindJudge<DevInstanceSpec> {
-    using KindJudge::KindJudge;
-
-    [[nodiscard]] std::vector<WaitWatch> Watches() const {
-      ListOptions pod_sel;
-      pod_sel.label_selector = DevSelector(spec);
-      ListOptions sts_sel;
-      sts_sel.field_selector = "metadata.name=" + spec.name;
-      ListOptions event_sel;
-      event_sel.field_selector = FailedCreateSelector(spec);
-      return {{&kPods, pod_sel}, {&kStatefulSets, sts_sel}, {&kEvents, event_sel}};
+  static std::pair<DevInstanceStatus, WaitVerdict> Judge(JudgeContext<DevInstanceSpec>& wait,
+                                                         const WaitSnapshot& snapshot) {
+    const DevInstanceSpec& spec = wait.spec;
+    const bool synced = snapshot.synced;
+    DevObserved seen;
+    const auto& sts = snapshot.objects[1];
+    if (!sts.empty()) {
+      seen.statefulset = sts.front();
+      seen.quota_rejections = QuotaRejections(seen.statefulset, snapshot.objects[2]);
     }
-
-    std::pair<DevInstanceStatus, WaitVerdict> operator()(const WaitSnapshot& snapshot) {
-      const bool synced = snapshot.synced;
-      DevObserved seen;
-      const auto& sts = snapshot.objects[1];
-      if (!sts.empty()) {
-        seen.statefulset = sts.front();
-        seen.quota_rejections = QuotaRejections(seen.statefulset, snapshot.objects[2]);
-      }
-      seen.pods = snapshot.objects[0];
-      std::vector<std::string> fatal;
-      DevInstanceStatus st = ComputeDevStatus(spec, seen, &fatal);
-      if (synced && sts.empty()) {
-        throw NotFound(ErrorKind::kNotFound, fmt::format("{} does not exist", what), 404,
-                       "NotFound");
-      }
-      if (!synced) st.message = "watching";
-      if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
-        // Fails fast only when no node could ever take the pod (else capacity may free up);
-        // that judgement is the placement check's, made once.
-        if (!placement) placement = CheckPlacement(client, {RenderDevInstance(spec).front()});
-        if (!placement->fits) fatal.push_back(st.reason + "; " + placement->Message());
-      }
-      // Running and Stopped are read from every watch's first list (a Running pod seen
-      // before the StatefulSet is no answer yet, and its message would be "watching").
-      WaitVerdict verdict;
-      verdict.done = synced && st.phase == DevPhase::kRunning;
-      if (!verdict.done && !fatal.empty()) {
-        verdict.failure = std::make_exception_ptr(
-            DevInstanceFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
-      } else if (synced && st.phase == DevPhase::kStopped) {
-        verdict.failure = std::make_exception_ptr(
-            DevInstanceFailed(fmt::format("{} is stopped; Start() it first", what), st));
-      }
-      verdict.report = synced;
-      verdict.progress = st.Table();
-      verdict.message = st.message;
-      return {std::move(st), std::move(verdict)};
+    seen.pods = snapshot.objects[0];
+    std::vector<std::string> fatal;
+    DevInstanceStatus st = ComputeDevStatus(spec, seen, &fatal);
+    if (synced && sts.empty()) {
+      throw NotFound(ErrorKind::kNotFound, fmt::format("{} does not exist", wait.what), 404,
+                     "NotFound");
     }
-  };
+    if (!synced) st.message = "watching";
+    if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
+      auto never = wait.NeverPlaced([&] { return std::vector{RenderDevInstance(spec).front()}; });
+      if (never) fatal.push_back(st.reason + "; " + *never);
+    }
+    // Running and Stopped are read from every watch's first list (a Running pod seen
+    // before the StatefulSet is no answer yet, and its message would be "watching").
+    WaitVerdict verdict;
+    verdict.done = synced && st.phase == DevPhase::kRunning;
+    if (!verdict.done && !fatal.empty()) {
+      verdict.failure = std::make_exception_ptr(
+          DevInstanceFailed(fmt::format("{} cannot start: {}", wait.what, fatal.front()), st));
+    } else if (synced && st.phase == DevPhase::kStopped) {
+      verdict.failure = std::make_exception_ptr(
+          DevInstanceFailed(fmt::format("{} is stopped; Start() it first", wait.what), st));
+    }
+    verdict.report = synced;
+    return Judged(std::move(st), std::move(verdict));
+  }
 };
 
 }  // namespace internal
 
 template class Workload<DevInstanceKind>;
-
-// ---- results as JSON -----------------------------------------------------------------------
-
-Json DevInstanceStatus::ToJson() const {
-  return {{"phase", ToString(phase)},
-          {"pod", pod},
-          {"node", node},
-          {"restarts", restarts},
-          {"ready_tools", ready_tools},
-          {"reason", reason},
-          {"message", message},
-          {"table", Table()}};
-}
 
 Json DevAccess::ToJson() const {
   Json out = Json::array();

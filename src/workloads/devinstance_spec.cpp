@@ -9,7 +9,9 @@
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/common.hpp"
 #include "workloads/devinstance_internal.hpp"
+#include "workloads/identity.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/spec_json.hpp"
 
@@ -533,6 +535,13 @@ DevInstanceSpec DevInstanceSpec::FromJson(const Json& j) {
   s.expose.create_configmap = Field<bool>(x, "createConfigmap", "expose.", false);
   s.expose.external_host = Field<std::string>(x, "externalHost", "expose.", "");
   if (auto it = j.find("idle"); it != j.end() && !it->is_null()) s.idle = IdleFromJson(*it);
+  Json understood = s.ToJson();
+  // The keys of specs stored before the pod options were shared, which ReadPodOptions reads.
+  understood["imagePullSecret"] = true;
+  for (const char* key : {"serviceAccount", "automountServiceAccountToken"}) {
+    understood["security"][key] = true;
+  }
+  internal::RefuseUnknownFields(j, understood, "DevInstance");
   return s;
 }
 
@@ -542,5 +551,24 @@ std::string DevIdlePolicy::AfterText() const {
   if (n != 0 && n % 60 == 0) return std::to_string(n / 60) + "m";
   return std::to_string(n) + "s";
 }
+
+// ---- the spec stored on its StatefulSet ----
+
+namespace internal {
+
+DevInstanceSpec DevSpecFromObject(const Json& sts, RootIdentity* identity) {
+  RootIdentity id = IdentityOf(sts, "StatefulSet", "DevInstance", kInstanceLabel, true);
+  const std::string field = std::string("metadata.annotations[") + kDevSpecAnnotation + "]";
+  std::string text = AnnotationOf(sts, kDevSpecAnnotation);
+  if (text.empty()) {
+    throw NotFound(
+        ErrorKind::kNotFound,
+        fmt::format("{} exists but is not a tfk8s dev instance: it has no {}", id.object, field),
+        404, "NotFound");
+  }
+  return StoredSpec<DevInstanceSpec>(std::move(id), text, field, identity);
+}
+
+}  // namespace internal
 
 }  // namespace tfk8s

@@ -33,6 +33,16 @@ struct WorkloadLogStream::Impl {
   }
 };
 
+WorkloadLogStream WorkloadLogStream::WithOptions(WorkloadLogOptions options,
+                                                 OptionsProducer producer) {
+  return WorkloadLogStream([options = std::move(options), producer = std::move(producer)](
+                               const Emit& emit, const std::function<bool()>& cancelled) mutable {
+    auto user_cancelled = std::move(options.cancelled);
+    options.cancelled = [&] { return cancelled() || (user_cancelled && user_cancelled()); };
+    producer(options, emit);
+  });
+}
+
 WorkloadLogStream::WorkloadLogStream(Producer producer, std::size_t capacity)
     : impl_(std::make_shared<Impl>()) {
   impl_->capacity = capacity == 0 ? 1 : capacity;

@@ -12,6 +12,13 @@
 
 namespace tfk8s::internal {
 
+/// What a per-storage-class quota key holds between the class and the resource
+/// ("gold.storageclass.storage.k8s.io/requests.storage").
+inline constexpr std::string_view kStorageClassInfix = ".storageclass.storage.k8s.io/";
+
+/// A queue's namespaces: its own (shared by the team), then each member's (personal).
+std::vector<std::string> TeamNamespaces(const QuotaSpec& spec);
+
 /// The pods one object would run at once, from one template.
 struct PodGroup {
   std::string source;       ///< "StatefulSet/tf-worker" (for messages).

@@ -113,29 +113,11 @@ bool ContainerStarted(const Json& pod) {
 
 }  // namespace
 
-// ---- construction and loading ---------------------------------------------------------------
+// ---- the server's CronJob version -----------------------------------------------------------
 
 ResourceType ScheduledJob::CronJobType() {
   if (!cronjob_type_) cronjob_type_ = CronJobTypeOf(client_);
   return *cronjob_type_;
-}
-
-namespace internal {
-
-std::optional<ScheduledJobSpec> ScheduledJobSpecFromObject(const Json& object, bool is_cronjob,
-                                                           RootIdentity* identity) {
-  std::string text = AnnotationOf(object, kSpecAnnotation);
-  if (text.empty()) return std::nullopt;
-  RootIdentity id = IdentityOf(object, is_cronjob ? "CronJob" : "Job", "ScheduledJob",
-                               kScheduledJobLabel, is_cronjob);
-  const std::string field = std::string("metadata.annotations[") + kSpecAnnotation + "]";
-  return StoredSpec<ScheduledJobSpec>(std::move(id), text, field, identity);
-}
-
-}  // namespace internal
-
-ScheduledJob ScheduledJob::Load(Client client, const std::string& ns, const std::string& name) {
-  return LoadAs<ScheduledJob>(std::move(client), ns, name);
 }
 
 // ---- schedule -------------------------------------------------------------------------------
@@ -276,9 +258,7 @@ void ScheduledJob::Delete(const ScheduledJobDeleteOptions& options) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
-        throw Timeout(ErrorKind::kTimeout,
-                      fmt::format("ScheduledJob {}/{} still being deleted after {} ms", ns,
-                                  spec_.name, options.wait->count()));
+        internal::ThrowStillDeleting("ScheduledJob", ns, spec_.name, *options.wait);
       }
       informer.Next(std::min(left, std::chrono::milliseconds(500)));
       // The first Next() lists, so an empty snapshot afterwards means nothing is left.
@@ -373,11 +353,8 @@ std::vector<AttemptLog> ScheduledJob::Logs(const WorkloadLogOptions& options) {
     a.phase = pods[i].value("status", Json::object()).value("phase", "");
     a.exit_code = ExitCodeOf(pods[i]);
     if (ContainerStarted(pods[i])) {
-      LogOptions lo;
-      lo.container = "task";
-      lo.tail_lines = options.tail_lines;
-      lo.since_seconds = options.since_seconds;
-      lo.timestamps = options.timestamps;
+      LogOptions lo = options.ForPod("task");
+      lo.follow = false;  // each attempt's log as it is now
       try {
         a.text = client_.ReadLogs(spec_.namespace_name, a.pod, lo);
       } catch (const BadRequest&) {
@@ -462,16 +439,14 @@ void ScheduledJob::FollowLogs(const WorkloadLogOptions& options,
 }
 
 WorkloadLogStream ScheduledJob::StreamLogs(WorkloadLogOptions options) {
-  return WorkloadLogStream(
-      [self = *this, options = std::move(options)](const WorkloadLogStream::Emit& emit,
-                                                   const std::function<bool()>& cancelled) mutable {
-        auto user_cancelled = std::move(options.cancelled);
-        options.cancelled = [&] { return cancelled() || (user_cancelled && user_cancelled()); };
-        if (options.follow) {
-          self.FollowLogs(options, emit);
+  return WorkloadLogStream::WithOptions(
+      std::move(options),
+      [self = *this](const WorkloadLogOptions& o, const WorkloadLogStream::Emit& emit) mutable {
+        if (o.follow) {
+          self.FollowLogs(o, emit);
           return;
         }
-        for (const AttemptLog& a : self.Logs(options)) {
+        for (const AttemptLog& a : self.Logs(o)) {
           std::size_t start = 0;
           while (start < a.text.size()) {
             std::size_t end = a.text.find('\n', start);

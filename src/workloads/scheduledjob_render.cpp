@@ -12,6 +12,7 @@
 #include "tfk8s/validation.hpp"
 #include "workloads/common.hpp"
 #include "workloads/cron.hpp"
+#include "workloads/identity.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 #include "workloads/spec_json.hpp"
@@ -477,6 +478,7 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
   s.successful_jobs_history_limit = Field<int>(j, "successfulJobsHistoryLimit", root, 3);
   s.failed_jobs_history_limit = Field<int>(j, "failedJobsHistoryLimit", root, 1);
   s.suspend = Field<bool>(j, "suspend", root, false);
+  internal::RefuseUnknownFields(j, s.ToJson(), "ScheduledJob");
   return s;
 }
 
@@ -646,45 +648,10 @@ bool JobRun::finished() const {
          result == RunResult::kTimedOut;
 }
 
-namespace {
-
-Json EpochSeconds(const std::optional<std::chrono::system_clock::time_point>& t) {
-  if (!t) return nullptr;
-  return std::chrono::duration<double>(t->time_since_epoch()).count();
-}
-
-}  // namespace
-
 Json JobRun::ToJson() const {
-  return {{"name", name},
-          {"uid", uid},
-          {"namespace", namespace_name},
-          {"scheduled_job", scheduled_job},
-          {"trigger", ToString(trigger)},
-          {"scheduled_time", EpochSeconds(scheduled_time)},
-          {"start_time", EpochSeconds(start_time)},
-          {"end_time", EpochSeconds(end_time)},
-          {"duration", duration ? Json(duration->count()) : Json(nullptr)},
-          {"result", ToString(result)},
-          {"reason", reason},
-          {"message", message},
-          {"attempts", attempts},
-          {"active", active},
-          {"succeeded", succeeded},
-          {"failed", failed},
-          {"alerted", alerted},
-          {"finished", finished()}};
-}
-
-Json ScheduleStatus::ToJson() const {
-  return {{"exists", exists},
-          {"api_version", api_version},
-          {"suspended", suspended},
-          {"schedule", schedule},
-          {"last_schedule_time", EpochSeconds(last_schedule_time)},
-          {"last_successful_time", EpochSeconds(last_successful_time)},
-          {"next_schedule_time", EpochSeconds(next_schedule_time)},
-          {"active", active}};
+  Json out = FieldsToJson(*this);
+  out["finished"] = finished();
+  return out;
 }
 
 JobRun RunOf(const Json& job) {
@@ -811,5 +778,21 @@ Json ScheduledJobAlert::ToJson() const {
           {"deleted", deleted},
           {"time", internal::FormatTimestamp(internal::ToSysSeconds(time))}};
 }
+
+// ---- the spec stored on its CronJob or run ----
+
+namespace internal {
+
+std::optional<ScheduledJobSpec> ScheduledJobSpecFromObject(const Json& object, bool is_cronjob,
+                                                           RootIdentity* identity) {
+  std::string text = AnnotationOf(object, kSpecAnnotation);
+  if (text.empty()) return std::nullopt;
+  RootIdentity id = IdentityOf(object, is_cronjob ? "CronJob" : "Job", "ScheduledJob",
+                               kScheduledJobLabel, is_cronjob);
+  const std::string field = std::string("metadata.annotations[") + kSpecAnnotation + "]";
+  return StoredSpec<ScheduledJobSpec>(std::move(id), text, field, identity);
+}
+
+}  // namespace internal
 
 }  // namespace tfk8s

@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "tfk8s/client.hpp"
@@ -45,6 +46,13 @@ T Field(const Json& j, const char* key, const std::string& path, T fallback) {
     throw ValidationError(path + key, it->dump(), "has the wrong type");
   }
 }
+
+/// Refuses what a spec does not understand: the members of `input` (a spec document) that the
+/// spec read from it does not give back (`understood`: Spec::FromJson(input).ToJson()), at their
+/// paths ("worker.replica", "sesion"). A ValidationError naming the first (the others in its
+/// reason), "is not a field of `kind`": a misspelt key must not fall back to a default in
+/// silence. Members with nothing in them (null, "", false, 0, [], {}) say nothing and pass.
+void RefuseUnknownFields(const Json& input, const Json& understood, std::string_view kind);
 
 /// Field() for optional values: nullopt when absent or null.
 template <typename T>

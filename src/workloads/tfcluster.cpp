@@ -90,6 +90,13 @@ std::string ToString(TFClusterPhase phase) {
 TFClusterFailed::TFClusterFailed(std::string what, TFClusterStatus status)
     : Error(ErrorKind::kWorkloadFailed, std::move(what)), status_(std::move(status)) {}
 
+Json TFClusterStatus::ToJson() const {
+  Json out = FieldsToJson(*this);
+  out["not_ready"] = NotReady();
+  out["table"] = Table();
+  return out;
+}
+
 std::string TFClusterStatus::Table() const {
   std::string out = fmt::format("{:<10} {:>5}  {:<36} {:<10} {:<16} {:>8}  {}\n", "ROLE", "INDEX",
                                 "POD", "PHASE", "NODE", "RESTARTS", "REASON");
@@ -313,25 +320,6 @@ TFClusterStatus StatusFromPods(const TFClusterSpec& spec, Observed seen,
 }  // namespace
 
 // ---- TFCluster ------------------------------------------------------------------------------
-
-namespace internal {
-
-TFClusterSpec TFSpecFromRoot(const Json& root, RootIdentity* identity) {
-  RootIdentity id = IdentityOf(root, "ConfigMap", "TFCluster", kClusterLabel, true);
-  const std::string field = "data." + std::string(kSpecKey);
-  const Json& data = At(root, "data");
-  if (!At(data, kSpecKey).is_string()) {
-    throw ValidationError(field, id.name, "the cluster's root holds no stored spec");
-  }
-  return StoredSpec<TFClusterSpec>(std::move(id), At(data, kSpecKey).get<std::string>(), field,
-                                   identity);
-}
-
-}  // namespace internal
-
-TFCluster TFCluster::Load(Client client, const std::string& ns, const std::string& name) {
-  return LoadAs<TFCluster>(std::move(client), ns, name);
-}
 
 namespace {
 
@@ -673,11 +661,7 @@ void TFCluster::Logs(const WorkloadLogOptions& options,
                         fmt::format("replica {} has no started pod after {} ms", replica,
                                     options.pending_wait.count()));
         }
-        LogOptions lo;
-        lo.follow = options.follow;
-        lo.tail_lines = options.tail_lines;
-        lo.since_seconds = options.since_seconds;
-        lo.timestamps = options.timestamps;
+        LogOptions lo = options.ForPod();
         {
           std::lock_guard lock(mu);
           if (stop) return;
@@ -780,11 +764,7 @@ void TFCluster::Delete(const TFDeleteOptions& options) {
     if (ev && ev->type == WatchEventType::kDeleted) present = false;
     if (!ev && root.Snapshot().empty()) present = false;
   }
-  if (present) {
-    throw Timeout(ErrorKind::kTimeout,
-                  fmt::format("TFCluster {}/{} still being deleted after {} ms", ns, spec_.name,
-                              options.wait->count()));
-  }
+  if (present) internal::ThrowStillDeleting("TFCluster", ns, spec_.name, *options.wait);
 }
 
 void TFCluster::CleanUpAfterSuccess() {
@@ -845,12 +825,10 @@ DevStartResult TFCluster::Session() {
 }
 
 WorkloadLogStream TFCluster::StreamLogs(WorkloadLogOptions options) const {
-  return WorkloadLogStream(
-      [self = *this, options = std::move(options)](const WorkloadLogStream::Emit& emit,
-                                                   const std::function<bool()>& cancelled) mutable {
-        auto user_cancelled = std::move(options.cancelled);
-        options.cancelled = [&] { return cancelled() || (user_cancelled && user_cancelled()); };
-        self.Logs(options, emit);
+  return WorkloadLogStream::WithOptions(
+      std::move(options),
+      [self = *this](const WorkloadLogOptions& o, const WorkloadLogStream::Emit& emit) mutable {
+        self.Logs(o, emit);
       });
 }
 
@@ -860,8 +838,10 @@ namespace internal {
 
 template <>
 struct KindOps<TFClusterKind> {
-  static constexpr KindFacts<TFClusterSpec> kFacts{"cluster", validation::RequireDns1035Label,
-                                                   kClusterLabel, &kConfigMaps, &TFSpecFromRoot};
+  static constexpr KindFacts<TFClusterSpec> kFacts{
+      "cluster",       validation::RequireDns1035Label,
+      kClusterLabel,   &kConfigMaps,
+      &TFSpecFromRoot, [](const TFClusterSpec& spec) { return RenderTFCluster(spec); }};
   static std::string RefSelector() {
     return std::string(kComponentLabel) + "=root," + kinds::kManagedBySelector;
   }
@@ -885,100 +865,47 @@ struct KindOps<TFClusterKind> {
     });
   }
 
-  static std::vector<Json> Render(const Client& /*client*/, const TFClusterSpec& spec) {
-    return RenderTFCluster(spec);
+  /// The wait watches pods, Jobs and the quota's refusals to create pods.
+  static std::vector<WaitWatch> Watches(const TFClusterSpec& spec) {
+    return {{&kPods, ByLabel(Selector(spec))},
+            {&kJobs, ByLabel(Selector(spec))},
+            {&kEvents, ByField("reason=FailedCreate")}};
   }
 
-  /// The wait's judge: pods, Jobs and the quota's refusals to create pods.
-  struct Judge : KindJudge<TFClusterSpec> {
-    using KindJudge::KindJudge;
-
-    [[nodiscard]] std::vector<WaitWatch> Watches() const {
-      ListOptions sel;
-      sel.label_selector = Selector(spec);
-      ListOptions failed_creates;
-      failed_creates.field_selector = "reason=FailedCreate";
-      return {{&kPods, sel}, {&kJobs, sel}, {&kEvents, failed_creates}};
-    }
-
-    std::pair<TFClusterStatus, WaitVerdict> operator()(const WaitSnapshot& snapshot) {
-      Observed seen;
-      seen.pods = snapshot.objects[0];
-      seen.jobs = snapshot.objects[1];
-      seen.quota_rejections = QuotaRefusals(seen.jobs, snapshot.objects[2]);
-      std::vector<std::string> fatal;
-      TFClusterStatus st = ComputeTFStatus(spec, seen, &fatal);
-      for (const auto& r : st.replicas) {
-        if (r.reason.rfind("Unschedulable", 0) != 0) continue;
-        // Fails fast only when no node could ever take the pod (else capacity may free up);
-        // that judgement is the placement check's, made once.
-        if (!placement) placement = CheckPlacement(client, ChildrenOf(spec));
-        if (!placement->fits) {
-          fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index, placement->Message()));
-        }
-        break;
+  static std::pair<TFClusterStatus, WaitVerdict> Judge(JudgeContext<TFClusterSpec>& wait,
+                                                       const WaitSnapshot& snapshot) {
+    const TFClusterSpec& spec = wait.spec;
+    Observed seen;
+    seen.pods = snapshot.objects[0];
+    seen.jobs = snapshot.objects[1];
+    std::set<std::string> job_uids;
+    for (const auto& j : seen.jobs) job_uids.insert(j["metadata"].value("uid", ""));
+    seen.quota_rejections = QuotaRefusals(snapshot.objects[2], job_uids, "pods");
+    std::vector<std::string> fatal;
+    TFClusterStatus st = ComputeTFStatus(spec, seen, &fatal);
+    for (const auto& r : st.replicas) {
+      if (r.reason.rfind("Unschedulable", 0) != 0) continue;
+      if (auto never = wait.NeverPlaced([&] { return ChildrenOf(spec); })) {
+        fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index, *never));
       }
-      WaitVerdict verdict;
-      if (st.phase == TFClusterPhase::kFailed) {
-        verdict.failure = std::make_exception_ptr(
-            TFClusterFailed(fmt::format("{} failed: {}", what, st.message), st));
-      } else if (!fatal.empty()) {
-        verdict.failure = std::make_exception_ptr(
-            TFClusterFailed(fmt::format("{} cannot start: {}", what, fatal.front()), st));
-      }
-      verdict.done = st.phase == TFClusterPhase::kSucceeded ||
-                     (until == WaitUntil::kReady && st.phase == TFClusterPhase::kRunning);
-      verdict.progress = st.Table();
-      verdict.message = st.message;
-      return {std::move(st), std::move(verdict)};
+      break;
     }
-
-   private:
-    // Events of the cluster's Jobs saying the quota refused their pods.
-    static std::vector<std::string> QuotaRefusals(const std::vector<Json>& jobs,
-                                                  const std::vector<Json>& events) {
-      std::set<std::string> job_uids;
-      for (const auto& j : jobs) job_uids.insert(j["metadata"].value("uid", ""));
-      std::vector<std::string> out;
-      for (const auto& e : events) {
-        const Json& involved = e.value("involvedObject", Json::object());
-        std::string message = e.value("message", "");
-        if (job_uids.count(involved.value("uid", "")) &&
-            message.find("exceeded quota") != std::string::npos) {
-          out.push_back(
-              fmt::format("{} cannot create pods: {}", involved.value("name", ""), message));
-        }
-      }
-      return out;
+    WaitVerdict verdict;
+    if (st.phase == TFClusterPhase::kFailed) {
+      verdict.failure = std::make_exception_ptr(
+          TFClusterFailed(fmt::format("{} failed: {}", wait.what, st.message), st));
+    } else if (!fatal.empty()) {
+      verdict.failure = std::make_exception_ptr(
+          TFClusterFailed(fmt::format("{} cannot start: {}", wait.what, fatal.front()), st));
     }
-  };
+    verdict.done = st.phase == TFClusterPhase::kSucceeded ||
+                   (wait.until == WaitUntil::kReady && st.phase == TFClusterPhase::kRunning);
+    return Judged(std::move(st), std::move(verdict));
+  }
 };
 
 }  // namespace internal
 
 template class Workload<TFClusterKind>;
-
-// ---- results as JSON -----------------------------------------------------------------------
-
-Json TFClusterStatus::ToJson() const {
-  Json out = Json::array();
-  for (const auto& r : replicas) {
-    out.push_back({{"role", r.role},
-                   {"index", r.index},
-                   {"pod", r.pod},
-                   {"phase", r.phase},
-                   {"node", r.node},
-                   {"restarts", r.restarts},
-                   {"reason", r.reason}});
-  }
-  return {{"name", name},
-          {"namespace", namespace_name},
-          {"phase", ToString(phase)},
-          {"message", message},
-          {"replicas", std::move(out)},
-          {"not_ready", NotReady()},
-          {"session", session ? session->ToJson() : Json()},
-          {"table", Table()}};
-}
 
 }  // namespace tfk8s

@@ -7,6 +7,8 @@
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/tfcluster.hpp"
 #include "tfk8s/validation.hpp"
+#include "workloads/common.hpp"
+#include "workloads/identity.hpp"
 #include "workloads/kinds.hpp"
 #include "workloads/pod.hpp"
 #include "workloads/spec_json.hpp"
@@ -386,7 +388,25 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     t.mount_path = Field<std::string>(*x, "mountPath", "storage.", "/data");
     s.storage = t;
   }
+  internal::RefuseUnknownFields(j, s.ToJson(), "TFCluster");
   return s;
 }
+
+// ---- the spec stored on its root ConfigMap ----
+
+namespace internal {
+
+TFClusterSpec TFSpecFromRoot(const Json& root, RootIdentity* identity) {
+  RootIdentity id = IdentityOf(root, "ConfigMap", "TFCluster", kClusterLabel, true);
+  const std::string field = "data." + std::string(kSpecKey);
+  const Json& data = At(root, "data");
+  if (!At(data, kSpecKey).is_string()) {
+    throw ValidationError(field, id.name, "the cluster's root holds no stored spec");
+  }
+  return StoredSpec<TFClusterSpec>(std::move(id), At(data, kSpecKey).get<std::string>(), field,
+                                   identity);
+}
+
+}  // namespace internal
 
 }  // namespace tfk8s

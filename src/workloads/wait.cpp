@@ -11,9 +11,46 @@
 #include <fmt/format.h>
 
 #include "tfk8s/error.hpp"
+#include "tfk8s/quota.hpp"
 #include "workloads/common.hpp"
 
 namespace tfk8s::internal {
+
+std::vector<std::string> QuotaRefusals(const std::vector<Json>& events,
+                                       const std::set<std::string>& uids, std::string_view what,
+                                       const std::string& since) {
+  const std::string from = since.substr(0, 19);  // to the second
+  std::vector<std::string> out;
+  for (const auto& e : events) {
+    const Json& involved = e.value("involvedObject", Json::object());
+    std::string message = e.value("message", "");
+    if (!uids.count(involved.value("uid", "")) ||
+        message.find("exceeded quota") == std::string::npos) {
+      continue;
+    }
+    if (!from.empty()) {
+      std::string when = e.value("lastTimestamp", "");
+      if (when.empty() || !e["lastTimestamp"].is_string()) when = e.value("eventTime", "");
+      if (when.substr(0, 19) < from) continue;
+    }
+    out.push_back(
+        fmt::format("{} cannot create {}: {}", involved.value("name", ""), what, message));
+  }
+  return out;
+}
+
+void ThrowStillDeleting(std::string_view kind, const std::string& ns, const std::string& name,
+                        std::chrono::milliseconds waited) {
+  throw Timeout(ErrorKind::kTimeout, fmt::format("{} {}/{} still being deleted after {} ms", kind,
+                                                 ns, name, waited.count()));
+}
+
+std::optional<std::string> NeverPlaced(Client& client, std::optional<FitResult>* cache,
+                                       const std::function<std::vector<Json>()>& objects) {
+  if (!*cache) *cache = CheckPlacement(client, objects());
+  if ((*cache)->fits) return std::nullopt;
+  return (*cache)->Message();
+}
 
 void RunWait(const Client& client, const std::string& ns, const std::vector<WaitWatch>& watches,
              const std::string& what, const std::string& goal, std::chrono::milliseconds timeout,

@@ -9,7 +9,9 @@
 #include <exception>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +25,18 @@ struct WaitWatch {
   const ResourceType* type;
   ListOptions selectors;
 };
+
+/// List options selecting by label (`selector`), and by field.
+inline ListOptions ByLabel(std::string selector) {
+  ListOptions o;
+  o.label_selector = std::move(selector);
+  return o;
+}
+inline ListOptions ByField(std::string selector) {
+  ListOptions o;
+  o.field_selector = std::move(selector);
+  return o;
+}
 
 /// What the watches hold at one moment, in the order of the WaitWatch list.
 struct WaitSnapshot {
@@ -53,20 +67,51 @@ void RunWait(const Client& client, const std::string& ns, const std::vector<Wait
              const std::function<WaitVerdict(const WaitSnapshot&)>& judge,
              const std::function<void()>& report);
 
-/// What every kind's wait judge starts from (KindOps<Kind>::Judge derives from it): the client,
-/// the spec, what is waited for, the workload's name for messages ("TFCluster ns/name"), and
-/// the placement verdict, which a judge computes once per wait (an unschedulable pod fails the
-/// wait only when no node could ever take it, else capacity may free up).
+/// The messages of the `events` in which the quota refused to let one of the objects `uids`
+/// create pods ("exceeded quota"), each "<object> cannot create <what>: <message>"; with `since`
+/// (RFC 3339), only events from that second on (the server's clock on both sides).
+std::vector<std::string> QuotaRefusals(const std::vector<Json>& events,
+                                       const std::set<std::string>& uids, std::string_view what,
+                                       const std::string& since = "");
+
+/// The Timeout of a Delete that waited `waited` for the workload's objects to go, in vain.
+[[noreturn]] void ThrowStillDeleting(std::string_view kind, const std::string& ns,
+                                     const std::string& name, std::chrono::milliseconds waited);
+
+/// Why no node could ever take the pods of `objects` (the placement check), or nullopt when
+/// some node could. `cache` holds the check's result, so that one wait checks once.
+std::optional<std::string> NeverPlaced(Client& client, std::optional<FitResult>* cache,
+                                       const std::function<std::vector<Json>()>& objects);
+
+/// What a kind's judge (KindOps<Kind>::Judge) is given besides the snapshot: the client, the
+/// spec, what is waited for and the workload's name for messages ("TFCluster ns/name").
 template <typename Spec>
-struct KindJudge {
-  KindJudge(Client& client, const Spec& spec, WaitUntil until, std::string what)
+class JudgeContext {
+ public:
+  JudgeContext(Client& client, const Spec& spec, WaitUntil until, std::string what)
       : client(client), spec(spec), until(until), what(std::move(what)) {}
   Client& client;
   const Spec& spec;
   WaitUntil until;
   std::string what;
-  std::optional<FitResult> placement;
+  /// An unschedulable pod fails a wait only when no node could ever take it (else capacity may
+  /// free up): why not, from the placement check of `objects`, made once per wait.
+  std::optional<std::string> NeverPlaced(const std::function<std::vector<Json>()>& objects) {
+    return internal::NeverPlaced(client, &placement_, objects);
+  }
+
+ private:
+  std::optional<FitResult> placement_;
 };
+
+/// A judge's answer: `status` and `verdict`, whose progress is the status's table and whose
+/// message is the status's message unless the judge set them.
+template <typename Status>
+std::pair<Status, WaitVerdict> Judged(Status status, WaitVerdict verdict) {
+  if (verdict.progress.empty()) verdict.progress = status.Table();
+  if (verdict.message.empty()) verdict.message = status.message;
+  return {std::move(status), std::move(verdict)};
+}
 
 /// The typed wait: `judge` returns the status and its verdict; the status of the verdict that
 /// ended the wait is returned, and options.on_progress sees every new one.

@@ -4,16 +4,19 @@
 // template explicitly (`template class Workload<TFClusterKind>;`); see
 // docs/adr/0002-workload-spine.md.
 //
-// What a KindOps<Kind> specialisation supplies (all static but the Judge):
+// What a KindOps<Kind> specialisation supplies (all static):
 //   kFacts                      a KindFacts<Spec> (below): noun, name rule, name label, root
-//                               type and how the spec is taken from the root, wait policy
+//                               type and how the spec is taken from the root, the pure render,
+//                               wait policy
 //   LoadSpec(client, ns, name, &uid) and RefTypes(client)   only for a kind whose root is not
 //                               one object named after the workload (kFacts.root_type null)
 //   RefSelector()               the roots' label selector (before the owner is added)
-//   Preflight(client, spec), Status(client, spec), Render(client, spec)
-//   kWaitsOnlyUntilReady        whether every wait is until ready (a DevInstance's)
-//   Judge(client, spec, until, what)   with Watches() and operator()(snapshot) -> the status
-//                               and its verdict (only kinds with Kind::kWaitsForStatus)
+//   Preflight(client, spec), Status(client, spec)
+//   Render(client, spec)        only for a kind whose kFacts.render is null
+//   Watches(spec)               what a wait watches, and
+//   Judge(context, snapshot)    the status and its verdict from what the watches hold (a
+//                               JudgeContext: client, spec, until, name); only kinds with
+//                               Kind::kWaitsForStatus
 
 #include <fmt/format.h>
 
@@ -44,6 +47,9 @@ struct KindFacts {
   /// LoadSpec and RefTypes say where it is), and how the spec is taken from it.
   const ResourceType* root_type = nullptr;
   Spec (*from_root)(const Json& root, RootIdentity* identity) = nullptr;
+  /// The objects, from the spec alone (null: the kind's own Render(client, spec) asks the
+  /// server what to render for).
+  std::vector<Json> (*render)(const Spec& spec) = nullptr;
   bool waits_only_until_ready = false;  ///< Every wait is until ready (a DevInstance's).
 };
 
@@ -93,6 +99,16 @@ typename Workload<Kind>::SpecType Workload<Kind>::LoadSpec(Client& client, const
     return internal::LoadSpecFromRoot(client, *Ops::kFacts.root_type, ns, name, uid,
                                       Ops::kFacts.from_root);
   }
+}
+
+template <typename Kind>
+typename Workload<Kind>::ObjectType Workload<Kind>::Load(Client client, const std::string& ns,
+                                                         const std::string& name) {
+  std::string uid;
+  SpecType spec = LoadSpec(client, ns, name, &uid);
+  ObjectType loaded(std::move(client), std::move(spec));
+  static_cast<Workload&>(loaded).root_uid_ = std::move(uid);
+  return loaded;
 }
 
 template <typename Kind>
@@ -150,10 +166,11 @@ typename Workload<Kind>::StatusType Workload<Kind>::Wait(
     const std::string what = fmt::format("{} {}/{}", Kind::kName, spec_.namespace_name, spec_.name);
     WaitOptions<StatusType> checked = options;
     if constexpr (Ops::kFacts.waits_only_until_ready) checked.until = WaitUntil::kReady;
-    typename Ops::Judge judge(client_, spec_, checked.until, what);
-    return internal::Wait<StatusType>(
-        client_, spec_.namespace_name, judge.Watches(), what, checked,
-        [&judge](const internal::WaitSnapshot& snapshot) { return judge(snapshot); });
+    internal::JudgeContext<SpecType> context(client_, spec_, checked.until, what);
+    return internal::Wait<StatusType>(client_, spec_.namespace_name, Ops::Watches(spec_), what,
+                                      checked, [&context](const internal::WaitSnapshot& snapshot) {
+                                        return Ops::Judge(context, snapshot);
+                                      });
   } else {
     // Never called: the requires-clause hides Wait from such kinds. Clang before 16 still
     // instantiates the body with the class (the explicit instantiation), so it must compile.
@@ -163,7 +180,12 @@ typename Workload<Kind>::StatusType Workload<Kind>::Wait(
 
 template <typename Kind>
 std::vector<Json> Workload<Kind>::Render() const {
-  return internal::KindOps<Kind>::Render(client_, spec_);
+  using Ops = internal::KindOps<Kind>;
+  if constexpr (Ops::kFacts.render != nullptr) {
+    return Ops::kFacts.render(spec_);
+  } else {
+    return Ops::Render(client_, spec_);
+  }
 }
 
 template <typename Kind>

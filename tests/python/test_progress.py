@@ -48,7 +48,7 @@ def run_raw(result: str, finished: bool = False, attempts: int = 1, failed: int 
 
 
 def dev_raw(phase: str, reason: str = "") -> Dict[str, Any]:
-    return {"phase": phase, "pod": "lab-0", "node": "n1", "restarts": 0,
+    return {"phase": phase, "pod": "lab-0", "node": "n1", "restarts": 0, "started_at": 1.7e9,
             "ready_tools": ["jupyter"] if phase == "Running" else [], "reason": reason,
             "message": reason or "running on n1", "table": "POD lab-0"}
 

@@ -77,7 +77,7 @@ def access_raw() -> Dict[str, Any]:
 
 
 def dev_status_raw() -> Dict[str, Any]:
-    return {"phase": "Failed", "pod": "lab-0", "node": "n1", "restarts": 3,
+    return {"phase": "Failed", "pod": "lab-0", "node": "n1", "restarts": 3, "started_at": None,
             "ready_tools": ["ssh"], "reason": HOSTILE, "message": HOSTILE, "table": "POD ..."}
 
 

@@ -742,8 +742,12 @@ TEST_SUITE("devinstance") {
     CHECK(fatal.size() == 1);
     fatal.clear();
 
+    CHECK_FALSE(st.started_at.has_value());  // no startTime yet
+    CHECK(st.ToJson().at("started_at").is_null());
+
     pod["status"] = {
         {"phase", "Running"},
+        {"startTime", "2026-12-05T10:00:00Z"},
         {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})},
         {"containerStatuses",
          Json::array({{{"restartCount", 2}, {"state", {{"running", Json::object()}}}}})}};
@@ -752,6 +756,11 @@ TEST_SUITE("devinstance") {
     CHECK(st.phase == DevPhase::kRunning);
     CHECK(st.node == "sim-cpu-1");
     CHECK(st.restarts == 2);
+    // started_at was added to the status by its field list and its fill only (issue #37's
+    // measure): the JSON the bindings return carries it without a third change.
+    REQUIRE(st.started_at.has_value());
+    CHECK(std::chrono::system_clock::to_time_t(*st.started_at) == 1796464800);
+    CHECK(st.ToJson().at("started_at") == 1796464800.0);
     // Ready: the probe found every served tool listening; the custom port "web" is not one.
     CHECK(st.ready_tools ==
           std::vector<std::string>{"jupyter", "ssh", "code-server", "tensorboard"});

@@ -11,6 +11,7 @@
 
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/error.hpp"
+#include "tfk8s/quota.hpp"
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/tfcluster.hpp"
 
@@ -74,4 +75,35 @@ TEST_CASE("spec agreement: an inferred strategy follows the parameter servers") 
     // Stored with the strategy it inferred: a reload reads the same one.
     CHECK(s.ToJson()["strategy"] == ToString(s.strategy));
   }
+}
+
+TEST_CASE("spec agreement: unknown fields are refused at their paths, every one named") {
+  Json input = {{"name", "a"},
+                {"worker", {{"replica", 2}, {"replicas", 1}}},
+                {"sesion", {{"image", "x"}}},
+                {"labels", {{"team", "a"}}},
+                {"tensorboard", nullptr},
+                {"notes", ""}};
+  try {
+    (void)TFClusterSpec::FromJson(input);
+    FAIL("a misspelt key was accepted");
+  } catch (const ValidationError& e) {
+    CHECK(e.field() == "sesion");
+    CHECK(e.server_message() == "is not a field of TFCluster (nor worker.replica)");
+  }
+  // Known keys, and unknown ones with nothing in them (null, ""), pass; so does every spec's
+  // own JSON (what is stored on the objects reads back).
+  input.erase("sesion");
+  input["worker"].erase("replica");
+  const TFClusterSpec s = TFClusterSpec::FromJson(input);
+  CHECK(s.worker.replicas == 1);
+  CHECK(TFClusterSpec::FromJson(s.ToJson()).ToJson() == s.ToJson());
+  QuotaSpec q;
+  q.name = "team";
+  q.hard = {{"cpu", "4"}};
+  CHECK(QuotaSpec::FromJson(q.ToJson()).ToJson() == q.ToJson());
+  Json bad_quota = q.ToJson();
+  bad_quota["limit_range"] = {{"max", {{"cpu", "2"}}}, {"maximum", {{"cpu", "2"}}}};
+  CHECK_THROWS_WITH_AS(QuotaSpec::FromJson(bad_quota), doctest::Contains("limit_range.maximum"),
+                       ValidationError);
 }

@@ -40,7 +40,10 @@ struct NoteStatus {
   bool operator==(const NoteStatus&) const = default;
 };
 
+class Note;
+
 struct NoteKind {
+  using Object = Note;
   using Spec = NoteSpec;
   using Status = NoteStatus;
   static constexpr const char* kName = "Note";
@@ -70,53 +73,50 @@ struct tfk8s::internal::KindOps<NoteKind> {
             cm["data"].value("text", "")};
   }
   static constexpr KindFacts<NoteSpec> kFacts{
-      "note", validation::RequireDns1035Label, kNoteLabel, &kConfigMaps, &FromRoot, true};
+      "note",     validation::RequireDns1035Label,
+      kNoteLabel, &kConfigMaps,
+      &FromRoot,  [](const NoteSpec& spec) { return std::vector<Json>{NoteObject(spec)}; },
+      true};
   static std::string RefSelector() { return kNoteLabel; }
   static FitResult Preflight(Client& /*client*/, const NoteSpec& /*spec*/) { return {}; }
   static NoteStatus Status(Client& client, const NoteSpec& spec) {
     Json cm = GetChecked(client, kConfigMaps, spec.namespace_name, spec.name);
     return {cm["data"].value("read", "") == "yes"};
   }
-  static std::vector<Json> Render(const Client& /*client*/, const NoteSpec& spec) {
-    return {NoteObject(spec)};
+  static std::vector<WaitWatch> Watches(const NoteSpec& spec) {
+    return {{&kConfigMaps, ByField("metadata.name=" + spec.name)}};
   }
-  struct Judge : KindJudge<NoteSpec> {
-    using KindJudge::KindJudge;
-    [[nodiscard]] std::vector<WaitWatch> Watches() const {
-      ListOptions sel;
-      sel.field_selector = "metadata.name=" + spec.name;
-      return {{&kConfigMaps, sel}};
+  static std::pair<NoteStatus, WaitVerdict> Judge(JudgeContext<NoteSpec>& /*wait*/,
+                                                  const WaitSnapshot& snapshot) {
+    WaitVerdict verdict;
+    NoteStatus st;
+    if (snapshot.synced && !snapshot.objects[0].empty()) {
+      st.read = snapshot.objects[0].front()["data"].value("read", "") == "yes";
     }
-    std::pair<NoteStatus, WaitVerdict> operator()(const WaitSnapshot& snapshot) const {
-      WaitVerdict verdict;
-      NoteStatus st;
-      if (snapshot.synced && !snapshot.objects[0].empty()) {
-        st.read = snapshot.objects[0].front()["data"].value("read", "") == "yes";
-      }
-      verdict.report = snapshot.synced;
-      verdict.done = st.read;
-      verdict.progress = st.read ? "read" : "unread";
-      verdict.message = verdict.progress;
-      return {st, verdict};
-    }
-  };
+    verdict.report = snapshot.synced;
+    verdict.done = st.read;
+    verdict.progress = st.read ? "read" : "unread";
+    verdict.message = verdict.progress;
+    return {st, verdict};
+  }
 };
-
-template class tfk8s::Workload<NoteKind>;
 
 namespace {
 
 class Note : public Workload<NoteKind> {
  public:
   using Workload::Workload;
-  static Note Load(Client client, const std::string& ns, const std::string& name) {
-    return LoadAs<Note>(std::move(client), ns, name);
-  }
   void Apply() {  // the kind's own verb (the spine has no generic apply yet)
     client_.Apply(internal::WithUidPrecondition(Render().front(), root_uid_), {});
   }
   [[nodiscard]] const std::string& root_uid() const { return root_uid_; }
 };
+
+}  // namespace
+
+template class tfk8s::Workload<NoteKind>;
+
+namespace {
 
 NoteSpec Spec(const std::string& name, const std::string& ns, const std::string& owner) {
   return {name, ns, owner, "hello " + owner};

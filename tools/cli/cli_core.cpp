@@ -22,33 +22,6 @@ std::string Trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
-bool IsEmptyValue(const Json& v) {
-  if (v.is_null()) return true;
-  if (v.is_string()) return v.get_ref<const std::string&>().empty();
-  if (v.is_boolean()) return !v.get<bool>();
-  if (v.is_number()) return v == 0;
-  if (v.is_array() || v.is_object()) return v.empty();
-  return false;
-}
-
-void CollectUnknown(const Json& input, const Json& known, const std::string& path,
-                    std::vector<std::string>* out) {
-  if (input.is_object()) {
-    for (const auto& [key, value] : input.items()) {
-      std::string here = path.empty() ? key : path + "." + key;
-      if (!known.is_object() || !known.contains(key)) {
-        if (!IsEmptyValue(value)) out->push_back(here);
-        continue;
-      }
-      CollectUnknown(value, known[key], here, out);
-    }
-  } else if (input.is_array() && known.is_array()) {
-    for (std::size_t i = 0; i < input.size() && i < known.size(); ++i) {
-      CollectUnknown(input[i], known[i], path + "[" + std::to_string(i) + "]", out);
-    }
-  }
-}
-
 // Words safe inside a shell `case` pattern and a double-quoted list (command and flag names).
 void BashCases(const CommandNode& node, const std::string& path, std::string* out) {
   std::string words;
@@ -58,10 +31,6 @@ void BashCases(const CommandNode& node, const std::string& path, std::string* ou
   *out += "    \"" + path + "\") words=\"" + words + "\" ;;\n";
   for (const auto& child : node.children) BashCases(child, path + " " + child.name, out);
 }
-
-}  // namespace
-
-namespace {
 
 // Every document of the stream, each a mapping; `where(i)` names document i in messages.
 std::vector<Json> ReadMappings(std::string_view text, const std::string& origin) {
@@ -125,12 +94,6 @@ std::vector<KindedDocument> ReadKindedDocuments(std::string_view text, const std
     d.document.erase("kind");
     out.push_back(std::move(d));
   }
-  return out;
-}
-
-std::vector<std::string> UnknownFields(const Json& input, const Json& round_trip) {
-  std::vector<std::string> out;
-  CollectUnknown(input, round_trip, "", &out);
   return out;
 }
 

@@ -38,12 +38,6 @@ struct KindedDocument {
 std::vector<KindedDocument> ReadKindedDocuments(std::string_view text, const std::string& origin,
                                                 const std::vector<std::string>& kinds);
 
-/// The fields of `input` that its spec does not read: keys absent from `round_trip` (what
-/// FromJson(input).ToJson() gives back) at the same place, as paths like "worker.replica".
-/// Keys whose value is empty (null, "", 0, false, [] or {}) are not reported: a spec's ToJson
-/// may leave out fields at their defaults.
-std::vector<std::string> UnknownFields(const Json& input, const Json& round_trip);
-
 /// One requirement of a label selector.
 struct LabelRequirement {
   std::string key;
