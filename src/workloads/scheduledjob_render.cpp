@@ -478,7 +478,9 @@ ScheduledJobSpec ScheduledJobSpec::FromJson(const Json& j) {
   s.successful_jobs_history_limit = Field<int>(j, "successfulJobsHistoryLimit", root, 3);
   s.failed_jobs_history_limit = Field<int>(j, "failedJobsHistoryLimit", root, 1);
   s.suspend = Field<bool>(j, "suspend", root, false);
-  internal::RefuseUnknownFields(j, s.ToJson(), "ScheduledJob");
+  Json understood = s.ToJson();
+  understood.emplace("podSecurity", "restricted");  // left out of ToJson at its default
+  internal::RefuseUnknownFields(j, understood, "ScheduledJob");
   return s;
 }
 

@@ -388,7 +388,13 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     t.mount_path = Field<std::string>(*x, "mountPath", "storage.", "/data");
     s.storage = t;
   }
-  internal::RefuseUnknownFields(j, s.ToJson(), "TFCluster");
+  // ToJson leaves these out at their defaults; written out, they are still fields.
+  Json understood = s.ToJson();
+  understood.emplace("podSecurity", "restricted");
+  understood.emplace("cleanup", "none");
+  understood.emplace("launcher",
+                     Json{{"enabled", true}, {"barrierTimeoutSeconds", 0}, {"python", ""}});
+  internal::RefuseUnknownFields(j, understood, "TFCluster");
   return s;
 }
 
