@@ -44,6 +44,95 @@ void CheckLabelValueIfSet(const std::string& field, const std::string& value) {
 
 }  // namespace
 
+namespace {
+
+// The checks of one role with replicas (`role` names it in fields: "worker.port").
+void ValidateRole(const TFClusterSpec& spec, const char* role) {
+  const TFRoleSpec& r = RoleOf(spec, role);
+  const std::string f = role;
+  validation::ValidateResources(f + ".resources", r.resources);
+  validation::RequirePort(f + ".port", r.port);
+  if (r.restart_policy != "OnFailure" && r.restart_policy != "Never") {
+    throw ValidationError(f + ".restartPolicy", r.restart_policy, "must be OnFailure or Never");
+  }
+  if (r.backoff_limit < 0) {
+    throw ValidationError(f + ".backoffLimit", std::to_string(r.backoff_limit), "must be >= 0");
+  }
+  if (!r.script.empty() && !r.command.empty()) {
+    throw ValidationError(f + ".script", "…", "give either a script or a command, not both");
+  }
+  validation::ValidateEnv(f + ".env", r.env, [&spec](std::string_view env_name) -> std::string {
+    for (const char* reserved : {"TF_CONFIG", "TF_CLUSTER", "CLUSTER_SPEC", "TASK_NAME",
+                                 "TASK_INDEX", "RESOURCE_TYPE", "RESOURCE_NAME"}) {
+      if (env_name == reserved) return "is set by tfk8s for every replica";
+    }
+    if (spec.launcher.enabled &&
+        (env_name == "TFK8S_BARRIER_TIMEOUT" || env_name == "TFK8S_STRATEGY")) {
+      return "is set by tfk8s for the launcher (use spec.launcher and spec.strategy)";
+    }
+    return {};
+  });
+  for (const auto& [k, v] : r.pod_annotations)
+    validation::RequireLabelKey(f + ".podAnnotations", k);
+  CheckLabelValueIfSet(f + ".cputype", r.cputype);
+  CheckLabelValueIfSet(f + ".gputype", r.gputype);
+}
+
+void ValidateSession(const TFSessionSpec& session, const std::string& name) {
+  validation::ValidateResources("session.resources", session.resources);
+  validation::RequirePort("session.jupyterPort", session.jupyter_port);
+  validation::RequirePort("session.sshPort", session.ssh_port);
+  if (session.jupyter_port == session.ssh_port) {
+    throw ValidationError("session.sshPort", std::to_string(session.ssh_port),
+                          "clashes with the Jupyter port");
+  }
+  if (session.service_type != "ClusterIP" && session.service_type != "NodePort") {
+    throw ValidationError("session.serviceType", session.service_type,
+                          "must be ClusterIP or NodePort");
+  }
+  std::string ssh = name + "-session-ssh";
+  if (ssh.size() > validation::kDns1123LabelMaxLength) {
+    throw ValidationError("name", name, "too long: the derived name \"" + ssh + "\" exceeds 63");
+  }
+}
+
+void ValidateTensorBoard(const TFTensorBoardSpec& tensorboard) {
+  validation::ValidateResources("tensorboard.resources", tensorboard.resources);
+  validation::RequirePort("tensorboard.port", tensorboard.port);
+  if (tensorboard.service_type != "ClusterIP" && tensorboard.service_type != "NodePort") {
+    throw ValidationError("tensorboard.serviceType", tensorboard.service_type,
+                          "must be ClusterIP or NodePort");
+  }
+  if (tensorboard.log_dir.empty()) {
+    throw ValidationError("tensorboard.logDir", "", "must not be empty");
+  }
+}
+
+void ValidateStorage(const TFStorageSpec& storage) {
+  if (!storage.existing_claim.empty()) {
+    validation::RequireDns1123Subdomain("storage.existingClaim", storage.existing_claim);
+  } else {
+    validation::RequireQuantity("storage.size", storage.size);
+    if (storage.size.empty() || Quantity::Parse(storage.size).IsZero()) {
+      throw ValidationError("storage.size", storage.size, "must be a positive quantity");
+    }
+    for (const auto& m : storage.access_modes) {
+      if (m != "ReadWriteOnce" && m != "ReadOnlyMany" && m != "ReadWriteMany") {
+        throw ValidationError("storage.accessModes", m,
+                              "must be ReadWriteOnce, ReadOnlyMany or ReadWriteMany");
+      }
+    }
+    if (storage.access_modes.empty()) {
+      throw ValidationError("storage.accessModes", "", "needs at least one access mode");
+    }
+  }
+  if (storage.mount_path.empty() || storage.mount_path.front() != '/') {
+    throw ValidationError("storage.mountPath", storage.mount_path, "must be an absolute path");
+  }
+}
+
+}  // namespace
+
 void TFClusterSpec::Validate() const {
   // The name starts every Service name the cluster gets, so it must be a DNS-1035 label.
   validation::RequireDns1035Label("name", name);
@@ -76,33 +165,7 @@ void TFClusterSpec::Validate() const {
       throw ValidationError(f + ".replicas", std::to_string(r.replicas),
                             "TensorFlow allows at most one " + f);
     }
-    if (r.replicas == 0) continue;
-    validation::ValidateResources(f + ".resources", r.resources);
-    validation::RequirePort(f + ".port", r.port);
-    if (r.restart_policy != "OnFailure" && r.restart_policy != "Never") {
-      throw ValidationError(f + ".restartPolicy", r.restart_policy, "must be OnFailure or Never");
-    }
-    if (r.backoff_limit < 0) {
-      throw ValidationError(f + ".backoffLimit", std::to_string(r.backoff_limit), "must be >= 0");
-    }
-    if (!r.script.empty() && !r.command.empty()) {
-      throw ValidationError(f + ".script", "…", "give either a script or a command, not both");
-    }
-    validation::ValidateEnv(f + ".env", r.env, [this](std::string_view env_name) -> std::string {
-      for (const char* reserved : {"TF_CONFIG", "TF_CLUSTER", "CLUSTER_SPEC", "TASK_NAME",
-                                   "TASK_INDEX", "RESOURCE_TYPE", "RESOURCE_NAME"}) {
-        if (env_name == reserved) return "is set by tfk8s for every replica";
-      }
-      if (launcher.enabled &&
-          (env_name == "TFK8S_BARRIER_TIMEOUT" || env_name == "TFK8S_STRATEGY")) {
-        return "is set by tfk8s for the launcher (use spec.launcher and spec.strategy)";
-      }
-      return {};
-    });
-    for (const auto& [k, v] : r.pod_annotations)
-      validation::RequireLabelKey(f + ".podAnnotations", k);
-    CheckLabelValueIfSet(f + ".cputype", r.cputype);
-    CheckLabelValueIfSet(f + ".gputype", r.gputype);
+    if (r.replicas > 0) ValidateRole(*this, role);
   }
   if (worker.replicas == 0) {
     throw ValidationError("worker.replicas", "0", "a cluster needs at least one worker");
@@ -152,56 +215,9 @@ void TFClusterSpec::Validate() const {
                       longest.size(), validation::kDns1123LabelMaxLength));
     }
   }
-  if (session) {
-    validation::ValidateResources("session.resources", session->resources);
-    validation::RequirePort("session.jupyterPort", session->jupyter_port);
-    validation::RequirePort("session.sshPort", session->ssh_port);
-    if (session->jupyter_port == session->ssh_port) {
-      throw ValidationError("session.sshPort", std::to_string(session->ssh_port),
-                            "clashes with the Jupyter port");
-    }
-    if (session->service_type != "ClusterIP" && session->service_type != "NodePort") {
-      throw ValidationError("session.serviceType", session->service_type,
-                            "must be ClusterIP or NodePort");
-    }
-    std::string ssh = name + "-session-ssh";
-    if (ssh.size() > validation::kDns1123LabelMaxLength) {
-      throw ValidationError("name", name, "too long: the derived name \"" + ssh + "\" exceeds 63");
-    }
-  }
-  if (tensorboard) {
-    validation::ValidateResources("tensorboard.resources", tensorboard->resources);
-    validation::RequirePort("tensorboard.port", tensorboard->port);
-    if (tensorboard->service_type != "ClusterIP" && tensorboard->service_type != "NodePort") {
-      throw ValidationError("tensorboard.serviceType", tensorboard->service_type,
-                            "must be ClusterIP or NodePort");
-    }
-    if (tensorboard->log_dir.empty()) {
-      throw ValidationError("tensorboard.logDir", "", "must not be empty");
-    }
-  }
-  if (storage) {
-    if (!storage->existing_claim.empty()) {
-      validation::RequireDns1123Subdomain("storage.existingClaim", storage->existing_claim);
-    } else {
-      validation::RequireQuantity("storage.size", storage->size);
-      if (storage->size.empty() || Quantity::Parse(storage->size).IsZero()) {
-        throw ValidationError("storage.size", storage->size, "must be a positive quantity");
-      }
-      for (const auto& m : storage->access_modes) {
-        if (m != "ReadWriteOnce" && m != "ReadOnlyMany" && m != "ReadWriteMany") {
-          throw ValidationError("storage.accessModes", m,
-                                "must be ReadWriteOnce, ReadOnlyMany or ReadWriteMany");
-        }
-      }
-      if (storage->access_modes.empty()) {
-        throw ValidationError("storage.accessModes", "", "needs at least one access mode");
-      }
-    }
-    if (storage->mount_path.empty() || storage->mount_path.front() != '/') {
-      throw ValidationError("storage.mountPath", storage->mount_path, "must be an absolute path");
-    }
-  }
+  if (session) ValidateSession(*session, name);
+  if (tensorboard) ValidateTensorBoard(*tensorboard);
+  if (storage) ValidateStorage(*storage);
   validation::ValidatePlacement("placement", placement);
 }
 
