@@ -14,7 +14,10 @@
  *    waits until every other address of the cluster resolves and accepts a TCP connection
  *    (one probing thread per peer, at most 16 probes at once, musl's resolver);
  * 3. runs the program as its child (it is PID 1 of the container: it forwards SIGTERM, SIGINT
- *    and SIGHUP, reaps orphans, and exits with the program's code).
+ *    and SIGHUP, reaps orphans, and exits with the program's code);
+ * 4. with TFK8S_LOG_DIR, keeps each start's output on the shared volume and first prints what
+ *    the earlier starts said (see "incarnations"); a replica that has started before skips the
+ *    barrier of step 2.
  *
  * The placeholder listener of step 2 accepts and closes every connection at once. After the
  * barrier it stays open until every peer that was itself still in its barrier (its port answered
@@ -38,6 +41,7 @@
  * fuzz the configuration readers: keep them reachable as static functions.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -54,6 +58,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -88,6 +93,10 @@ static const char USAGE[] =
     "  TFK8S_STRATEGY            parameter-server, multi-worker-mirrored, ... (optional)\n"
     "  TFK8S_TERMINATION_LOG     where failure messages go (default /dev/termination-log when it\n"
     "                            is writable; empty: nowhere)\n"
+    "  TFK8S_LOG_DIR             keep each start's output in DIR/ROLE-INDEX.N.log and print the\n"
+    "                            earlier starts' output first (their last 64 KiB each); a program\n"
+    "                            that exits 0 removes them (optional)\n"
+    "  TFK8S_LOG_LIMIT           bytes kept per start (default 16777216)\n"
     "Environment (exported to PROGRAM): TF_CONFIG, TASK_INDEX, TASK_TYPE.\n"
     "\n"
     "Exit codes: PROGRAM's own (128+N if it was killed by signal N); 2 bad configuration or no\n"
@@ -351,6 +360,30 @@ static void write_all(int fd, const char* s, size_t n) {
   }
 }
 
+/* This incarnation's copy of its output on the shared volume (TFK8S_LOG_DIR; see "incarnations"
+ * below): -1 while there is none. Everything the launcher and the program print goes to it too. */
+static int kept_fd = -1;
+static size_t kept_bytes, kept_limit;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep(const char* s, size_t n) {
+  pthread_mutex_lock(&kept_lock);
+  if (kept_fd >= 0) {
+    if (kept_bytes + n > kept_limit) {
+      static const char full[] =
+          "\ntfk8s launcher: the kept copy of this output is full; the rest "
+          "is only in the container's log\n";
+      write_all(kept_fd, full, sizeof full - 1);
+      close(kept_fd);
+      kept_fd = -1;
+    } else {
+      write_all(kept_fd, s, n);
+      kept_bytes += n;
+    }
+  }
+  pthread_mutex_unlock(&kept_lock);
+}
+
 /* One informational line on stderr (one write, so lines of threads never mix). */
 static void say(const char* f, ...) {
   Str b = {0};
@@ -361,6 +394,7 @@ static void say(const char* f, ...) {
   va_end(ap);
   str_add(&b, "\n");
   write_all(2, b.s, b.n);
+  keep(b.s, b.n);
   free(b.s);
 }
 
@@ -417,6 +451,7 @@ static int fail(const char* message, int code) {
   str_add(&b, message);
   str_add(&b, "\n");
   write_all(2, b.s, b.n);
+  keep(b.s, b.n);
   free(b.s);
   write_termination_log(message);
   return code;
@@ -1507,12 +1542,176 @@ static int run_barrier(const Topology* t, double timeout, double report_every, d
   return code;
 }
 
+/* ---- incarnations: each start's output kept on the shared volume ---------------------------- */
+
+/* With TFK8S_LOG_DIR (tfk8s sets it to <storage>/.tfk8s/<cluster>/logs when the cluster has
+ * shared storage), every start of a replica is an incarnation: everything it prints (the
+ * launcher's lines and the program's stdout and stderr) also goes to
+ * DIR/<role>-<index>.<n>.log, at most TFK8S_LOG_LIMIT bytes (default 16 MiB). A new incarnation
+ * first prints the end of each earlier one's file (its last 64 KiB, every line prefixed
+ * "[incarnation N] "), so the replica's log -- what `kubectl logs` and TFCluster::Logs read --
+ * also holds what the replica said before it was lost with its node, whose kubelet can no longer
+ * tell. A program that exits 0 removes the replica's files: that replica's run is over. Keeping
+ * the output never fails the replica: a directory that cannot be written is reported, once. */
+enum { REPLAY_TAIL = 64 * 1024, REPLAY_MOST = 8, DRAIN_SECONDS = 2 };
+
+static char* kept_dir;  /* TFK8S_LOG_DIR while this incarnation keeps its output */
+static char* kept_name; /* "worker-1" */
+
+static int make_dirs(const char* path) {
+  char* p = xstrdup(path);
+  for (char* c = p + 1;; ++c) {
+    if (*c != '/' && *c != 0) continue;
+    char saved = *c;
+    *c = 0;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+      int e = errno;
+      free(p);
+      errno = e;
+      return -1;
+    }
+    *c = saved;
+    if (!saved) {
+      free(p);
+      return 0;
+    }
+  }
+}
+
+static int compare_longs(const void* a, const void* b) {
+  long x = *(const long*)a, y = *(const long*)b;
+  return (x > y) - (x < y);
+}
+
+/* The incarnation numbers of `name` in `dir` (ascending); *n is set to how many. */
+static long* incarnations(const char* dir, const char* name, size_t* n) {
+  *n = 0;
+  DIR* d = opendir(dir);
+  if (!d) return NULL;
+  size_t cap = 8, len = strlen(name);
+  long* out = xmalloc(cap * sizeof *out);
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    const char* f = e->d_name;
+    if (strncmp(f, name, len) != 0 || f[len] != '.') continue;
+    char* end;
+    long k = strtol(f + len + 1, &end, 10);
+    if (end == f + len + 1 || k <= 0 || strcmp(end, ".log") != 0) continue;
+    if (*n == cap) {
+      cap *= 2;
+      long* grown = xmalloc(cap * sizeof *grown);
+      memcpy(grown, out, *n * sizeof *out);
+      out = grown;
+    }
+    out[(*n)++] = k;
+  }
+  closedir(d);
+  qsort(out, *n, sizeof *out, compare_longs);
+  return out;
+}
+
+static char* incarnation_path(long k) { return fmt("%s/%s.%ld.log", kept_dir, kept_name, k); }
+
+/* Prints the end of incarnation k's file on stderr (with the launcher's lines about it, so the
+ * two never interleave), each line prefixed. */
+static void replay(long k) {
+  int fd = open(incarnation_path(k), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  off_t from = st.st_size > REPLAY_TAIL ? st.st_size - REPLAY_TAIL : 0;
+  char* buf = xmalloc(REPLAY_TAIL + 1);
+  size_t got = 0;
+  ssize_t r;
+  while (got < REPLAY_TAIL &&
+         (r = pread(fd, buf + got, REPLAY_TAIL - got, from + (off_t)got)) != 0) {
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  buf[got] = 0;
+  char* line = buf;
+  if (from > 0) { /* a cut line is dropped */
+    char* nl = strchr(buf, '\n');
+    line = nl ? nl + 1 : buf + got;
+  }
+  char when[32] = "?";
+  struct tm tm;
+  if (gmtime_r(&st.st_mtime, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  Str out = {0};
+  str_addf(&out, PREFIX "%s incarnation %ld said%s (its last output at %s):\n", kept_name, k,
+           from > 0 ? ", the last 64 KiB" : "", when);
+  while (*line) {
+    char* nl = strchr(line, '\n');
+    size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    str_addf(&out, "[incarnation %ld] ", k);
+    str_addn(&out, line, n);
+    str_add(&out, "\n");
+    line += n + (nl != NULL);
+  }
+  write_all(2, out.s, out.n);
+  free(out.s);
+  free(buf);
+}
+
+/* Opens this incarnation's file (the next number) and replays the earlier ones; returns how
+ * many earlier incarnations there were. */
+static size_t start_incarnation(const char* name) {
+  const char* dir = env("TFK8S_LOG_DIR");
+  if (!*dir) return 0;
+  const char* limit = env("TFK8S_LOG_LIMIT");
+  kept_limit = all_digits(limit) ? (size_t)digits_value(limit, LONG_MAX / 2) : 16u << 20;
+  kept_dir = xstrdup(dir);
+  kept_name = xstrdup(name);
+  size_t n = 0;
+  long* earlier = NULL;
+  int fd = -1;
+  long k = 0;
+  if (make_dirs(dir) == 0) {
+    earlier = incarnations(dir, name, &n);
+    k = n ? earlier[n - 1] : 0;
+    do {
+      ++k;
+      fd = open(incarnation_path(k), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0664);
+    } while (fd < 0 && errno == EEXIST);
+  }
+  if (fd < 0) {
+    say("cannot keep %s's output in %s: %s", name, dir, error_text(errno));
+    kept_dir = NULL;
+    return n;
+  }
+  if (n > 0) {
+    say("%s is incarnation %ld: what the earlier ones said follows (kept in %s)", name, k, dir);
+    if (n > REPLAY_MOST) say("(the %zu oldest are left out)", n - REPLAY_MOST);
+    for (size_t i = n > REPLAY_MOST ? n - REPLAY_MOST : 0; i < n; ++i) replay(earlier[i]);
+    say("%s incarnation %ld starts", name, k);
+  }
+  kept_fd = fd;
+  return n;
+}
+
+/* The program exited 0: the replica's run is over, and so are its kept files. */
+static void forget_incarnations(void) {
+  if (!kept_dir) return;
+  pthread_mutex_lock(&kept_lock);
+  if (kept_fd >= 0) close(kept_fd);
+  kept_fd = -1;
+  pthread_mutex_unlock(&kept_lock);
+  size_t n = 0;
+  long* all = incarnations(kept_dir, kept_name, &n);
+  for (size_t i = 0; i < n; ++i) unlink(incarnation_path(all[i]));
+}
+
 /* ---- the program ---------------------------------------------------------------------------- */
 
 /* Starts argv[0] (looked up in the PATH of `envp` when it has no '/', as Python's subprocess
  * does) with `envp`; returns its pid, or -1 with *error set to why exec failed. With `quiet`
- * its stdout and stderr go to /dev/null. */
-static pid_t spawn(char* const argv[], char* const envp[], int quiet, int* error) {
+ * its stdout and stderr go to /dev/null, with `outputs` to outputs[0] and outputs[1]. */
+static pid_t spawn(char* const argv[], char* const envp[], int quiet, const int* outputs,
+                   int* error) {
   /* Everything the child needs is prepared before fork (no allocation after it). */
   const char* path = "/bin:/usr/bin";
   for (char* const* e = envp; *e; ++e) {
@@ -1555,6 +1754,9 @@ static pid_t spawn(char* const argv[], char* const envp[], int quiet, int* error
         dup2(null, 1);
         dup2(null, 2);
       }
+    } else if (outputs) {
+      dup2(outputs[0], 1);
+      dup2(outputs[1], 2);
     }
     /* Like Python's close_fds: the program gets stdin, stdout and stderr only. */
     int w = pipefd[1];
@@ -1620,7 +1822,7 @@ static int wait_child(pid_t pid) {
 static int tensorflow_importable(const char* python) {
   char* argv[] = {(char*)python, "-c", (char*)TF_IMPORTABLE_CODE, NULL};
   int error;
-  pid_t pid = spawn(argv, environ, 1, &error);
+  pid_t pid = spawn(argv, environ, 1, NULL, &error);
   if (pid < 0) return 0;
   int status;
   while (waitpid(pid, &status, 0) < 0) {
@@ -1649,23 +1851,91 @@ static char** child_env(const Topology* t) {
   return out;
 }
 
+/* Copies the program's stdout and stderr (the read ends `from`) to ours and to the kept file,
+ * reaping orphans meanwhile; returns the program's exit code once it has exited and its output
+ * has closed (or DRAIN_SECONDS later, when a process it left behind holds it open). */
+static int relay(pid_t pid, int from[2]) {
+  int code = -1;
+  double until = 0;
+  char buf[16384];
+  for (;;) {
+    struct pollfd p[2];
+    int which[2];
+    nfds_t n = 0;
+    for (int i = 0; i < 2; ++i) {
+      if (from[i] < 0) continue;
+      p[n].fd = from[i];
+      p[n].events = POLLIN;
+      which[n++] = i;
+    }
+    if (n == 0) return code >= 0 ? code : wait_child(pid);
+    if (poll(p, n, 200) > 0) {
+      for (nfds_t j = 0; j < n; ++j) {
+        if (!p[j].revents) continue;
+        ssize_t r = read(p[j].fd, buf, sizeof buf);
+        if (r > 0) {
+          write_all(which[j] + 1, buf, (size_t)r);
+          keep(buf, (size_t)r);
+        } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+          close(from[which[j]]);
+          from[which[j]] = -1;
+        }
+      }
+    }
+    int status;
+    pid_t got;
+    while (code < 0 && (got = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (got == pid) {
+        code = exit_code_of(status);
+        until = now() + DRAIN_SECONDS;
+      }
+    }
+    if (code >= 0 && now() > until) {
+      for (int i = 0; i < 2; ++i) {
+        if (from[i] >= 0) close(from[i]);
+      }
+      return code;
+    }
+  }
+}
+
 /* Runs the program as a child, forwards signals, returns its exit code. */
 static int run_program(char** argv, const Topology* t) {
   char* before = read_termination_log();
   char** envp = child_env(t);
+  /* With a kept copy of the output, the program writes into pipes the launcher relays. */
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (kept_fd >= 0 && (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)) {
+    say("cannot relay the program's output (%s): it is not kept", error_text(errno));
+    for (int i = 0; i < 2; ++i) {
+      if (out[i] >= 0) close(out[i]);
+      out[i] = -1;
+    }
+  }
+  int relayed = out[0] >= 0;
+  int outputs[2] = {out[1], err[1]};
   /* The forwarded signals wait until the child is known, then reach it. */
   sigset_t forwarded, old;
   forwarded_set(&forwarded);
   sigprocmask(SIG_BLOCK, &forwarded, &old);
   int error = 0;
-  pid_t pid = spawn(argv, envp, 0, &error);
+  pid_t pid = spawn(argv, envp, 0, relayed ? outputs : NULL, &error);
   if (pid > 0) child_pid = pid;
   sigprocmask(SIG_SETMASK, &old, NULL);
+  if (relayed) {
+    close(out[1]);
+    close(err[1]);
+  }
+  int from[2] = {out[0], err[0]};
   if (pid < 0) {
+    if (relayed) {
+      close(from[0]);
+      close(from[1]);
+    }
     int code = error == EACCES || error == EPERM ? EXIT_NOT_EXECUTABLE : EXIT_NOT_FOUND;
     return fail(fmt("tfk8s: cannot start %s: %s", argv[0], error_text(error)), code);
   }
-  int code = wait_child(pid);
+  int code = relayed ? relay(pid, from) : wait_child(pid);
   child_pid = 0;
   if (code != 0) {
     /* Not a "tfk8s: " verdict (which the library treats as final): the program failed, and its
@@ -1741,6 +2011,10 @@ int main(int argc, char** argv) {
   }
   if (report_every == 0) report_every = 5;
   char* name = fmt("%s-%ld", t.role, t.index);
+  /* A replica started again (its node lost, its program failed) joins a cluster that has
+   * started already: peers that finished are gone for good, so waiting for every address
+   * could only time out. The program reconnects to the others itself. */
+  int again = start_incarnation(name) > 0;
   char* server[] = {(char*)python, "-c", (char*)TF_SERVER_CODE, NULL};
   if (!program) {
     char* strategy = strip(env("TFK8S_STRATEGY"));
@@ -1765,10 +2039,14 @@ int main(int argc, char** argv) {
     say("%s has no command: starting a TensorFlow server (job %s, task %ld)", name, t.role,
         t.index);
   }
-  if (timeout > 0) {
+  if (again && timeout > 0) {
+    say("%s has started before: no start-up barrier", name);
+  } else if (timeout > 0) {
     int code = run_barrier(&t, timeout, report_every, linger);
     if (code >= 0) return code;
   }
   if (first_signal) return 128 + first_signal;
-  return run_program(program, &t);
+  int code = run_program(program, &t);
+  if (code == 0) forget_incarnations();
+  return code;
 }

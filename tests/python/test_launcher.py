@@ -708,3 +708,139 @@ def test_a_static_executable_that_needs_nothing_from_the_image(runner: Runner) -
     assert p.returncode == 2
     assert p.stderr == ("tfk8s: no cluster configuration: set TF_CONFIG, TF_CLUSTER or "
                         "CLUSTER_SPEC\n")
+
+
+# ---- incarnations: each start's output kept on the shared volume (TFK8S_LOG_DIR) -------------
+
+
+CHATTY = r"""
+import sys
+print("out of", sys.argv[1], flush=True)
+print("err of", sys.argv[1], file=sys.stderr, flush=True)
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def kept(log_dir: Path) -> List[str]:
+    return sorted(p.name for p in log_dir.iterdir()) if log_dir.exists() else []
+
+
+def test_a_new_incarnation_replays_the_earlier_ones_and_a_clean_exit_forgets_them(
+        runner: Runner, tmp_path: Path) -> None:
+    log_dir = tmp_path / "shared" / ".tfk8s" / "c" / "logs"  # created, parents too
+    config = one_replica()
+
+    def run(tag: str, code: int):
+        return runner.run(["--", PYTHON, "-c", CHATTY, tag, str(code)], TF_CONFIG=config,
+                          TFK8S_LOG_DIR=str(log_dir))
+
+    code, out, err = run("first", 3)
+    assert code == 3 and out == "out of first\n", (out, err)
+    assert "incarnation" not in err, err  # nothing earlier to tell
+    assert kept(log_dir) == ["worker-0.1.log"]
+    first = (log_dir / "worker-0.1.log").read_text()
+    for line in ("tfk8s launcher: worker-0 passed the start-up barrier", "out of first",
+                 "err of first", "worker-0: program exited with code 3"):
+        assert line in first, first
+
+    code, out, err = run("second", 4)
+    assert code == 4 and out == "out of second\n", (out, err)
+    lines = err.splitlines()
+    assert lines[0] == ("tfk8s launcher: worker-0 is incarnation 2: what the earlier ones said "
+                        f"follows (kept in {log_dir})")
+    assert re.fullmatch(r"tfk8s launcher: worker-0 incarnation 1 said \(its last output at "
+                        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\):", lines[1]), lines[1]
+    replayed = [line for line in lines if line.startswith("[incarnation 1] ")]
+    assert [line[len("[incarnation 1] "):] for line in replayed] == first.splitlines()
+    assert "tfk8s launcher: worker-0 incarnation 2 starts" in lines
+    # A replica started again joins a running cluster: no barrier (finished peers are gone).
+    assert "tfk8s launcher: worker-0 has started before: no start-up barrier" in lines
+    assert not [line for line in lines if line.startswith("tfk8s launcher: worker-0 passed")]
+    # The replay is not copied into the new incarnation's own file.
+    assert kept(log_dir) == ["worker-0.1.log", "worker-0.2.log"]
+    assert "[incarnation" not in (log_dir / "worker-0.2.log").read_text()
+
+    code, out, err = run("third", 0)
+    assert code == 0 and out == "out of third\n"
+    assert "[incarnation 1] out of first" in err and "[incarnation 2] err of second" in err
+    assert kept(log_dir) == [], "a program that exits 0 ends the replica's run: its files go"
+
+
+def test_output_of_a_killed_incarnation_is_kept_up_to_its_last_line(
+        runner: Runner, tmp_path: Path) -> None:
+    """A power-off: the launcher and its program die with SIGKILL, nothing is flushed at exit.
+    What they had printed is on the shared volume, and the next start shows it."""
+    log_dir, ready = tmp_path / "logs", tmp_path / "ready"
+    config = one_replica()
+    program = ("import sys, time\nprint('step 1 loss 0.5', flush=True)\n"
+               "print('step 2 loss 0.25', file=sys.stderr, flush=True)\n"
+               f"open({str(ready)!r}, 'w').close()\ntime.sleep(60)\n")
+    p = runner.start(["--", PYTHON, "-c", program], TF_CONFIG=config, TFK8S_LOG_DIR=str(log_dir))
+    wait_file(ready)
+    deadline = time.monotonic() + 10
+    while "step 2" not in (log_dir / "worker-0.1.log").read_text():
+        assert time.monotonic() < deadline, "the program's output never reached the kept file"
+        time.sleep(0.05)
+    kill_group(p)
+    code, out, err = runner.run(["--", PYTHON, "-c", "print('back')"], TF_CONFIG=config,
+                                TFK8S_LOG_DIR=str(log_dir))
+    assert code == 0 and out == "back\n"
+    assert "[incarnation 1] step 1 loss 0.5" in err and "[incarnation 1] step 2 loss 0.25" in err
+
+
+def test_kept_output_is_bounded_and_the_program_still_says_everything(
+        runner: Runner, tmp_path: Path) -> None:
+    log_dir = tmp_path / "logs"
+    program = "import sys\nfor i in range(2000): print('line %04d' % i)\nsys.exit(1)\n"
+    code, out, _ = runner.run(["--", PYTHON, "-c", program], TF_CONFIG=one_replica(),
+                              TFK8S_LOG_DIR=str(log_dir), TFK8S_LOG_LIMIT="1000")
+    assert code == 1
+    assert out.splitlines() == ["line %04d" % i for i in range(2000)]
+    text = (log_dir / "worker-0.1.log").read_text()
+    assert len(text) < 1200 and text.rstrip().endswith(
+        "the kept copy of this output is full; the rest is only in the container's log"), text
+
+
+def test_replay_is_the_last_64_kib_of_a_long_incarnation(runner: Runner, tmp_path: Path) -> None:
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    (log_dir / "worker-0.1.log").write_text("".join("old line %05d\n" % i for i in range(20000)))
+    code, _, err = runner.run(["--", PYTHON, "-c", "pass"], TF_CONFIG=one_replica(),
+                              TFK8S_LOG_DIR=str(log_dir))
+    assert code == 0
+    replayed = [line for line in err.splitlines() if line.startswith("[incarnation 1] ")]
+    assert "the last 64 KiB" in err
+    assert replayed[-1] == "[incarnation 1] old line 19999"
+    assert 4000 < len(replayed) < 20000
+    assert all(re.fullmatch(r"\[incarnation 1\] old line \d{5}", line) for line in replayed)
+
+
+def test_a_log_dir_that_cannot_be_written_is_reported_and_the_program_runs(
+        runner: Runner, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    code, out, err = runner.run(["--", PYTHON, "-c", "print('ran')"], TF_CONFIG=one_replica(),
+                                TFK8S_LOG_DIR=str(blocker / "logs"))
+    assert code == 0 and out == "ran\n"
+    assert f"tfk8s launcher: cannot keep worker-0's output in {blocker}/logs: " in err, err
+
+
+def test_relayed_program_still_gets_signals_and_its_exit_code_is_kept(
+        runner: Runner, tmp_path: Path) -> None:
+    ready, log_dir = tmp_path / "ready", tmp_path / "logs"
+    p = runner.start(["--", PYTHON, "-c", SLEEPER, "handle", str(ready)], TF_CONFIG=one_replica(),
+                     TFK8S_LOG_DIR=str(log_dir))
+    wait_file(ready)
+    p.send_signal(signal.SIGTERM)
+    code, out, _ = runner.finish(p, timeout=15)
+    assert code == 42 and "child got SIGTERM" in out
+    assert "child got SIGTERM" in (log_dir / "worker-0.1.log").read_text()
+
+
+def test_a_background_process_holding_the_output_does_not_hold_the_launcher(
+        runner: Runner) -> None:
+    started = time.monotonic()
+    code, out, _ = runner.run(["--", "sh", "-c", "echo bye; sleep 20 & exit 5"],
+                              TF_CONFIG=one_replica(), TFK8S_LOG_DIR=str(runner.tmp / "logs"))
+    assert code == 5 and out.startswith("bye")
+    assert time.monotonic() - started < 10
