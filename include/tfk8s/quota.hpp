@@ -95,7 +95,10 @@ FitResult EvaluateQuota(const std::vector<Json>& objects, const std::vector<Json
 /// Checks that every pod the objects would create could *ever* be placed on some node: a node
 /// whose labels satisfy the pod's nodeSelector / required node affinity, whose taints the pod
 /// tolerates, and whose allocatable cpu, memory and extended resources (nvidia.com/gpu) are at
-/// least the pod's requests. Problems name the pod template and the unmatched label or the
+/// least the pod's requests. Pods that a required pod anti-affinity over kubernetes.io/hostname
+/// keeps apart (a selector that selects the pod itself, as TFClusterSpec::spread "required"
+/// renders) need a node each: more of them than nodes that could take one is a problem too.
+/// Problems name the pod template (or the TFCluster role) and the unmatched label or the
 /// resource and the numbers. Reads nodes; sends no writes.
 FitResult CheckPlacement(Client& client, const std::vector<Json>& objects);
 

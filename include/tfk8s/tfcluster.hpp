@@ -155,6 +155,27 @@ std::string ToString(TFCleanupPolicy policy);
 /// Parses ToString()'s names; throws ValidationError(field "cleanup").
 TFCleanupPolicy ParseTFCleanupPolicy(std::string_view text);
 
+/// How a role's replicas are spread over nodes (JSON `spread`): a pod anti-affinity over
+/// `kubernetes.io/hostname` between the pods of one role of one cluster, added to every ps,
+/// worker, chief and evaluator pod (not the session's or TensorBoard's), next to the
+/// placement's node affinity.
+enum class TFSpread {
+  kNone,  ///< "none" (default): the scheduler places replicas where it likes.
+  /// "preferred": spread when the nodes allow it (a preferred anti-affinity, weight 100); a
+  /// replica recreated after its node was lost may land on any node, next to a peer. What a run
+  /// that must survive losing a node wants.
+  kPreferred,
+  /// "required": at most one replica of a role per node. A replica lost with its node can only
+  /// be recreated on a node holding no replica of its role: with as many nodes as replicas it
+  /// stays Pending until the node returns. The pre-flight refuses a role with more replicas than
+  /// nodes that could take its pod.
+  kRequired,
+};
+/// "none", "preferred", "required".
+std::string ToString(TFSpread spread);
+/// Parses ToString()'s names; throws ValidationError(field "spread").
+TFSpread ParseTFSpread(std::string_view text);
+
 /// The whole cluster. Validate() checks everything before any request is sent.
 struct TFClusterSpec {
   std::string name;
@@ -195,6 +216,8 @@ struct TFClusterSpec {
   TFLauncherSpec launcher;
   /// What the library's watcher does once the chief has finished (see TFCleanupPolicy).
   TFCleanupPolicy cleanup = TFCleanupPolicy::kNone;
+  /// How each role's replicas are spread over nodes (see TFSpread).
+  TFSpread spread = TFSpread::kNone;
 
   /// Throws ValidationError naming the field, the value and the rule.
   void Validate() const;

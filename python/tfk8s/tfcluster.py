@@ -125,6 +125,10 @@ class TFCluster(Workload):
       once the chief has finished: ``"none"`` (default), ``"delete-all"``, ``"keep-session"``
       (stops the ps and unfinished replicas) or ``"keep-logs"`` (also the session and
       TensorBoard; finished replicas' pods stay for their logs)
+    - ``spread``: how each role's replicas are spread over nodes: ``"none"`` (default),
+      ``"preferred"`` (apart when the nodes allow it; a replica lost with its node is recreated
+      anywhere: what a run that must survive a node loss wants) or ``"required"`` (at most one
+      per node; :meth:`apply` refuses a role with more replicas than nodes that could take it)
 
     Deprecated (for one release, with a DeprecationWarning): ``workers`` (now ``worker``) and
     ``image`` (now ``cpu_image``).
@@ -161,6 +165,7 @@ class TFCluster(Workload):
         barrier_timeout_seconds: Optional[int] = None,
         pod_security: Optional[str] = None,
         cleanup: Optional[str] = None,
+        spread: Optional[str] = None,
         _core_cluster: Any = None,
         **keywords: Unpack[WorkloadKeywords],
     ) -> None:
@@ -182,7 +187,8 @@ class TFCluster(Workload):
             s.setdefault("worker", {}).setdefault("resources", {})["gpus"] = int(worker_gpus)
         for key, value in (("cpuImage", cpu_image), ("gpuImage", gpu_image),
                            ("topology", topology), ("strategy", strategy),
-                           ("podSecurity", pod_security), ("cleanup", cleanup)):
+                           ("podSecurity", pod_security), ("cleanup", cleanup),
+                           ("spread", spread)):
             if value is not None:
                 s[key] = value
         if storage is not None:

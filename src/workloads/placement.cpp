@@ -5,6 +5,7 @@
 #include "tfk8s/placement.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -16,6 +17,7 @@
 #include "tfk8s/validation.hpp"
 #include "workloads/common.hpp"
 #include "workloads/quota_pods.hpp"
+#include "workloads/tfcluster_internal.hpp"
 
 namespace tfk8s {
 
@@ -285,6 +287,126 @@ Json PatchLabels(Client& client, const std::string& node,
   }
 }
 
+// ---- one pod per node --------------------------------------------------------------------------
+
+constexpr std::string_view kHostnameKey = "kubernetes.io/hostname";
+
+// A LabelSelector (matchLabels and matchExpressions, all of them) against a label set; an
+// empty selector matches every pod, a missing one none.
+bool LabelSelectorMatches(const Json& selector, const std::map<std::string, std::string>& labels) {
+  if (!selector.is_object()) return false;
+  if (const Json& match = At(selector, "matchLabels"); match.is_object()) {
+    for (const auto& [k, v] : match.items()) {
+      if (!v.is_string() || labels.count(k) == 0 || Get(labels, k) != v.get<std::string>()) {
+        return false;
+      }
+    }
+  }
+  if (const Json& exprs = At(selector, "matchExpressions"); exprs.is_array()) {
+    for (const auto& e : exprs) {
+      if (!RequirementMatches(e, labels)) return false;
+    }
+  }
+  return true;
+}
+
+// The label selectors of a pod's required anti-affinity terms over kubernetes.io/hostname that
+// select the pod itself: two such pods never share a node.
+std::vector<Json> SelfExcludingSelectors(const Json& pod) {
+  std::vector<Json> out;
+  const Json& terms = At(At(At(At(pod, "spec"), "affinity"), "podAntiAffinity"),
+                         "requiredDuringSchedulingIgnoredDuringExecution");
+  if (!terms.is_array()) return out;
+  const std::map<std::string, std::string> labels = LabelsOf(pod);
+  for (const auto& term : terms) {
+    if (StringAt(term, "topologyKey") != kHostnameKey) continue;
+    const Json& selector = At(term, "labelSelector");
+    if (LabelSelectorMatches(selector, labels)) out.push_back(selector);
+  }
+  return out;
+}
+
+// The nodes that could ever take a pod of `spec` (labels, taints, allocatable), as
+// EvaluatePlacement judges one.
+std::set<std::string> NodesThatCouldTake(const Json& spec, const std::vector<NodeInfo>& infos) {
+  ResourceList need = internal::PodSchedulingRequests(spec);
+  need["pods"] += Quantity::FromInt(1);
+  const Json& tolerations = At(spec, "tolerations");
+  std::set<std::string> out;
+  for (const auto& n : infos) {
+    if (!SelectorMatches(spec, n.labels, n.name)) continue;
+    const bool blocked = std::any_of(n.taints.begin(), n.taints.end(), [&](const Taint& t) {
+      return Blocks(t) && !IsConditionTaint(t) && !ToleratedBy(tolerations, t);
+    });
+    if (!blocked && ShortOf(need, n.allocatable).empty()) out.insert(n.name);
+  }
+  return out;
+}
+
+// A selector as `kubectl get -l` writes one: "app=web,tier in (a,b)".
+std::string DescribeSelector(const Json& selector) {
+  std::vector<std::string> parts;
+  if (const Json& match = At(selector, "matchLabels"); match.is_object()) {
+    for (const auto& [k, v] : match.items()) {
+      parts.push_back(fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : v.dump()));
+    }
+  }
+  if (const Json& exprs = At(selector, "matchExpressions"); exprs.is_array()) {
+    for (const auto& e : exprs) parts.push_back(DescribeRequirement(e));
+  }
+  return parts.empty() ? "every pod" : fmt::format("{}", fmt::join(parts, ","));
+}
+
+// Pods that a required anti-affinity over kubernetes.io/hostname keeps apart (every pod of the
+// groups that select themselves with the same selector) need one node each: more of them than
+// nodes that could take one can never all run. Groups no node can take are reported already.
+void CheckOnePodPerNode(const std::vector<internal::PodGroup>& groups,
+                        const std::vector<NodeInfo>& infos, FitResult* result) {
+  struct Apart {
+    Json selector;
+    std::int64_t pods = 0;
+    std::set<std::string> nodes;
+  };
+  std::map<std::string, Apart> by_selector;  // keyed by the selector's JSON
+  for (const auto& group : groups) {
+    if (group.count == 0 || group.terminated) continue;
+    for (const auto& selector : SelfExcludingSelectors(group.pod)) {
+      Apart& a = by_selector[selector.dump()];
+      a.selector = selector;
+      a.pods += group.count;
+      const std::set<std::string> nodes = NodesThatCouldTake(At(group.pod, "spec"), infos);
+      a.nodes.insert(nodes.begin(), nodes.end());
+    }
+  }
+  for (const auto& [key, a] : by_selector) {
+    const auto nodes = static_cast<std::int64_t>(a.nodes.size());
+    if (nodes == 0 || a.pods <= nodes) continue;
+    std::vector<std::string> names(a.nodes.begin(), a.nodes.end());
+    if (names.size() > 10) {
+      names.resize(10);
+      names.emplace_back("…");
+    }
+    const Json& match = At(a.selector, "matchLabels");
+    const std::string role = StringAt(match, kRoleLabel);
+    const std::string cluster = StringAt(match, kClusterLabel);
+    // A TFCluster's role (spread "required") by its name, other pods by the selector.
+    const std::string problem =
+        !role.empty() && !cluster.empty()
+            ? fmt::format(
+                  "TFCluster {}: role {} has {} replicas and spread \"required\" puts "
+                  "each on a different node, but only {} node(s) could take its pod ({}); "
+                  "add nodes, run fewer replicas, or use spread \"preferred\"",
+                  cluster, role, a.pods, nodes, fmt::join(names, ", "))
+            : fmt::format(
+                  "pods {}: {} of them must each run on a different node (a required pod "
+                  "anti-affinity over {}), but only {} node(s) could take one ({})",
+                  DescribeSelector(a.selector), a.pods, kHostnameKey, nodes,
+                  fmt::join(names, ", "));
+    result->fits = false;
+    result->problems.push_back(problem);
+  }
+}
+
 }  // namespace
 
 // ---- labels ------------------------------------------------------------------------------------
@@ -486,7 +608,8 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
   std::vector<NodeInfo> infos;
   infos.reserve(nodes.size());
   for (const auto& n : nodes) infos.push_back(NodeFromJson(n));
-  for (const auto& group : internal::PodGroupsOf(objects)) {
+  const std::vector<internal::PodGroup> groups = internal::PodGroupsOf(objects);
+  for (const auto& group : groups) {
     if (group.count == 0 || group.terminated) continue;
     const Json& spec = group.pod["spec"];
     ResourceList need = internal::PodSchedulingRequests(spec);
@@ -595,6 +718,7 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
           fmt::format("{}: cannot be placed on any node: {}", group.source, r));
     }
   }
+  CheckOnePodPerNode(groups, infos, &result);
   return result;
 }
 

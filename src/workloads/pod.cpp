@@ -136,6 +136,18 @@ void AddPlacement(Json* pod_spec, const Placement& placement, bool gpu) {
   if (gpu) (*pod_spec)["tolerations"] = Json::array({GpuToleration()});
 }
 
+void AddHostAntiAffinity(Json* pod_spec, const Json& match_labels, AntiAffinity strength) {
+  Json term = {{"labelSelector", {{"matchLabels", match_labels}}},
+               {"topologyKey", "kubernetes.io/hostname"}};
+  Json& anti = (*pod_spec)["affinity"]["podAntiAffinity"];
+  if (strength == AntiAffinity::kRequired) {
+    anti["requiredDuringSchedulingIgnoredDuringExecution"].push_back(std::move(term));
+  } else {
+    anti["preferredDuringSchedulingIgnoredDuringExecution"].push_back(
+        {{"weight", 100}, {"podAffinityTerm", std::move(term)}});
+  }
+}
+
 void AddPodOptions(Json* pod_spec, const PodOptions& o) {
   Json& pod = *pod_spec;
   if (!o.service_account.empty()) pod["serviceAccountName"] = o.service_account;

@@ -44,6 +44,12 @@ std::vector<std::string> KubeletArgv(std::vector<std::string> argv,
                                      bool expand_variable_references = false);
 /// Sets `affinity` (when constrained) and, for GPU pods, the GPU toleration on a pod spec.
 void AddPlacement(Json* pod_spec, const Placement& placement, bool gpu);
+/// How strongly AddHostAntiAffinity keeps pods apart.
+enum class AntiAffinity { kPreferred, kRequired };
+/// Adds to a pod spec's `affinity` (next to its node affinity, if any) a pod anti-affinity over
+/// `kubernetes.io/hostname` against the pods whose labels include `match_labels`: preferred
+/// (weight 100) or required during scheduling, ignored during execution.
+void AddHostAntiAffinity(Json* pod_spec, const Json& match_labels, AntiAffinity strength);
 /// Sets the pod-level options on a pod spec: `serviceAccountName`,
 /// `automountServiceAccountToken`, `imagePullSecrets` and the pod's `securityContext` (user,
 /// group, non-root, fsGroup, seccomp), each only when set.

@@ -210,6 +210,19 @@ constexpr const char* kOrdinalWrapper =
     "\\\"index\\\":${TASK_INDEX}},\\\"environment\\\":\\\"cloud\\\"}\"; export TF_CONFIG; "
     "exec \"$@\"";
 
+// With storage, where a replica keeps what must outlive it on the shared volume, under
+// `<mountPath>/.tfk8s/<cluster>/`: TFK8S_CHECKPOINT_DIR (docs/checkpoints.md) always, and with
+// the launcher TFK8S_LOG_DIR, where it keeps each incarnation's output.
+void AddStateDirs(const TFClusterSpec& spec,
+                  std::vector<std::pair<const char*, std::string>>* env) {
+  if (!spec.storage) return;
+  std::string mount = spec.storage->mount_path;
+  while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
+  const std::string dir = fmt::format("{}/.tfk8s/{}", mount == "/" ? "" : mount, spec.name);
+  env->emplace_back("TFK8S_CHECKPOINT_DIR", dir + "/checkpoints");
+  if (spec.launcher.enabled) env->emplace_back("TFK8S_LOG_DIR", dir + "/logs");
+}
+
 Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) {
   const TFRoleSpec& r = RoleOf(spec, role);
   bool gpu = r.resources.gpus > 0;
@@ -272,6 +285,7 @@ Json TFContainer(const TFClusterSpec& spec, const std::string& role, int index) 
       args.clear();
     }
   }
+  AddStateDirs(spec, &env);
   c["env"] = Env(env, r.env);
   if (!command.empty()) c["command"] = command;
   if (!args.empty()) c["args"] = args;
@@ -400,6 +414,16 @@ void RenderStorage(const TFClusterSpec& spec, const TFRenderOptions& o, std::vec
   out.push_back(pvc);
 }
 
+// spec.spread: the pods of one role (`role_selector`: its cluster and role labels) kept on
+// different nodes, every role alike (chief and evaluator, one replica each, are unaffected).
+void AddSpread(const TFClusterSpec& spec, const Json& role_selector, Json* pod) {
+  if (spec.spread == TFSpread::kNone) return;
+  internal::AddHostAntiAffinity(pod, role_selector,
+                                spec.spread == TFSpread::kRequired
+                                    ? internal::AntiAffinity::kRequired
+                                    : internal::AntiAffinity::kPreferred);
+}
+
 // Every role: its headless Service, then one Job per replica or one StatefulSet.
 void RenderRoles(const TFClusterSpec& spec, const TFRenderOptions& o, std::vector<Json>& out) {
   for (const char* role_c : {"ps", "worker", "chief", "evaluator"}) {
@@ -422,6 +446,7 @@ void RenderRoles(const TFClusterSpec& spec, const TFRenderOptions& o, std::vecto
         labels[kIndexLabel] = std::to_string(i);
         Json pod = PodSpec(spec, TFContainer(spec, role, i), gpu, cputype, gputype,
                            r.restart_policy, launched);
+        AddSpread(spec, role_selector, &pod);
         pod["hostname"] = name;
         pod["subdomain"] = role_name;
         out.push_back(OneShotJob(spec, o, name, labels, r.backoff_limit,
@@ -432,6 +457,9 @@ void RenderRoles(const TFClusterSpec& spec, const TFRenderOptions& o, std::vecto
       const std::string& name = role_name;
       const Json& selector = role_selector;
       Json pod_labels = PodLabels(spec, role_labels);
+      Json pod =
+          PodSpec(spec, TFContainer(spec, role, 0), gpu, cputype, gputype, "Always", launched);
+      AddSpread(spec, role_selector, &pod);
       out.push_back({{"apiVersion", "apps/v1"},
                      {"kind", "StatefulSet"},
                      {"metadata", Metadata(spec, o, name, role_labels)},
@@ -442,8 +470,7 @@ void RenderRoles(const TFClusterSpec& spec, const TFRenderOptions& o, std::vecto
                        {"selector", {{"matchLabels", selector}}},
                        {"template",
                         {{"metadata", PodMetadata(pod_labels, r.pod_annotations)},
-                         {"spec", PodSpec(spec, TFContainer(spec, role, 0), gpu, cputype, gputype,
-                                          "Always", launched)}}}}}});
+                         {"spec", std::move(pod)}}}}}});
     }
   }
 }

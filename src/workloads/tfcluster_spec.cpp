@@ -34,6 +34,25 @@ bool RunsDefaultServer(const TFClusterSpec& spec, const std::string& role) {
 
 using internal::RunsDefaultServer;
 
+std::string ToString(TFSpread spread) {
+  switch (spread) {
+    case TFSpread::kNone:
+      return "none";
+    case TFSpread::kPreferred:
+      return "preferred";
+    case TFSpread::kRequired:
+      return "required";
+  }
+  return "none";
+}
+
+TFSpread ParseTFSpread(std::string_view text) {
+  for (auto s : {TFSpread::kNone, TFSpread::kPreferred, TFSpread::kRequired}) {
+    if (text == ToString(s)) return s;
+  }
+  throw ValidationError("spread", std::string(text), "must be none, preferred or required");
+}
+
 // ---- validation -----------------------------------------------------------------------------
 
 namespace {
@@ -69,6 +88,10 @@ void ValidateRole(const TFClusterSpec& spec, const char* role) {
     if (spec.launcher.enabled &&
         (env_name == "TFK8S_BARRIER_TIMEOUT" || env_name == "TFK8S_STRATEGY")) {
       return "is set by tfk8s for the launcher (use spec.launcher and spec.strategy)";
+    }
+    if (spec.storage && (env_name == "TFK8S_CHECKPOINT_DIR" ||
+                         (spec.launcher.enabled && env_name == "TFK8S_LOG_DIR"))) {
+      return "is set by tfk8s for every replica of a cluster with storage";
     }
     return {};
   });
@@ -317,6 +340,7 @@ Json TFClusterSpec::ToJson() const {
   // Only when set: the stored spec of a cluster without an owner stays as it was.
   if (!owner.empty()) j["owner"] = owner;
   if (cleanup != TFCleanupPolicy::kNone) j["cleanup"] = ToString(cleanup);
+  if (spread != TFSpread::kNone) j["spread"] = ToString(spread);
   return j;
 }
 
@@ -339,6 +363,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   }
   s.expand_variable_references = Field<bool>(j, "expandVariableReferences", "", false);
   s.cleanup = ParseTFCleanupPolicy(Field<std::string>(j, "cleanup", "", "none"));
+  s.spread = ParseTFSpread(Field<std::string>(j, "spread", "", "none"));
   if (auto x = j.find("launcher"); x != j.end()) {
     if (!x->is_object()) throw ValidationError("launcher", x->dump(), "must be a JSON object");
     s.launcher.enabled = Field<bool>(*x, "enabled", "launcher.", s.launcher.enabled);
@@ -408,6 +433,7 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   Json understood = s.ToJson();
   understood.emplace("podSecurity", "restricted");
   understood.emplace("cleanup", "none");
+  understood.emplace("spread", "none");
   understood.emplace("launcher",
                      Json{{"enabled", true}, {"barrierTimeoutSeconds", 0}, {"python", ""}});
   internal::RefuseUnknownFields(j, understood, "TFCluster");

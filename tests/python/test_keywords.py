@@ -129,6 +129,7 @@ TFCLUSTER: Table = {
     "barrier_timeout_seconds": (90, ("launcher", "barrierTimeoutSeconds"), 90),
     "pod_security": ("baseline", ("podSecurity",), "baseline"),
     "cleanup": ("keep-logs", ("cleanup",), "keep-logs"),
+    "spread": ("preferred", ("spread",), "preferred"),
 }
 
 DEVINSTANCE_BASE: Dict[str, Any] = {"owner": "alice", "name": "lab", "namespace": "team-a"}

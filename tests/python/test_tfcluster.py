@@ -156,6 +156,36 @@ def test_placement_refusal_and_workload_failed(client: tfk8s.Client, namespace: 
     cluster.delete(wait=60)
 
 
+def test_spread_keeps_a_roles_replicas_apart(client: tfk8s.Client, namespace: str) -> None:
+    """spread="required": a role's pods repel each other by hostname, and apply() refuses a role
+    with more replicas than nodes, creating nothing; "preferred" only prefers."""
+    nodes = len(tfk8s.inventory(client).nodes)
+    spec = small_spec(namespace, "apart")
+    spec["worker"]["replicas"] = nodes + 1
+    cluster = tfk8s.TFCluster(client, spec, spread="required")
+    assert cluster.to_dict()["spread"] == "required"
+    job = next(o for o in cluster.render() if o["metadata"]["name"] == "apart-worker-0")
+    affinity = job["spec"]["template"]["spec"]["affinity"]
+    assert "nodeAffinity" in affinity  # the placement stays
+    assert affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == [
+        {"labelSelector": {"matchLabels": {"tfk8s.io/cluster": "apart",
+                                           "tfk8s.io/role": "worker"}},
+         "topologyKey": "kubernetes.io/hostname"}]
+    fit = cluster.preflight()
+    assert not fit.fits
+    assert f"role worker has {nodes + 1} replicas" in fit.message
+    with pytest.raises(tfk8s.WorkloadFailed):
+        cluster.apply()
+    assert objects_of(client, namespace, "apart") == 0
+
+    preferred = tfk8s.TFCluster(client, spec, spread="preferred")
+    assert preferred.preflight().fits
+    assert "spread" not in tfk8s.TFCluster(client, spec).to_dict()  # "none" is not stored
+    with pytest.raises(tfk8s.ValidationError) as info:
+        tfk8s.TFCluster(client, spec, spread="sideways")
+    assert info.value.field == "spread"
+
+
 def test_quota_refusal_creates_nothing(client: tfk8s.Client) -> None:
     queue = f"py-tfq-{uuid.uuid4().hex[:6]}"
     tfk8s.apply_quota(client, queue, {"requests.nvidia.com/gpu": 1})

@@ -8,6 +8,8 @@
 
 #include "fake_transport.hpp"
 #include "tfk8s/placement.hpp"
+#include "tfk8s/testing/fake_cluster.hpp"
+#include "tfk8s/tfcluster.hpp"
 
 using namespace tfk8s;
 using tfk8s::testing::FakeTransport;
@@ -95,6 +97,26 @@ Json Worker(const std::string& name, const Json& pod_spec_extra, const Json& res
 
 const Json kGpuToleration = {
     {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}};
+
+// A CPU cluster of `workers` workers with the default placement (nodetype=tensorflow,
+// pooltype=shared: sim-cpu-0 and sim-cpu-1 of SimNodes()).
+TFClusterSpec Spread(TFSpread spread, int workers, TFTopology topology = TFTopology::kPerReplica) {
+  TFClusterSpec s;
+  s.name = "mnist";
+  s.namespace_name = "team-a";
+  s.topology = topology;
+  s.ps.replicas = 1;
+  s.worker.replicas = workers;
+  s.worker.resources = {"2", "4Gi", "", "", 0};
+  s.spread = spread;
+  return s;
+}
+
+// A TFCluster's objects as its pre-flight checks them (the root ConfigMap left out).
+std::vector<Json> Children(const TFClusterSpec& spec) {
+  auto objects = RenderTFCluster(spec);
+  return {objects.begin() + 1, objects.end()};
+}
 
 ClientConfig FakeConfig() {
   ClientConfig c;
@@ -391,5 +413,91 @@ TEST_SUITE("placement") {
     REQUIRE(r.problems.size() == 1);
     CHECK(r.problems[0].find("StatefulSet/big") == 0);
     CHECK(EvaluatePlacement({svc}, {}).fits);
+  }
+
+  TEST_CASE("EvaluatePlacement: spread required needs a node per replica of a role") {
+    for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
+      CAPTURE(ToString(topology));
+      // Two nodes take a CPU pod: three workers cannot each have their own.
+      FitResult r =
+          EvaluatePlacement(Children(Spread(TFSpread::kRequired, 3, topology)), SimNodes());
+      CHECK_FALSE(r.fits);
+      REQUIRE(r.problems.size() == 1);  // the worker role only: one ps fits
+      INFO(r.problems[0]);
+      CHECK(r.problems[0].find("TFCluster mnist: role worker has 3 replicas") == 0);
+      CHECK(r.problems[0].find("spread \"required\"") != std::string::npos);
+      CHECK(r.problems[0].find("only 2 node(s) could take its pod (sim-cpu-0, sim-cpu-1)") !=
+            std::string::npos);
+      CHECK(r.problems[0].find("spread \"preferred\"") != std::string::npos);
+      // As many replicas as nodes fit; preferred and none have no such rule.
+      CHECK(EvaluatePlacement(Children(Spread(TFSpread::kRequired, 2, topology)), SimNodes()).fits);
+      CHECK(
+          EvaluatePlacement(Children(Spread(TFSpread::kPreferred, 5, topology)), SimNodes()).fits);
+      CHECK(EvaluatePlacement(Children(Spread(TFSpread::kNone, 5, topology)), SimNodes()).fits);
+    }
+    // Nodes the pod could not go to do not count: a GPU node it does not tolerate, a node too
+    // small, a private node.
+    TFClusterSpec big = Spread(TFSpread::kRequired, 2);
+    big.worker.resources.cpu = "20";
+    auto nodes = SimNodes();
+    nodes[1]["status"]["allocatable"]["cpu"] = "8";
+    FitResult small = EvaluatePlacement(Children(big), nodes);
+    REQUIRE(small.problems.size() == 1);
+    CHECK(small.problems[0].find("role worker has 2 replicas") != std::string::npos);
+    CHECK(small.problems[0].find("only 1 node(s) could take its pod (sim-cpu-0)") !=
+          std::string::npos);
+    // A pod no node can take at all is reported once, as before.
+    big.worker.resources.cpu = "64";
+    FitResult none = EvaluatePlacement(Children(big), SimNodes());
+    REQUIRE(none.problems.size() == 2);  // one per worker Job
+    CHECK(none.problems[0].find("bigger than any node") != std::string::npos);
+  }
+
+  TEST_CASE("EvaluatePlacement: any pods kept apart by a required hostname anti-affinity") {
+    const Json apart = {{"affinity",
+                         {{"podAntiAffinity",
+                           {{"requiredDuringSchedulingIgnoredDuringExecution",
+                             {{{"labelSelector", {{"matchLabels", {{"app", "web"}}}}},
+                               {"topologyKey", "kubernetes.io/hostname"}}}}}}}}};
+    auto web = [&](int replicas, const Json& labels) {
+      Json w = Worker("web", apart, {{"requests", {{"cpu", "1"}}}}, replicas);
+      w["spec"]["template"]["metadata"] = {{"labels", labels}};
+      return w;
+    };
+    // sim-cpu-0, sim-cpu-1 and sim-private-0 take it (the GPU nodes are tainted).
+    FitResult r = EvaluatePlacement({web(4, {{"app", "web"}})}, SimNodes());
+    REQUIRE(r.problems.size() == 1);
+    CHECK(r.problems[0] ==
+          "pods app=web: 4 of them must each run on a different node (a required pod "
+          "anti-affinity over kubernetes.io/hostname), but only 3 node(s) could take one "
+          "(sim-cpu-0, sim-cpu-1, sim-private-0)");
+    CHECK(EvaluatePlacement({web(3, {{"app", "web"}})}, SimNodes()).fits);
+    // A selector that does not select the pod itself keeps it from others, not from its own.
+    CHECK(EvaluatePlacement({web(4, {{"app", "api"}})}, SimNodes()).fits);
+  }
+
+  TEST_CASE("TFCluster::Apply: spread required with too few nodes is refused, nothing created") {
+    tfk8s::testing::FakeCluster fake;
+    const std::map<std::string, std::string> labels = {{"nodetype", "tensorflow"},
+                                                       {"pooltype", "shared"}};
+    fake.AddNode("cpu-1", labels, "64", "256Gi");
+    fake.AddNode("cpu-2", labels, "64", "256Gi");
+    Client client = fake.client("team-a");
+    TFCluster cluster(client, Spread(TFSpread::kRequired, 3));
+    try {
+      cluster.Apply();
+      FAIL("expected TFClusterFailed");
+    } catch (const TFClusterFailed& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find("nothing was created") != std::string::npos);
+      CHECK(std::string(e.what()).find("role worker has 3 replicas") != std::string::npos);
+      CHECK(std::string(e.what()).find("only 2 node(s) could take its pod (cpu-1, cpu-2)") !=
+            std::string::npos);
+    }
+    CHECK_FALSE(fake.Find("v1", "ConfigMap", "team-a", "mnist").has_value());
+    CHECK(fake.Objects("batch/v1", "Job", "team-a").empty());
+    // Preferred lets the scheduler put two workers on one node: it is applied.
+    TFCluster(client, Spread(TFSpread::kPreferred, 3)).Apply();
+    CHECK(fake.Objects("batch/v1", "Job", "team-a").size() == 4);
   }
 }

@@ -647,6 +647,7 @@ const std::map<std::string, GoldenVerdict> kGoldenVerdicts = {
        {"capabilities_restricted", "Job/tf-dis-task-session"},
        {"runAsNonRoot", "Job/tf-dis-task-session"},
        {"seccompProfile_restricted", "Job/tf-dis-task-session"}}}},
+    {"tfcluster_spread_required", {{}, {}}},
 };
 
 const std::set<std::string> kPodKinds = {

@@ -67,6 +67,21 @@ TFClusterSpec GpuExample() {
   return s;
 }
 
+// A small CPU cluster whose roles keep their replicas on different nodes.
+TFClusterSpec SpreadExample() {
+  TFClusterSpec s;
+  s.name = "spread";
+  s.namespace_name = "team-a";
+  s.ps.replicas = 1;
+  s.ps.resources = {"1", "2Gi", "", "", 0};
+  s.worker.replicas = 2;
+  s.worker.resources = {"2", "4Gi", "", "", 0};
+  s.worker.script = "python /data/train.py";
+  s.placement.cputype = "xeon-gold";
+  s.spread = TFSpread::kRequired;
+  return s;
+}
+
 const Json* Find(const std::vector<Json>& objects, const std::string& kind,
                  const std::string& name) {
   for (const auto& o : objects) {
@@ -159,6 +174,13 @@ TEST_SUITE("tfcluster") {
     o.root_uid = "00000000-1111-2222-3333-444444444444";
     CheckGolden("tfcluster_gpu_per_replica",
                 testing::WithLauncherMarker(RenderTFCluster(GpuExample(), o)));
+  }
+
+  TEST_CASE("golden: spread required, per-replica topology") {
+    TFRenderOptions o;
+    o.root_uid = "00000000-1111-2222-3333-444444444444";
+    CheckGolden("tfcluster_spread_required",
+                testing::WithLauncherMarker(RenderTFCluster(SpreadExample(), o)));
   }
 
   TEST_CASE("the seed example renders the document's names and addresses") {
@@ -576,5 +598,159 @@ TEST_SUITE("tfcluster") {
     auto bad = ok;
     bad.worker.replicas = 0;
     CHECK_THROWS_AS(RenderTFCluster(bad), ValidationError);
+  }
+
+  TEST_CASE("spread: each role's replicas kept apart by hostname, next to the node affinity") {
+    const Json::json_pointer anti("/affinity/podAntiAffinity");
+    for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
+      for (TFSpread spread : {TFSpread::kNone, TFSpread::kPreferred, TFSpread::kRequired}) {
+        CAPTURE(ToString(topology));
+        CAPTURE(ToString(spread));
+        TFClusterSpec s = GpuExample();
+        s.topology = topology;
+        s.spread = spread;
+        std::set<std::string> roles;
+        for (const auto& o : RenderTFCluster(s)) {
+          if (!o.contains(Json::json_pointer("/spec/template/spec"))) continue;
+          const std::string role = o["metadata"]["labels"]["tfk8s.io/role"];
+          CAPTURE(role);
+          const Json& pod = o["spec"]["template"]["spec"];
+          // The placement's node affinity stays whatever the spread.
+          CHECK(pod["affinity"].contains("nodeAffinity"));
+          if (role == "session" || role == "tensorboard" || spread == TFSpread::kNone) {
+            CHECK_FALSE(pod.contains(anti));
+            continue;
+          }
+          roles.insert(role);
+          const Json term = {
+              {"labelSelector",
+               {{"matchLabels", {{"tfk8s.io/cluster", "resnet"}, {"tfk8s.io/role", role}}}}},
+              {"topologyKey", "kubernetes.io/hostname"}};
+          // The selector matches the pod's own labels: its role's other replicas.
+          for (const auto& [k, v] : term["labelSelector"]["matchLabels"].items()) {
+            CHECK(o["spec"]["template"]["metadata"]["labels"][k] == v);
+          }
+          if (spread == TFSpread::kRequired) {
+            CHECK(pod.at(anti) ==
+                  Json{{"requiredDuringSchedulingIgnoredDuringExecution", Json::array({term})}});
+          } else {
+            CHECK(pod.at(anti) ==
+                  Json{{"preferredDuringSchedulingIgnoredDuringExecution",
+                        Json::array({{{"weight", 100}, {"podAffinityTerm", term}}})}});
+          }
+        }
+        // Every role alike, the single chief and evaluator too.
+        if (spread != TFSpread::kNone) {
+          CHECK(roles == std::set<std::string>{"ps", "worker", "chief", "evaluator"});
+        }
+      }
+    }
+  }
+
+  TEST_CASE("spread: the StatefulSet topology's pod template carries both affinities") {
+    TFClusterSpec s = SeedExample();
+    s.spread = TFSpread::kPreferred;
+    auto objects = RenderTFCluster(s);
+    const Json& affinity = (*Find(objects, "StatefulSet",
+                                  "tf-dis-task-worker"))["spec"]["template"]["spec"]["affinity"];
+    CHECK(affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                  ["nodeSelectorTerms"][0]["matchExpressions"]
+                      .size() == 3);  // nodetype, cputype, pooltype
+    const Json& preferred =
+        affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+    REQUIRE(preferred.size() == 1);
+    CHECK(preferred[0]["weight"] == 100);
+    CHECK(preferred[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname");
+    CHECK(preferred[0]["podAffinityTerm"]["labelSelector"]["matchLabels"] ==
+          Json{{"tfk8s.io/cluster", "tf-dis-task"}, {"tfk8s.io/role", "worker"}});
+    CHECK_FALSE(
+        affinity["podAntiAffinity"].contains("requiredDuringSchedulingIgnoredDuringExecution"));
+    // Without a node affinity (any node), the anti-affinity alone.
+    s.placement = Placement{};
+    s.placement.nodetype = "";
+    s.placement.pool = "";
+    s.spread = TFSpread::kRequired;
+    auto any_node = RenderTFCluster(s);
+    const Json& alone =
+        (*Find(any_node, "StatefulSet", "tf-dis-task-ps"))["spec"]["template"]["spec"]["affinity"];
+    CHECK_FALSE(alone.contains("nodeAffinity"));
+    CHECK(alone["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+               ["labelSelector"]["matchLabels"]["tfk8s.io/role"] == "ps");
+  }
+
+  TEST_CASE("spread: stored only when set, read back, a bad value names the field") {
+    TFClusterSpec s = GpuExample();
+    CHECK_FALSE(s.ToJson().contains("spread"));  // stored specs and golden files unchanged
+    for (TFSpread spread : {TFSpread::kPreferred, TFSpread::kRequired}) {
+      s.spread = spread;
+      CHECK(s.ToJson()["spread"] == ToString(spread));
+      CHECK(TFClusterSpec::FromJson(s.ToJson()).spread == spread);
+      CHECK(ParseTFSpread(ToString(spread)) == spread);
+    }
+    Json written = GpuExample().ToJson();
+    written["spread"] = "none";  // written out at its default, still a field
+    CHECK(TFClusterSpec::FromJson(written).spread == TFSpread::kNone);
+    written["spread"] = "sideways";
+    try {
+      (void)TFClusterSpec::FromJson(written);
+      FAIL("expected ValidationError");
+    } catch (const ValidationError& e) {
+      CHECK(e.field() == "spread");
+      CHECK(e.value() == "sideways");
+      CHECK(std::string(e.what()).find("none, preferred or required") != std::string::npos);
+    }
+    CHECK_THROWS_AS(ParseTFSpread(""), ValidationError);
+  }
+
+  TEST_CASE("storage: TFK8S_CHECKPOINT_DIR in every replica, TFK8S_LOG_DIR with the launcher") {
+    for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
+      for (bool launcher : {true, false}) {
+        CAPTURE(ToString(topology));
+        CAPTURE(launcher);
+        TFClusterSpec s = GpuExample();
+        s.topology = topology;
+        s.launcher.enabled = launcher;
+        s.storage->mount_path = "/mnt/shared/";  // a trailing slash is not doubled
+        int replicas = 0;
+        for (const auto& o : RenderTFCluster(s)) {
+          if (!o.contains(Json::json_pointer("/spec/template/spec"))) continue;
+          const std::string role = o["metadata"]["labels"]["tfk8s.io/role"];
+          CAPTURE(role);
+          const Json& c = o["spec"]["template"]["spec"]["containers"][0];
+          if (role == "session" || role == "tensorboard") {
+            CHECK(EnvOf(c, "TFK8S_CHECKPOINT_DIR") == "<unset>");
+            CHECK(EnvOf(c, "TFK8S_LOG_DIR") == "<unset>");
+            continue;
+          }
+          ++replicas;
+          CHECK(EnvOf(c, "TFK8S_CHECKPOINT_DIR") == "/mnt/shared/.tfk8s/resnet/checkpoints");
+          CHECK(EnvOf(c, "TFK8S_LOG_DIR") ==
+                (launcher ? "/mnt/shared/.tfk8s/resnet/logs" : "<unset>"));
+          // With tfk8s's own variables, before the role's env.
+          if (role == "worker") CHECK(c["env"].back() == Json{{"name", "EPOCHS"}, {"value", "10"}});
+        }
+        CHECK(replicas == (topology == TFTopology::kPerReplica ? 6 : 4));
+      }
+    }
+    // Without storage, neither.
+    TFClusterSpec none = GpuExample();
+    none.storage.reset();
+    for (const auto& o : RenderTFCluster(none)) {
+      if (!o.contains(Json::json_pointer("/spec/template/spec"))) continue;
+      const Json& c = o["spec"]["template"]["spec"]["containers"][0];
+      CHECK(EnvOf(c, "TFK8S_CHECKPOINT_DIR") == "<unset>");
+      CHECK(EnvOf(c, "TFK8S_LOG_DIR") == "<unset>");
+    }
+    // A role may not set them itself while tfk8s does (the list of env names is a map).
+    TFClusterSpec own = GpuExample();
+    own.worker.env.push_back({"TFK8S_CHECKPOINT_DIR", "/elsewhere"});
+    CheckInvalid(own, "worker.env[1].name");
+    own.worker.env.back().name = "TFK8S_LOG_DIR";
+    CheckInvalid(own, "worker.env[1].name");
+    own.launcher.enabled = false;  // then TFK8S_LOG_DIR is the user's own
+    own.Validate();
+    own.worker.env.back().name = "TFK8S_CHECKPOINT_DIR";
+    own.storage.reset();
+    own.Validate();  // no storage: the user's own too
   }
 }
