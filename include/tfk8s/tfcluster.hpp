@@ -274,13 +274,17 @@ std::string ToString(TFClusterPhase phase);
 /// session, where Jupyter and SSH are reached and the SSH login, as a DevInstance's access.
 /// Cluster addresses always; with `service_type` NodePort, Status() also reads the node ports
 /// (Wait's progress does not). Never the password: TFCluster::Session() tells it.
+/// `events`: replicas lost with their node, in words ("worker-1 lost with node n2 at
+/// 12:01:07Z; recreated on n3 at 12:01:41Z"), while the lost pod's object remains (until its
+/// node is back or removed); a Wait keeps them until it returns.
 #define TFK8S_TF_CLUSTER_STATUS_FIELDS(X)                                                 \
   X(std::string, name, "name", )                                                          \
   X(std::string, namespace_name, "namespace", )                                           \
   X(TFClusterPhase, phase, "phase", = TFClusterPhase::kUnknown)                           \
   X(std::string, message, "message", ) /* Why (first failing replica, or progress). */    \
   X(std::vector<TFReplicaStatus>, replicas, "replicas", ) /* ps, worker, …, session. */ \
-  X(std::optional<DevAccess>, session, "session", )
+  X(std::optional<DevAccess>, session, "session", )                                       \
+  X(std::vector<std::string>, events, "events", )
 struct TFClusterStatus {
   TFK8S_FIELDS(TFK8S_TF_CLUSTER_STATUS_FIELDS)
   /// A fixed-width text table (then the session's addresses, with one).

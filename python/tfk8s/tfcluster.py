@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 from tfk8s import _core, _html, _links, _units
 from tfk8s._keywords import renamed_keywords, shared_keywords
 from tfk8s._logs import WorkloadLogs
-from tfk8s._records import FitResult, Record, dicts, field, text
+from tfk8s._records import FitResult, Record, dicts, field, strings, text
 from tfk8s._workload import Workload, WorkloadKeywords, showing_progress
 from tfk8s.devinstance import DevAccess, DevCredentials
 
@@ -34,8 +34,10 @@ def _optional_access(value: Any) -> Optional[DevAccess]:
 class TFClusterStatus(Record):
     """Status of a TFCluster: its ``name`` and ``namespace``, ``phase`` ("Pending", "Running",
     "Succeeded", "Failed", "Unknown"), ``message``, ``replicas`` (dicts: role, index, pod,
-    phase, node, restarts, reason), ``not_ready`` and ``session`` (where the session is
-    reached, or None). ``table()`` is a text table; Jupyter shows an HTML table."""
+    phase, node, restarts, reason), ``not_ready``, ``session`` (where the session is
+    reached, or None) and ``events`` (replicas lost with their node, in words: "worker-1 lost
+    with node n2 at 12:01:07Z; recreated on n3 at 12:01:41Z"). ``table()`` is a text table;
+    Jupyter shows an HTML table."""
 
     __slots__ = ()
 
@@ -48,6 +50,9 @@ class TFClusterStatus(Record):
     #: With a session: where Jupyter and SSH are reached and the SSH user (no password:
     #: ``cluster.session()`` tells it); ``None`` without one.
     session: Optional[DevAccess] = field(_optional_access)
+    #: Replicas lost with their node and where they were recreated, while the lost pod's object
+    #: remains (a ``wait()`` keeps them until it returns).
+    events: List[str] = field(strings)
 
     @property
     def ready(self) -> int:

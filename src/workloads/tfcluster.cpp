@@ -26,7 +26,6 @@
 namespace tfk8s {
 
 using internal::Items;
-using internal::LabelOf;
 using namespace internal::kinds;
 using internal::RoleOf;
 
@@ -106,6 +105,7 @@ std::string TFClusterStatus::Table() const {
                        r.restarts, r.reason);
   }
   out += fmt::format("cluster: {}{}{}\n", ToString(phase), message.empty() ? "" : ": ", message);
+  for (const auto& e : events) out += fmt::format("event: {}\n", e);
   if (session) {
     out += fmt::format("session: user {}, password from Session() (Python: session())\n",
                        session->user);
@@ -126,10 +126,7 @@ int TFClusterStatus::NotReady() const {
 
 namespace {
 
-struct ReplicaKey {
-  std::string role;
-  int index;
-};
+using internal::ReplicaKey;
 
 std::vector<ReplicaKey> ExpectedReplicas(const TFClusterSpec& spec) {
   std::vector<ReplicaKey> out;
@@ -138,16 +135,6 @@ std::vector<ReplicaKey> ExpectedReplicas(const TFClusterSpec& spec) {
   }
   if (spec.session) out.push_back({"session", 0});
   return out;
-}
-
-// Index of a pod within its role: the label (per-replica) or the StatefulSet ordinal.
-int PodIndex(const Json& pod) {
-  std::string label = LabelOf(pod, kIndexLabel);
-  if (!label.empty()) return std::atoi(label.c_str());
-  std::string name = internal::NameOf(pod);
-  auto dash = name.rfind('-');
-  if (dash == std::string::npos) return 0;
-  return std::atoi(name.c_str() + dash + 1);
 }
 
 std::string JobCondition(const Json& job, const char* type) {
@@ -164,6 +151,15 @@ std::string JobCondition(const Json& job, const char* type) {
 }  // namespace
 
 namespace internal {
+
+int PodIndex(const Json& pod) {
+  std::string label = LabelOf(pod, kIndexLabel);
+  if (!label.empty()) return std::atoi(label.c_str());
+  std::string name = NameOf(pod);
+  auto dash = name.rfind('-');
+  if (dash == std::string::npos) return 0;
+  return std::atoi(name.c_str() + dash + 1);
+}
 
 DevAccess SessionAccess(const TFClusterSpec& spec, const std::vector<Json>& services) {
   DevAccess access;
@@ -260,6 +256,13 @@ TFClusterStatus ComputeTFStatus(const TFClusterSpec& spec, const TFObserved& see
     st.replicas.push_back(std::move(r));
   }
 
+  for (auto& [key, text] : LossEvents(spec, seen)) {
+    for (auto& r : st.replicas) {
+      if (r.role == key.role && r.index == key.index && r.phase == "Missing") r.reason = text;
+    }
+    st.events.push_back(std::move(text));
+  }
+
   auto find = [&](const std::string& role, int index) -> const TFReplicaStatus* {
     for (const auto& r : st.replicas) {
       if (r.role == role && r.index == index) return &r;
@@ -281,6 +284,7 @@ TFClusterStatus ComputeTFStatus(const TFClusterSpec& spec, const TFObserved& see
   } else if (st.NotReady() == 0) {
     st.phase = TFClusterPhase::kRunning;
     st.message = fmt::format("{} replicas running", st.replicas.size());
+    for (const auto& e : st.events) st.message += "; " + e;
   } else {
     st.phase = TFClusterPhase::kPending;
     for (const auto& r : st.replicas) {
@@ -605,6 +609,7 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns, const 
   TFClusterSpec spec = internal::TFSpecFromRoot(root);
   spec.Validate();
   seen.services = SessionServices(client, spec);
+  internal::ReadNodes(client, internal::NodesToRead(seen.pods, seen.nodes), &seen.nodes);
   return StatusFromPods(spec, std::move(seen), [&] {
     return internal::ListItemsWithout(client, kJobs, ns, o, kNotReadByStatus);
   });
@@ -860,6 +865,7 @@ struct KindOps<TFClusterKind> {
     Observed seen;
     seen.pods = ListItemsWithout(client, kPods, spec.namespace_name, o, kNotReadByStatus);
     seen.services = SessionServices(client, spec);
+    ReadNodes(client, NodesToRead(seen.pods, seen.nodes), &seen.nodes);
     return StatusFromPods(spec, std::move(seen), [&] {
       return ListItemsWithout(client, kJobs, spec.namespace_name, o, kNotReadByStatus);
     });
@@ -872,12 +878,35 @@ struct KindOps<TFClusterKind> {
             {&kEvents, ByField("reason=FailedCreate")}};
   }
 
+  // A wait tells every loss it saw, also once the lost pod's object is gone (its node came
+  // back): it keeps such pods and their nodes' state until it returns.
+  static void RememberLosses(JudgeContext<TFClusterSpec>& wait, Observed* seen) {
+    auto& nodes = wait.Memory<std::map<std::string, NodeReadiness>>("nodes");
+    auto& lost = wait.Memory<std::map<std::string, Json>>("lost pods");
+    ReadNodes(wait.client, NodesToRead(seen->pods, nodes), &nodes);
+    std::set<std::string> present;
+    for (const auto& pod : seen->pods) {
+      std::string uid = pod["metadata"].value("uid", "");
+      present.insert(uid);
+      auto node = nodes.find(pod.value("spec", Json::object()).value("nodeName", ""));
+      if (node != nodes.end() && !node->second.ready &&
+          pod["metadata"].contains("deletionTimestamp")) {
+        lost[uid] = pod;
+      }
+    }
+    for (const auto& [uid, pod] : lost) {
+      if (!present.count(uid)) seen->pods.push_back(pod);
+    }
+    seen->nodes = nodes;
+  }
+
   static std::pair<TFClusterStatus, WaitVerdict> Judge(JudgeContext<TFClusterSpec>& wait,
                                                        const WaitSnapshot& snapshot) {
     const TFClusterSpec& spec = wait.spec;
     Observed seen;
     seen.pods = snapshot.objects[0];
     seen.jobs = snapshot.objects[1];
+    RememberLosses(wait, &seen);
     std::set<std::string> job_uids;
     for (const auto& j : seen.jobs) job_uids.insert(j["metadata"].value("uid", ""));
     seen.quota_rejections = QuotaRefusals(snapshot.objects[2], job_uids, "pods");

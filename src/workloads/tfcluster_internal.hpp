@@ -1,7 +1,10 @@
 #pragma once
 // Internal: names and labels shared by TFCluster's rendering and lifecycle code.
 
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tfk8s/tfcluster.hpp"
@@ -36,13 +39,44 @@ std::string ClaimName(const TFClusterSpec& spec);
 /// Labels on every object of the cluster.
 Json CommonLabels(const TFClusterSpec& spec);
 
+/// One replica: its role and index ("session", 0 for the session).
+struct ReplicaKey {
+  std::string role;
+  int index;
+};
+
+/// Index of a pod within its role: the label (per-replica) or the StatefulSet ordinal.
+int PodIndex(const Json& pod);
+
+/// A node as a status sees it.
+struct NodeReadiness {
+  bool ready = true;
+  std::string since;  ///< The Ready condition's lastTransitionTime, when not Ready.
+};
+
 /// What a status computation looks at.
 struct TFObserved {
   std::vector<Json> pods;                     ///< Pods labelled with the cluster.
   std::vector<Json> jobs;                     ///< Jobs labelled with the cluster.
   std::vector<std::string> quota_rejections;  ///< FailedCreate events of our controllers.
   std::vector<Json> services;  ///< A NodePort session's Services (their node ports), if read.
+  /// The nodes of pods being deleted, by name: whether each is Ready, and when it stopped
+  /// being Ready (a node that no longer exists: not Ready, since unknown).
+  std::map<std::string, NodeReadiness> nodes;
 };
+
+/// The nodes `nodes` lacks of `pods` being deleted (what a status needs to tell a pod lost with
+/// its node from one deleted on purpose).
+std::set<std::string> NodesToRead(const std::vector<Json>& pods,
+                                  const std::map<std::string, NodeReadiness>& nodes);
+/// Reads those nodes (one GET each) into `nodes`; a node the caller may not read is left out.
+void ReadNodes(Client& client, const std::set<std::string>& names,
+               std::map<std::string, NodeReadiness>* nodes);
+/// Every pod of `seen` lost with its node (being deleted, its node not Ready), in words, with
+/// the replica's next pod ("worker-1 lost with node n2 at 12:01:07Z; recreated on n3 at
+/// 12:01:41Z"), oldest loss of each replica first (pure).
+std::vector<std::pair<ReplicaKey, std::string>> LossEvents(const TFClusterSpec& spec,
+                                                           const TFObserved& seen);
 
 /// Where the session's Jupyter and SSH are reached: cluster addresses, and node ports from the
 /// session's Services among `services` (pure; an empty access without a session).

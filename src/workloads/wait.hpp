@@ -5,9 +5,11 @@
 // reports each new status once (repeats dropped), asks `cancelled`, surfaces a watch's error and
 // turns the deadline into a Timeout that names the whole duration and the last status.
 
+#include <any>
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -99,9 +101,17 @@ class JudgeContext {
   std::optional<std::string> NeverPlaced(const std::function<std::vector<Json>()>& objects) {
     return internal::NeverPlaced(client, &placement_, objects);
   }
+  /// State a judge keeps across the snapshots of one wait, by name (empty on first use).
+  template <typename T>
+  T& Memory(const std::string& name) {
+    std::any& slot = memory_[name];
+    if (!slot.has_value()) slot = T{};
+    return std::any_cast<T&>(slot);
+  }
 
  private:
   std::optional<FitResult> placement_;
+  std::map<std::string, std::any> memory_;
 };
 
 /// A judge's answer: `status` and `verdict`, whose progress is the status's table and whose

@@ -34,7 +34,7 @@ def cluster_raw(ready: int, total: int = 3, reason: str = EVIL) -> Dict[str, Any
                         "" if i < ready else reason) for i in range(total)]
     return {"name": "m", "namespace": "team-a",
             "phase": "Running" if ready == total else "Pending", "message": "",
-            "replicas": replicas, "not_ready": total - ready, "session": None,
+            "replicas": replicas, "not_ready": total - ready, "session": None, "events": [],
             "table": f"TABLE {ready}/{total}"}
 
 
@@ -554,11 +554,11 @@ class Core:
     def wait(self, until, timeout, on_progress):
         if on_progress is not None:
             on_progress({"name": "m", "namespace": "team", "phase": "Pending", "message": "",
-                         "not_ready": 1, "session": None, "table": "T1",
+                         "not_ready": 1, "session": None, "events": [], "table": "T1",
                          "replicas": [replica(0, "Running"),
                                       replica(1, "Pending", "Unschedulable: 0/1 nodes")]})
         return {"name": "m", "namespace": "team", "phase": "Running",
-                "message": "2 replicas running", "not_ready": 0, "session": None,
+                "message": "2 replicas running", "not_ready": 0, "session": None, "events": [],
                 "table": "T2", "replicas": [replica(0, "Running"), replica(1, "Running")]}
 
 cluster = tfk8s.TFCluster(FakeCluster().client("team"), _core_cluster=Core())

@@ -59,6 +59,7 @@ def tfcluster_status_raw() -> Dict[str, Any]:
         ],
         "not_ready": 1,
         "session": access_raw(),
+        "events": ["worker-1 lost with node n2 at 12:01:07Z; recreated on n3 at 12:01:41Z"],
         "table": "REPLICA ...",
     }
 
@@ -226,6 +227,7 @@ def test_record_basics_equality_copy_and_read_only_fields() -> None:
         a.phase = "Running"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         a.extra = 1  # type: ignore[attr-defined]  # __slots__: no stray attributes
+    assert a.events == ["worker-1 lost with node n2 at 12:01:07Z; recreated on n3 at 12:01:41Z"]
     d = a.to_dict()
     assert d["phase"] == "Pending" and d["not_ready"] == 1
     d["phase"] = "changed"
