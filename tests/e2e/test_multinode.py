@@ -1,18 +1,23 @@
-"""Three real nodes on one machine (#39, stage 1): all Ready, pod traffic and cluster DNS across
+"""Three real nodes on one machine (#39): all Ready, pod traffic and cluster DNS across
 nodes, a ReadWriteMany claim shared by pods on different nodes, and `tfk8s-local node stop|start`
-(a power-off: the node goes NotReady and its pods are evicted; back on, it is Ready again)."""
+(a power-off: the node goes NotReady and its pods are evicted; back on, it is Ready again); a
+TFCluster spread over the nodes, and training that survives losing one of them."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
+from typing import Dict, List, Optional
 
 import pytest
 
-from conftest import (INSTANCE, NODE, REAL_LABEL, REAL_NODES, STORAGE_CLASS, TOOL, real_pod, wait_for,
-                      wait_phase)
+import tfk8s
+
+from conftest import (INSTANCE, NODE, REAL_LABEL, REAL_NODES, RUNTIME_IMAGE, STORAGE_CLASS, TOOL, real_pod,
+                      wait_for, wait_phase)
 
 
 def _ready(client, name):
@@ -184,3 +189,138 @@ def test_node_stop_and_start(real_cluster, client, namespace):
     wait_phase(client, ns, "waiting", ("Running",), 90)
     assert client.get("v1", "Pod", "waiting", ns)["spec"]["nodeName"] == victim
     assert len(_sleepers(3592)) == 1
+
+
+# ---- TFCluster over several nodes (#39 stage 2) ----------------------------------------------
+
+TRAINER = ["python3", "/opt/tfk8s/examples/trainer/ps_sgd.py"]
+SMALL = {"cpu": "100m", "memory": "256Mi"}
+
+
+def _replica_nodes(status) -> Dict[str, str]:
+    return {"%s-%d" % (r["role"], r["index"]): r["node"] for r in status.replicas}
+
+
+def test_a_spread_cluster_reaches_every_address_from_every_node(client, namespace, real_node):
+    """3 ps and 3 workers, spread "required" over the three nodes: each node holds one of each,
+    and every replica's launcher reached every other replica's TF_CONFIG address (its
+    start-up barrier passed with 5 peers) before its program ran."""
+    role = {"replicas": 3, "resources": SMALL}
+    spec = {"placement": real_node, "spread": "required", "ps": dict(role), "worker": dict(role),
+            "launcher": {"barrierTimeoutSeconds": 120}}
+    cluster = tfk8s.TFCluster(client, spec, name="spread", namespace=namespace,
+                              cpu_image=RUNTIME_IMAGE, image_pull_policy="Never",
+                              command=["sh", "-c", "echo reached from $(hostname)"])
+    cluster.apply()
+    # worker-0 (the chief without one) completing is the cluster's success; every replica runs
+    # the same short program, so every one completes.
+    status = cluster.wait(until="finished", timeout=240, progress=False)
+    assert status.phase == "Succeeded", status
+    wait_for("every replica completed",
+             lambda: all(r["phase"] == "Succeeded" for r in cluster.status().replicas), 120, 1)
+    nodes = _replica_nodes(cluster.status())
+    for role_name in ("ps", "worker"):
+        placed = sorted(nodes["%s-%d" % (role_name, i)] for i in range(3))
+        assert placed == sorted(REAL_NODES), (role_name, nodes)
+    logs: Dict[str, List[str]] = {}
+    for replica, line in cluster.logs():
+        logs.setdefault(replica, []).append(line)
+    assert sorted(logs) == sorted(nodes), sorted(logs)
+    for replica, lines in logs.items():
+        assert any(re.search(r"tfk8s launcher: %s passed the start-up barrier in [0-9.]+ s "
+                             r"\(5 peers\)" % replica, line) for line in lines), (replica, lines)
+        assert any(line.startswith("reached from spread-%s" % replica) for line in lines), lines
+    cluster.delete(wait=180)
+
+
+def _line_with(lines: List[str], pattern: str) -> Optional[str]:
+    return next((line for line in lines if re.search(pattern, line)), None)
+
+
+@pytest.mark.timeout(1200)  # a training run across a node loss (about 4 minutes) and the node's return
+def test_training_survives_losing_a_node(real_cluster, client, namespace, real_node):
+    """2 ps, 2 workers and a chief spread ("preferred") over nodes 1 and 2; mid-training the
+    node without the chief (holding a ps and a worker) is powered off. The lost ps comes back
+    on the other node at the same address from its checkpoint on the shared volume, the
+    workers reconnect, the chief finishes with the loss fallen at least 100x; the status says
+    what was lost and where it was recreated, the logs hold both incarnations of each lost
+    replica, and delete leaves nothing once the node is back."""
+    pair = REAL_NODES[1:]
+    victim = None
+    cluster = None
+    try:
+        for node in pair:
+            tfk8s.set_node_labels(client, node, {"cputype": "e2e-loss"})
+        role = {"replicas": 2, "resources": SMALL}
+        spec = {"placement": dict(real_node, cputype="e2e-loss"), "spread": "preferred",
+                "ps": dict(role), "worker": dict(role), "chief": {"replicas": 1, "resources": SMALL},
+                "storage": {"size": "64Mi", "storageClass": STORAGE_CLASS, "accessModes": ["ReadWriteMany"]},
+                "launcher": {"barrierTimeoutSeconds": 300}}
+        cluster = tfk8s.TFCluster(client, spec, name="survivor", namespace=namespace,
+                                  cpu_image=RUNTIME_IMAGE, image_pull_policy="Never",
+                                  command=TRAINER + ["--output-dir", "/data/run", "--steps", "4000",
+                                                     "--step-delay", "0.02", "--log-every", "500"])
+        started = time.monotonic()
+        cluster.apply()
+        cluster.wait(until="ready", timeout=240, progress=False)
+        nodes = _replica_nodes(cluster.status())
+        # "preferred" spread: the two ps on two nodes, the two workers too.
+        assert nodes["ps-0"] != nodes["ps-1"] and nodes["worker-0"] != nodes["worker-1"], nodes
+        victim = next(n for n in pair if n != nodes["chief-0"])
+        lost = sorted(r for r, n in nodes.items() if n == victim)
+        assert len(lost) == 2 and lost[0].startswith("ps-") and lost[1].startswith("worker-"), nodes
+
+        def progressed():
+            return {r for r, line in cluster.logs(role="worker") if " step 500 loss" in line} == {
+                "worker-0", "worker-1"}
+        wait_for("both workers past step 500", progressed, 120, 2)
+        stopped = time.monotonic()
+        r = _tool(real_cluster, "node", "stop", victim)
+        assert r.returncode == 0, r.stderr
+
+        status = cluster.wait(until="finished", timeout=900, progress=False)
+        took = time.monotonic() - started
+        assert status.phase == "Succeeded", status
+        said = {e.split(" ", 1)[0]: e for e in status.events}
+        for replica in lost:
+            event = said.get(replica, "")
+            assert re.fullmatch(r"%s lost with node %s at \d\d:\d\d:\d\dZ; recreated on %s at "
+                                r"\d\d:\d\d:\d\dZ" % (replica, re.escape(victim),
+                                                      re.escape(next(n for n in pair if n != victim))),
+                                event), status.events
+        # While the lost pods' objects remain (their node is still off), status() says it too.
+        assert sorted(e.split(" ", 1)[0] for e in cluster.status().events) == lost
+
+        logs: Dict[str, List[str]] = {}
+        for replica, line in cluster.logs():
+            logs.setdefault(replica, []).append(line)
+        ps, worker = lost
+        assert _line_with(logs[ps], r"^\[incarnation 1\] %s serving weights" % ps), logs[ps]
+        assert _line_with(logs[ps], r"^%s restored from checkpoint \([1-9][0-9]* updates" % ps), logs[ps]
+        assert _line_with(logs[worker], r"^\[incarnation 1\] %s step 500 loss" % worker), logs[worker]
+        assert _line_with(logs[worker], r"^%s finished" % worker), logs[worker]
+        survivor = "worker-0" if worker == "worker-1" else "worker-1"
+        reconnected = _line_with(logs[survivor], r"reconnected to %s after ([0-9.]+) s" % ps)
+        assert reconnected, logs[survivor]
+        final = [m for line in logs["chief-0"]
+                 if (m := re.match(r"chief final loss (\S+) \(initial (\S+), fell (\S+)x\)", line))]
+        assert len(final) == 1, logs["chief-0"]
+        assert float(final[0].group(2)) / float(final[0].group(1)) >= 100, final[0].group(0)
+        resumed = re.search(r"after ([0-9.]+) s", reconnected)
+        print(f"\ne2e: node {victim} stopped {stopped - started:.0f}s into the run; {survivor} "
+              f"reconnected to {ps} after {resumed.group(1) if resumed else '?'}s; run {took:.0f}s",
+              file=sys.stderr)
+    finally:
+        if victim:
+            r = _tool(real_cluster, "node", "start", victim)
+            assert r.returncode == 0, r.stderr
+            wait_for("node %s Ready" % victim, lambda: _ready(client, victim) == "True", 90, 0.5)
+        for node in pair:
+            tfk8s.remove_node_labels(client, node, ["cputype"])
+    assert cluster is not None
+    cluster.delete(wait=240)
+    selector = "tfk8s.io/cluster=survivor"
+    wait_for("nothing of the run left", lambda: not any(
+        client.list(v, k, namespace, label_selector=selector)["items"]
+        for v, k in (("v1", "Pod"), ("batch/v1", "Job"), ("v1", "Service"), ("v1", "ConfigMap"),
+                     ("v1", "PersistentVolumeClaim"))), 120, 1)
