@@ -1663,7 +1663,9 @@ static size_t start_incarnation(const char* name) {
   const char* dir = env("TFK8S_LOG_DIR");
   if (!*dir) return 0;
   const char* limit = env("TFK8S_LOG_LIMIT");
-  kept_limit = all_digits(limit) ? (size_t)digits_value(limit, LONG_MAX / 2) : 16u << 20;
+  long bytes = all_digits(limit) ? digits_value(limit, LONG_MAX / 2) : -1;
+  if (bytes < 0 && *limit) say("TFK8S_LOG_LIMIT=%s is not a number of bytes: 16 MiB kept", limit);
+  kept_limit = bytes >= 0 ? (size_t)bytes : 16u << 20;
   kept_dir = xstrdup(dir);
   kept_name = xstrdup(name);
   size_t n = 0;

@@ -844,3 +844,10 @@ def test_a_background_process_holding_the_output_does_not_hold_the_launcher(
                               TF_CONFIG=one_replica(), TFK8S_LOG_DIR=str(runner.tmp / "logs"))
     assert code == 5 and out.startswith("bye")
     assert time.monotonic() - started < 10
+
+
+def test_a_bad_log_limit_is_reported_and_the_default_kept(runner: Runner) -> None:
+    code, out, err = runner.run(["--", PYTHON, "-c", "print('ran')"], TF_CONFIG=one_replica(),
+                                TFK8S_LOG_DIR=str(runner.tmp / "logs"), TFK8S_LOG_LIMIT="lots")
+    assert code == 0 and out == "ran\n"
+    assert "tfk8s launcher: TFK8S_LOG_LIMIT=lots is not a number of bytes: 16 MiB kept" in err
