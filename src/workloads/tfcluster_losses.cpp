@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "workloads/common.hpp"
+#include "workloads/cron.hpp"
 #include "workloads/tfcluster_internal.hpp"
 
 namespace tfk8s::internal {
@@ -55,10 +57,19 @@ bool Lost(const Json& pod, const std::map<std::string, NodeReadiness>& nodes) {
   return node != nodes.end() && !node->second.ready;
 }
 
+// When the pod was deleted: its deletionTimestamp is that time plus its grace period.
+std::string DeletedAt(const Json& pod) {
+  const Json& meta = pod["metadata"];
+  std::string stamp = meta.value("deletionTimestamp", "");
+  auto t = ParseTimestamp(stamp);
+  if (!t) return stamp;
+  return FormatTimestamp(*t - std::chrono::seconds(meta.value("deletionGracePeriodSeconds", 0)));
+}
+
 std::string LossText(const TFClusterSpec& spec, const ReplicaKey& key, const Json& lost,
                      const NodeReadiness& node, const Json* next) {
-  std::string since =
-      node.since.empty() ? lost["metadata"].value("deletionTimestamp", std::string()) : node.since;
+  // A node removed from the cluster: when its pod was deleted is the closest we know.
+  std::string since = node.since.empty() ? DeletedAt(lost) : node.since;
   std::string text =
       fmt::format("{}-{} lost with node {} at {}", key.role, key.index, NodeOf(lost), Clock(since));
   if (next) {

@@ -103,7 +103,9 @@ TEST_CASE("a lost replica not recreated yet is the reason the cluster is not rea
 
 TEST_CASE("a recreated pod not yet placed, and a node removed from the cluster") {
   internal::TFObserved seen = Running();
-  seen.pods[4] = Evicted(seen.pods[4], "2026-12-06T12:01:31Z");
+  // Deleted at 12:01:31 with a grace period of 30 s: its deletionTimestamp is 12:02:01.
+  seen.pods[4] = Evicted(seen.pods[4], "2026-12-06T12:02:01Z");
+  seen.pods[4]["metadata"]["deletionGracePeriodSeconds"] = 30;
   Json next = Pod("train-worker-1-b", "worker", 1, "", "2026-12-06T12:01:40Z");
   next["status"] = {{"phase", "Pending"}};
   seen.pods.push_back(next);
