@@ -883,7 +883,11 @@ struct KindOps<TFClusterKind> {
   static void RememberLosses(JudgeContext<TFClusterSpec>& wait, Observed* seen) {
     auto& nodes = wait.Memory<std::map<std::string, NodeReadiness>>("nodes");
     auto& lost = wait.Memory<std::map<std::string, Json>>("lost pods");
-    ReadNodes(wait.client, NodesToRead(seen->pods, nodes), &nodes);
+    try {
+      ReadNodes(wait.client, NodesToRead(seen->pods, nodes), &nodes);
+    } catch (const Error&) {
+      // A node not read now is read on the next change: the wait goes on.
+    }
     std::set<std::string> present;
     for (const auto& pod : seen->pods) {
       std::string uid = pod["metadata"].value("uid", "");
