@@ -57,15 +57,18 @@ std::string FormatValue(double v) {
   return fmt::format("{}", v);
 }
 
-std::string EscapeLabelValue(const std::string& value) {
+namespace {
+
+// The format's escapes: backslash and newline always, the double quote inside label values.
+std::string Escape(const std::string& text, bool quote) {
   std::string out;
-  for (char c : value) {
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (quote && c == '"') {
+      out += "\\\"";
     } else {
       out += c;
     }
@@ -73,19 +76,11 @@ std::string EscapeLabelValue(const std::string& value) {
   return out;
 }
 
-std::string EscapeHelp(const std::string& help) {
-  std::string out;
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+}  // namespace
+
+std::string EscapeLabelValue(const std::string& value) { return Escape(value, true); }
+
+std::string EscapeHelp(const std::string& help) { return Escape(help, false); }
 
 void Registry::Declare(const std::string& name, const std::string& help, Type type,
                        std::vector<std::string> label_names, std::vector<double> buckets) {

@@ -53,6 +53,18 @@ testing::FakeCluster& WithLeases(testing::FakeCluster& fake) {
   return fake;
 }
 
+// The candidate of the Run() tests, with real (short) durations.
+LeaderElectionConfig RunnerConfig(milliseconds lease, milliseconds renew, milliseconds retry) {
+  LeaderElectionConfig c;
+  c.namespace_name = "ctl";
+  c.lease_name = "tfk8s-controller";
+  c.identity = "runner";
+  c.lease_duration = lease;
+  c.renew_deadline = renew;
+  c.retry_period = retry;
+  return c;
+}
+
 LeaderElectionRecord Stored(const testing::FakeCluster& fake) {
   auto lease = fake.Find("coordination.k8s.io/v1", "Lease", "ctl", "tfk8s-controller");
   REQUIRE(lease.has_value());
@@ -195,14 +207,8 @@ TEST_CASE("leader election: candidates racing for an expired Lease, exactly one 
 TEST_CASE("leader election: Run leads, renews, and on stop releases the Lease") {
   testing::FakeCluster fake;
   WithLeases(fake);
-  LeaderElectionConfig c;
-  c.namespace_name = "ctl";
-  c.lease_name = "tfk8s-controller";
-  c.identity = "runner";
-  c.lease_duration = milliseconds(1500);
-  c.renew_deadline = milliseconds(1000);
-  c.retry_period = milliseconds(100);
-  LeaderElector elector(fake.client(), c);
+  LeaderElector elector(fake.client(),
+                        RunnerConfig(milliseconds(1500), milliseconds(1000), milliseconds(100)));
   std::atomic<bool> stop{false};
   std::atomic<int> started{0}, stopped{0};
   std::vector<std::string> leaders;
@@ -232,14 +238,8 @@ TEST_CASE("leader election: Run leads, renews, and on stop releases the Lease") 
 TEST_CASE("leader election: Run stops the work once renewals miss the renew deadline") {
   testing::FakeCluster fake;
   WithLeases(fake);
-  LeaderElectionConfig c;
-  c.namespace_name = "ctl";
-  c.lease_name = "tfk8s-controller";
-  c.identity = "runner";
-  c.lease_duration = milliseconds(3000);
-  c.renew_deadline = milliseconds(2000);
-  c.retry_period = milliseconds(200);
-  LeaderElector elector(fake.client(), c);
+  LeaderElector elector(fake.client(),
+                        RunnerConfig(milliseconds(3000), milliseconds(2000), milliseconds(200)));
   std::atomic<bool> stop{false}, started{false}, work_done{false};
   std::atomic<int> errors{0};
   Steady::time_point failing_since{}, lost_at{};
