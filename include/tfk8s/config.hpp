@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,6 +33,14 @@ struct ExecConfig {
 
 /// Everything a Client needs to reach and authenticate to one API server.
 /// Secrets (token, key, password) are held in memory only and never printed.
+/// One attempt of a request, as ClientConfig::on_request sees it.
+struct RequestObservation {
+  std::string_view method;  ///< "GET", "POST", "PUT", "PATCH", "DELETE".
+  bool stream = false;      ///< A watch or a followed log (latency to the headers).
+  int status = 0;           ///< The HTTP status; 0 when no answer came (transport error).
+  std::chrono::nanoseconds latency{0};
+};
+
 struct ClientConfig {
   std::string server;                     ///< e.g. "https://127.0.0.1:6443".
   std::string ca_pem;                     ///< Trusted CA bundle (PEM), from -data or the file.
@@ -90,6 +100,11 @@ struct ClientConfig {
   RetryPolicy retry;                            ///< Retry policy of every request.
   RateLimit rate_limit;                         ///< Client-side rate limit.
   std::string user_agent = "tfk8s/0.1";         ///< User-Agent header.
+  /// Called after every attempt of a request (retries included: one call per attempt) with its
+  /// method, status and latency; for streams (watches, followed logs) the latency ends at the
+  /// response headers. For metrics (`tfk8s controller`'s API latency histogram). Called on the
+  /// requesting thread: it must be thread-safe, quick, and must not throw.
+  std::function<void(const RequestObservation&)> on_request;
 
   /// Checks internal consistency (server URL, CA with insecure, cert without key …).
   /// Throws ConfigError naming the field.

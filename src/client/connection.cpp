@@ -164,6 +164,23 @@ std::optional<std::chrono::milliseconds> TimeLeft(
 
 }  // namespace
 
+namespace {
+// One attempt for ClientConfig::on_request (status 0: no answer).
+void ObserveAttempt(const ClientConfig& config, const RequestSpec& spec,
+                    SteadyClock::time_point start, int status, bool stream) noexcept {
+  if (!config.on_request) return;
+  RequestObservation o;
+  o.method = spec.method;
+  o.stream = stream;
+  o.status = status;
+  o.latency = SteadyClock::now() - start;
+  try {
+    config.on_request(o);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): an observer's failure must not fail the request
+  }
+}
+}  // namespace
+
 HttpResponse Connection::Execute(const RequestSpec& spec) {
   const std::chrono::milliseconds timeout =
       spec.timeout.count() < 0 ? config_.request_timeout : spec.timeout;
@@ -189,7 +206,17 @@ HttpResponse Connection::Execute(const RequestSpec& spec) {
     RetryPolicy::Attempt info;
     info.number = attempt;
     info.idempotent = spec.idempotent;
+    const auto sent_at = SteadyClock::now();
+    // Reports this attempt to on_request on every way out of the block below.
+    struct Observe {
+      const ClientConfig& config;
+      const RequestSpec& spec;
+      SteadyClock::time_point start;
+      const HttpResponse& response;
+      ~Observe() { ObserveAttempt(config, spec, start, response.status, false); }
+    };
     try {
+      Observe observe{config_, spec, sent_at, response};
       response = transport_->Send(std::move(req)).get();
     } catch (const TlsError&) {
       // A certificate problem does not heal by retrying.
@@ -302,15 +329,19 @@ std::shared_ptr<HttpStream> Connection::OpenStream(const RequestSpec& spec) {
     info.number = attempt;
     info.idempotent = spec.idempotent;
     int status = 0;
+    const auto sent_at = SteadyClock::now();
     try {
       auto left = TimeLeft(deadline);
       status =
           stream->WaitForHeaders(left ? std::max(std::chrono::milliseconds(1), *left)
                                       : config_.connect_timeout + config_.tls_handshake_timeout);
+      ObserveAttempt(config_, spec, sent_at, status, true);
     } catch (const TlsError&) {
+      ObserveAttempt(config_, spec, sent_at, 0, true);
       stream->Cancel();
       RethrowWithAttempts(std::current_exception(), attempt);
     } catch (const TransportError& e) {
+      ObserveAttempt(config_, spec, sent_at, 0, true);
       stream->Cancel();  // e.g. no headers in time: stop the transfer too
       last_error = std::current_exception();
       info.request_may_have_been_sent = e.sent_request();

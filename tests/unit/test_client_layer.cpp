@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "client/connection.hpp"
@@ -387,6 +388,40 @@ TEST_SUITE("client_layer") {
     calls = 0;
     CHECK_THROWS_AS(client.Get(kPods, "ns", "p"), TransportError);
     CHECK(calls == 1);
+  }
+
+  TEST_CASE("on_request sees every attempt: method, status, stream, and failures as status 0") {
+    std::mutex mu;
+    std::vector<std::tuple<std::string, int, bool>> seen;
+    ClientConfig config = TestConfig();
+    config.on_request = [&](const RequestObservation& o) {
+      std::lock_guard<std::mutex> lock(mu);
+      CHECK(o.latency.count() >= 0);
+      seen.emplace_back(std::string(o.method), o.status, o.stream);
+    };
+    std::atomic<int> calls{0};
+    auto fake = std::make_shared<FakeTransport>(
+        [&](const internal::HttpRequest& r) -> internal::HttpResponse {
+          const int n = calls++;
+          if (n == 0) return Respond(429, "{}", {{"retry-after", "0"}});
+          if (n == 1) return Respond(201, R"({"metadata":{"name":"c"}})");
+          if (n == 2) throw TransportError("connection reset", true);
+          if (r.url.find("watch=true") != std::string::npos) return Respond(200, "");
+          return Respond(200, R"({"metadata":{"name":"p"}})");
+        });
+    Client client = internal::ClientOver(config, fake);
+    client.Create({"", "v1", "ConfigMap", "configmaps", true}, "ns",
+                  {{"metadata", {{"name", "c"}}}});
+    client.Get(kPods, "ns", "p");  // a reset read is retried: two attempts
+    auto w = client.Watch(kPods, "ns", WatchOptions{});
+    CHECK_FALSE(w.Next(std::chrono::seconds(1)));
+    std::lock_guard<std::mutex> lock(mu);
+    const std::vector<std::tuple<std::string, int, bool>> want = {{"POST", 429, false},
+                                                                  {"POST", 201, false},
+                                                                  {"GET", 0, false},
+                                                                  {"GET", 200, false},
+                                                                  {"GET", 200, true}};
+    CHECK(seen == want);
   }
 
   TEST_CASE("errors about cluster-scoped calls name no namespace") {
