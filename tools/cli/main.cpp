@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli_core.hpp"
+#include "controller_cmd.hpp"
 #include "tfk8s/client.hpp"
 #include "tfk8s/config.hpp"
 #include "tfk8s/devinstance.hpp"
@@ -1023,6 +1024,22 @@ int Run(int argc, char** argv) {
       text += "Server Version: " + v["serverVersion"].value("gitVersion", std::string("unknown")) +
               "\n";
     PrintResult(text, v, g.output);
+  });
+  CLI::App* controller =
+      app.add_subcommand("controller",
+                         "The platform's loops (alerts, clean-up, culling) as a highly "
+                         "available controller in the cluster (docs/controller.md)")
+          ->require_subcommand(1);
+  ControllerRunFlags controller_flags;
+  CLI::App* controller_run =
+      controller->add_subcommand("run", "Run the controller until SIGTERM (JSON logs on stderr)");
+  AddControllerRunFlags(controller_run, controller_flags);
+  actions.emplace_back(controller_run, [&] {
+    KubeconfigOptions o;
+    o.path = g.kubeconfig;
+    o.context = g.context;
+    o.namespace_override = g.namespace_name;
+    ExitNow(RunController(controller_flags, o));
   });
   std::string shell;
   CLI::App* completion =
