@@ -1,12 +1,13 @@
 """Turns the stored bench results (bench/results/*.json) into the markdown of the docs: the
-tables of docs/benchmarks.md from bench/run.py's results.json, import.json and fleet.json, and
+tables of docs/benchmarks.md from bench/run.py's results.json, import.json, fleet.json and
+controller.json, and
 the CLI's speed in docs/cli.md from bench/cli_status.py's cli_status.json. Every figure those
 documents give for these measurements is rendered here from a stored file; run as a program,
 it writes the generated blocks of a document again:
 
     /usr/bin/python3 bench/report.py --markdown docs/benchmarks.md \\
         --results bench/results/results.json --import bench/results/import.json \\
-        --fleet bench/results/fleet.json
+        --fleet bench/results/fleet.json --controller bench/results/controller.json
     /usr/bin/python3 bench/report.py --markdown docs/cli.md \\
         --cli-status bench/results/cli_status.json
 """
@@ -193,6 +194,8 @@ IMPORT_BLOCK = ("<!-- bench/run.py scenario 5 (import): begin -->",
 FLEET_BLOCK = ("<!-- bench/run.py scenario 6 (Fleet): begin -->",
                "<!-- bench/run.py scenario 6 (Fleet): end -->")
 FLEET_BEGIN, FLEET_END = FLEET_BLOCK
+CONTROLLER_BLOCK = ("<!-- bench/run.py scenario 7 (controller): begin -->",
+                    "<!-- bench/run.py scenario 7 (controller): end -->")
 
 
 def block_of(text, marks):
@@ -360,6 +363,16 @@ def _median(values):
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
+def _run_by_run(runs, ref_key, intro):
+    """A paragraph of each run's ms over its round's `ref_key`, with the load (none if none)."""
+    paired = [(r["ms"] / r[ref_key], r.get("loadavg_1m")) for r in runs
+              if r.get(ref_key) and r.get("ms")]
+    if not paired:
+        return []
+    return [intro + ", ".join(f"{_r(x)}" + ("" if la is None else f" (load {la:.1f})")
+                              for x, la in paired) + ".", ""]
+
+
 def fleet_markdown(results):
     m, f = results["machine"], results["fleet"]
     size, fixture, runs = f["_size"], f.get("_fixture") or {}, f.get("runs", [])
@@ -392,14 +405,10 @@ def fleet_markdown(results):
              "contender is a fresh process, connected and with discovery done before the clock "
              "starts.", "",
              _table(f["sync"], "floor: raw list + parse (C++)", "the floor"), ""]
-    paired = [(r["ms"] / r["floor_ms"], r.get("loadavg_1m")) for r in runs
-              if r.get("floor_ms") and r.get("ms")]
-    if paired:
-        lines += ["Run by run, the Fleet against the floor of the same round (each round runs "
-                  "every contender once, in an order rotated round by round; 1-minute load "
-                  "average of the 2 shared cores when the Fleet's run started): " +
-                  ", ".join(f"{_r(x)}" + ("" if la is None else f" (load {la:.1f})")
-                            for x, la in paired) + ".", ""]
+    lines += _run_by_run(runs, "floor_ms",
+                         "Run by run, the Fleet against the floor of the same round (each round "
+                         "runs every contender once, in an order rotated round by round; 1-minute "
+                         "load average of the 2 shared cores when the Fleet's run started): ")
     lines += ["### Memory", "",
               "The C++ heap the Fleet keeps once synced and settled: the live bytes of every "
               "`operator new` block in the process (counted by a replaced global operator "
@@ -521,6 +530,71 @@ FLEET_LIMITS = [
 ]
 
 
+# ---- scenario 7: `tfk8s controller run` (a generated block of docs/benchmarks.md) ----------
+
+def controller_markdown(results):
+    """The controller block from controller.json: its first sync (start until /readyz 200) and
+    peak memory beside the Fleet alone, measured in the same rounds on scenario 6's fixture."""
+    m, c = results["machine"], results["controller"]
+    size, runs, fleet_runs = c["_size"], c.get("runs", []), c.get("fleet_runs", [])
+    name_ctl = "tfk8s controller run (start → /readyz 200)"
+    name_fleet = "tfk8s Fleet alone (construct → synced)"
+    ctl_ms = c["sync"].get(name_ctl, {}).get("median_ms")
+    fleet_ms = c["sync"].get(name_fleet, {}).get("median_ms")
+
+    def kb(v):
+        return None if v is None else v * 1024
+
+    hwm_ready = _median(r.get("hwm_kb_ready") for r in runs)
+    hwm_settled = _median(r.get("hwm_kb_settled") for r in runs)
+    rss_settled = _median(r.get("rss_kb_settled") for r in runs)
+    fleet_hwm = _median(r.get("hwm_kb_at_sync") for r in fleet_runs)
+    fleet_rss = _median(r.get("rss_kb_settled") for r in fleet_runs)
+    stop = _median(r.get("stop_ms") for r in runs)
+    build = c.get("_build", {})
+    lines = [CONTROLLER_BLOCK[0], "## 7. `tfk8s controller run` (issue #38)", "",
+             f"The controller over the fleet of scenario 6 ({size['devinstances']:,} "
+             f"DevInstances and {size['tfclusters']:,} TFClusters in {size['namespaces']} "
+             "namespaces, the same fixture, measured right after it): `" +
+             " ".join(c.get("_command", [])) + "` as a fresh process "
+             f"(build: `{build.get('build_dir', '?')}`, {build.get('CMAKE_BUILD_TYPE', '?')}), "
+             "each run with a lease namespace of its own; beside it, in the same rounds and in "
+             "an order rotated round by round, the library's Fleet alone (`tfk8s_bench fleet`). "
+             f"Run: {m['date']}, repeat={m['repeat']}"
+             f"{' (SMOKE: tiny sizes)' if m.get('smoke') else ''}.", "",
+             "### First sync", "",
+             "The controller: from starting the process until `GET /readyz` answers 200 "
+             "(polled every 20 ms): start-up, kubeconfig, connecting, its Fleet's first full "
+             "sync, and winning the leader election (a lone candidate). The Fleet alone: from "
+             "constructing it until `WaitForSync` returns, connected and with discovery done "
+             "before the clock starts (scenario 6's measure).", "",
+             _table(c["sync"], name_fleet, "the Fleet alone"), ""]
+    lines += _run_by_run(runs, "fleet_ms",
+                         "Run by run, the controller against the Fleet alone of the same round "
+                         "(1-minute load average when the controller started): ")
+    lines += ["### Memory", "",
+              "Peak resident set (`VmHWM` of `/proc/<pid>/status`) of the whole process: the "
+              "controller's when `/readyz` first answers 200 and "
+              f"{c.get('_settle_s', '?')} s later; the Fleet alone's at its sync (its bench "
+              "process, the Fleet's client and discovery included).", "",
+              "| median over runs | controller | Fleet alone | controller / Fleet |",
+              "|---|---:|---:|---:|",
+              f"| peak resident set when synced | {_mb(kb(hwm_ready))} | {_mb(kb(fleet_hwm))} | "
+              f"{_r(_ratio(hwm_ready, fleet_hwm))} |",
+              f"| peak resident set, settled | {_mb(kb(hwm_settled))} | | "
+              f"{_r(_ratio(hwm_settled, fleet_hwm))} |",
+              f"| resident set, settled | {_mb(kb(rss_settled))} | {_mb(kb(fleet_rss))} | "
+              f"{_r(_ratio(rss_settled, fleet_rss))} |", "",
+              f"SIGTERM to exit: median {_ms(stop)}; exit codes "
+              f"{sorted({r.get('exit_code') for r in runs}, key=str)}; still ready after the "
+              f"settle in {sum(1 for r in runs if r.get('ready_after_settle'))} of {len(runs)} "
+              "runs.", "",
+              f"First sync, controller / Fleet alone (medians): {_r(_ratio(ctl_ms, fleet_ms))}; "
+              f"peak resident set when synced: {_r(_ratio(hwm_ready, fleet_hwm))}.", "",
+              CONTROLLER_BLOCK[1]]
+    return "\n".join(lines)
+
+
 # ---- the CLI's speed (bench/cli_status.py; a generated block of docs/cli.md) ----------------
 
 CLI_STATUS_BLOCK = ("<!-- bench/report.py --cli-status: begin -->",
@@ -559,6 +633,7 @@ def main():
                    "again from it, keeping its generated blocks")
     p.add_argument("--fleet", help="bench/results/fleet.json")
     p.add_argument("--import", dest="import_", help="bench/results/import.json")
+    p.add_argument("--controller", help="bench/results/controller.json")
     p.add_argument("--cli-status", help="bench/results/cli_status.json (its block is in docs/cli.md)")
     p.add_argument("--markdown", required=True, help="the document with the blocks")
     args = p.parse_args()
@@ -566,7 +641,7 @@ def main():
     if args.results:
         old = text
         text = markdown(json.load(open(args.results)))
-        for marks in (IMPORT_BLOCK, FLEET_BLOCK):
+        for marks in (IMPORT_BLOCK, FLEET_BLOCK, CONTROLLER_BLOCK):
             text = with_block(text, marks, block_of(old, marks))
     if args.import_:
         stored = json.load(open(args.import_))
@@ -576,6 +651,9 @@ def main():
             IMPORT_GOAL_MB, {None: "not measured", True: "met", False: "NOT met"}[met]))
     if args.fleet:
         text = with_block(text, FLEET_BLOCK, fleet_markdown(json.load(open(args.fleet))))
+    if args.controller:
+        text = with_block(text, CONTROLLER_BLOCK,
+                          controller_markdown(json.load(open(args.controller))))
     if args.cli_status:
         text = with_block(text, CLI_STATUS_BLOCK,
                           cli_status_markdown(json.load(open(args.cli_status))))

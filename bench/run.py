@@ -6,18 +6,22 @@ Every figure is the median of --repeat runs, and every comparison is a ratio aga
 measured in the same run (the machine is shared and noisy). --smoke runs each scenario once at
 a tiny size so CI keeps the harness working; it asserts nothing about speed.
 
-Writes <out>/results.json (scenarios 1-4), <out>/import.json (scenario 5) and
-<out>/fleet.json (scenario 6) and, with --markdown, the results tables (docs/benchmarks.md; the
-import's and the fleet's are generated blocks of it, so each can be measured again alone).
+Writes <out>/results.json (scenarios 1-4), <out>/import.json (scenario 5), <out>/fleet.json
+(scenario 6) and <out>/controller.json (scenario 7: `tfk8s controller run` over scenario 6's
+fixture) and, with --markdown, the results tables (docs/benchmarks.md; the import's, the fleet's
+and the controller's are generated blocks of it, so each can be measured again alone).
 Scenario 5 needs no cluster:
 
     /usr/bin/python3 bench/run.py --scenarios 5 --build-dir build/release \
         --out bench/results --markdown docs/benchmarks.md
 """
 import argparse
+import http.client
 import json
 import os
 import platform
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -340,11 +344,14 @@ class Bench:
         return facts
 
     # ---- scenario 6: a Fleet over every namespace (issue #20) ----------------------------
+    # Scenario 7 (the controller) measures on the same fixture, so this runs it too: the fixture
+    # (minutes to make at full size) is made once for both.
     def scenario_fleet(self):
+        wanted = self.args.scenarios.split(",")
         namespaces, devs, tfs = (2, 6, 2) if self.args.smoke else (100, 2000, 200)
         changes = 2 if self.args.smoke else 20
-        log(f"scenario 6: Fleet over {devs} DevInstances and {tfs} TFClusters in {namespaces} "
-            "namespaces")
+        log(f"scenario {'6' if '6' in wanted else '7'}: Fleet over {devs} DevInstances and {tfs} "
+            f"TFClusters in {namespaces} namespaces")
         # --fleet-prefix measures a fixture made before (tfk8s_bench fleet-fixture with that
         # prefix, the same sizes); it is deleted at the end all the same, unless --fleet-keep.
         prefix = self.args.fleet_prefix or f"bench-fleet-{os.getpid() % 10000}"
@@ -392,7 +399,7 @@ class Bench:
                      self.kubeconfig])["ms"])
 
             contenders = [cpp_fleet, floor] + ([py_fleet] if py else []) + [official]
-            for round_ in range(self.args.repeat):
+            for round_ in range(self.args.repeat if "6" in wanted else 0):
                 k = round_ % len(contenders)
                 got = {fn: fn() for fn in contenders[k:] + contenders[:k]}
                 r = got[cpp_fleet]
@@ -400,6 +407,11 @@ class Bench:
                 runs.append(r)
             out["sync"] = self.medians(samples)
             out["runs"] = runs
+            if "6" in wanted:
+                self.results["scenarios"]["6_fleet"] = out
+            if "7" in wanted:
+                self.results["scenarios"]["7_controller"] = self.scenario_controller(
+                    {k: out[k] for k in ("_size", "_fixture")})
         finally:
             if self.args.fleet_prefix and self.args.fleet_keep:
                 log(f"fixture {prefix} kept (--fleet-keep)")
@@ -407,7 +419,156 @@ class Bench:
                 r = self.run_json([self.cpp, "fleet-cleanup", self.kubeconfig, prefix,
                                    str(namespaces)], timeout=1200)
                 log(f"fixture deleted in {r['ms'] / 1000:.0f} s")
-        self.results["scenarios"]["6_fleet"] = out
+
+    # ---- scenario 7: `tfk8s controller run` over scenario 6's fixture (issue #38) ---------
+    CONTROLLER_READY_TIMEOUT_S = 600
+    CONTROLLER_SETTLE_S = 5  # after /readyz: the memory once the first reconciles have run
+    CONTROLLER_STOP_TIMEOUT_S = 30
+
+    def controller_command(self):
+        return os.path.join(self.args.build_dir, "tools", "cli", "tfk8s")
+
+    @staticmethod
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    @staticmethod
+    def readyz(port):
+        """The status of GET /readyz on 127.0.0.1:port, or None while nothing answers."""
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            conn.request("GET", "/readyz")
+            r = conn.getresponse()
+            r.read()
+            return r.status
+        except (OSError, http.client.HTTPException):
+            return None
+        finally:
+            conn.close()
+
+    @staticmethod
+    def status_kb(pid, key):
+        """A `kB` field of /proc/<pid>/status (VmHWM: the peak resident set; VmRSS: now)."""
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        return None
+
+    def controller_run(self, lease_ns):
+        """One `tfk8s controller run` (a fresh process): from its start until GET /readyz
+        answers 200 (its Fleet synced and it leads), its peak resident set then and a few
+        seconds later, and how long SIGTERM takes to end it. Only the process started here
+        is signalled."""
+        port = self.free_port()
+        cmd = [self.controller_command(), "--kubeconfig", self.kubeconfig, "controller", "run",
+               "--listen", f"127.0.0.1:{port}", "--lease-namespace", lease_ns, "--no-cull"]
+        log_path = os.path.join(self.tmp, f"controller-{lease_ns}.log")
+        r = {"loadavg_1m": os.getloadavg()[0]}
+        with open(log_path, "w") as logf:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf,
+                                    stderr=subprocess.STDOUT)
+            try:
+                while True:
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"tfk8s controller run exited ({proc.returncode}) "
+                                           f"before it was ready: {self.tail(log_path)}")
+                    if self.readyz(port) == 200:
+                        r["ms"] = (time.perf_counter() - t0) * 1000
+                        break
+                    if time.perf_counter() - t0 > self.CONTROLLER_READY_TIMEOUT_S:
+                        raise RuntimeError(f"tfk8s controller run not ready within "
+                                           f"{self.CONTROLLER_READY_TIMEOUT_S} s: "
+                                           f"{self.tail(log_path)}")
+                    time.sleep(0.02)
+                r["hwm_kb_ready"] = self.status_kb(proc.pid, "VmHWM")
+                r["rss_kb_ready"] = self.status_kb(proc.pid, "VmRSS")
+                time.sleep(self.CONTROLLER_SETTLE_S)
+                r["hwm_kb_settled"] = self.status_kb(proc.pid, "VmHWM")
+                r["rss_kb_settled"] = self.status_kb(proc.pid, "VmRSS")
+                r["ready_after_settle"] = self.readyz(port) == 200
+            finally:
+                if proc.poll() is None:
+                    t1 = time.perf_counter()
+                    proc.send_signal(signal.SIGTERM)
+                    try:
+                        proc.wait(timeout=self.CONTROLLER_STOP_TIMEOUT_S)
+                        r["stop_ms"] = (time.perf_counter() - t1) * 1000
+                        r["exit_code"] = proc.returncode
+                    except subprocess.TimeoutExpired:
+                        log(f"tfk8s controller run (pid {proc.pid}) still running "
+                            f"{self.CONTROLLER_STOP_TIMEOUT_S} s after SIGTERM: SIGKILL")
+                        proc.kill()
+                        proc.wait()
+                        r["stop_ms"] = None
+                        r["exit_code"] = proc.returncode
+        return r
+
+    @staticmethod
+    def tail(path, n=1500):
+        try:
+            with open(path, errors="replace") as f:
+                return f.read()[-n:]
+        except OSError:
+            return "(no output)"
+
+    def scenario_controller(self, fixture):
+        """`tfk8s controller run` against scenario 6's fixture, beside the Fleet alone
+        (tfk8s_bench fleet: the library's Fleet in a bench process) in the same rounds."""
+        cli = self.controller_command()
+        help_ = subprocess.run([cli, "controller", "run", "--help"], capture_output=True,
+                               text=True, timeout=60)
+        if help_.returncode != 0:
+            raise RuntimeError(f"{cli} has no `controller run` (exit {help_.returncode}): "
+                               f"{(help_.stderr or help_.stdout)[-400:]}")
+        log(f"scenario 7: tfk8s controller run until /readyz, beside the Fleet alone "
+            f"({self.args.repeat} rounds)")
+        out = dict(fixture)
+        samples = {k: [] for k in ("tfk8s controller run (start → /readyz 200)",
+                                   "tfk8s Fleet alone (construct → synced)")}
+        runs, fleet_runs = [], []
+
+        def controller():
+            # A lease namespace of its own per run: a candidate never waits for the lease of
+            # the run before it to expire (a stopped leader may or may not release it).
+            ns = self.fresh_ns("ctl-lease")
+            subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, "create", "ns", ns],
+                           capture_output=True, check=True)
+            try:
+                r = self.controller_run(ns)
+            finally:
+                self.delete_ns(ns)
+            samples["tfk8s controller run (start → /readyz 200)"].append(r["ms"])
+            return r
+
+        def fleet():
+            load = os.getloadavg()[0]
+            r = self.run_json([self.cpp, "fleet", self.kubeconfig, "0"])
+            r["loadavg_1m"] = load
+            samples["tfk8s Fleet alone (construct → synced)"].append(r["ms"])
+            # Only what this scenario reads (the callbacks' samples are scenario 6's).
+            return {k: r.get(k) for k in ("ms", "entries", "rss_kb", "rss_kb_settled",
+                                          "hwm_kb_at_sync", "loadavg_1m")}
+
+        contenders = [controller, fleet]
+        for round_ in range(self.args.repeat):
+            k = round_ % len(contenders)
+            got = {fn: fn() for fn in contenders[k:] + contenders[:k]}
+            r = got[controller]
+            r["fleet_ms"] = got[fleet]["ms"]
+            runs.append(r)
+            fleet_runs.append(got[fleet])
+        out["sync"] = self.medians(samples)
+        out["runs"] = runs
+        out["fleet_runs"] = fleet_runs
+        out["_command"] = ["tfk8s", "--kubeconfig", "K", "controller", "run", "--listen",
+                           "127.0.0.1:PORT", "--lease-namespace", "NS", "--no-cull"]
+        out["_settle_s"] = self.CONTROLLER_SETTLE_S
+        out["_build"] = self.extension_facts()
+        return out
 
     # ---- driver ---------------------------------------------------------------------
     def machine(self):
@@ -441,18 +602,21 @@ class Bench:
         for key, fn in (("1", self.scenario_apply), ("2", self.scenario_running),
                         ("3", self.scenario_list), ("4", self.scenario_watch),
                         ("5", self.scenario_import), ("6", self.scenario_fleet)):
-            if key in wanted:
+            # Scenario 7 runs inside 6's function, on its fixture.
+            if key in wanted or (key == "6" and "7" in wanted):
                 t0 = time.time()
                 fn()
-                log(f"scenario {key} done in {time.time() - t0:.0f}s")
+                log(f"scenario {key if key in wanted else '7'} done in {time.time() - t0:.0f}s")
         os.makedirs(self.args.out, exist_ok=True)
         import report
-        # Scenarios 5 (import) and 6 (fleet) keep their own results and markdown blocks, so each
-        # can be measured again alone without losing the others' stored results.
+        # Scenarios 5 (import), 6 (fleet) and 7 (controller) keep their own results and markdown
+        # blocks, so each can be measured again alone without losing the others' stored results.
         scenarios = self.results["scenarios"]
         separate = {"5_import": ("import.json", "import", report.import_markdown,
                                  report.IMPORT_BLOCK),
-                    "6_fleet": ("fleet.json", "fleet", report.fleet_markdown, report.FLEET_BLOCK)}
+                    "6_fleet": ("fleet.json", "fleet", report.fleet_markdown, report.FLEET_BLOCK),
+                    "7_controller": ("controller.json", "controller", report.controller_markdown,
+                                     report.CONTROLLER_BLOCK)}
         blocks = {}
         for key, (name, field, render, marks) in separate.items():
             if key in scenarios:
@@ -470,7 +634,7 @@ class Bench:
         if self.args.markdown:
             old = open(self.args.markdown).read() if os.path.exists(self.args.markdown) else ""
             text = report.markdown(rest) if rest["scenarios"] else old
-            for marks in (report.IMPORT_BLOCK, report.FLEET_BLOCK):
+            for marks in (report.IMPORT_BLOCK, report.FLEET_BLOCK, report.CONTROLLER_BLOCK):
                 block = blocks.get(marks, report.block_of(old, marks))
                 text = report.with_block(text, marks, block)
             open(self.args.markdown, "w").write(text)
@@ -483,12 +647,12 @@ def main():
     p.add_argument("--kubeconfig", help="the local cluster's (every scenario but 5 needs it)")
     p.add_argument("--build-dir", required=True, help="a CMake build dir with bench/tfk8s_bench")
     p.add_argument("--out", required=True,
-                   help="folder for results.json, import.json and fleet.json")
+                   help="folder for results.json, import.json, fleet.json and controller.json")
     p.add_argument("--markdown", help="write the results table here (docs/benchmarks.md)")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--smoke", action="store_true", help="tiny sizes, one run: harness check")
-    p.add_argument("--scenarios", default="1,2,3,4,5,6")
-    p.add_argument("--fleet-prefix", help="scenario 6: measure the fixture made before with "
+    p.add_argument("--scenarios", default="1,2,3,4,5,6,7")
+    p.add_argument("--fleet-prefix", help="scenarios 6 and 7: measure the fixture made before with "
                    "this prefix (tfk8s_bench fleet-fixture) instead of making one")
     p.add_argument("--fleet-fixture-json", type=json.loads, default=None,
                    help="with --fleet-prefix: fleet-fixture's output line, for the report")
@@ -503,7 +667,7 @@ def main():
     results = Bench(args).run()
     # The smoke run checks that every scenario produced numbers; it never judges speed.
     missing = [k for k in ("1_apply", "2_running", "2_running_delay", "3_list", "4_watch",
-                           "5_import", "6_fleet")
+                           "5_import", "6_fleet", "7_controller")
                if k[0] in args.scenarios.split(",") and not results["scenarios"].get(k)]
     if missing:
         raise SystemExit(f"scenarios without results: {missing}")

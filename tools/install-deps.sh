@@ -57,7 +57,15 @@ PACKAGES=(
   clang-format clang-tidy shellcheck flake8 python3-flake8 mypy
   # faster rebuilds of each configuration (a cache outside the tree, keyed by the inputs)
   ccache
+  # the controller's /metrics end to end: the test starts /usr/bin/prometheus itself (loopback,
+  # its own config and a temporary storage folder) and checks rules with promtool. The package's
+  # own service is not wanted: it is kept from starting and disabled below (DAEMONS).
+  prometheus
 )
+# Packages whose service the Debian package would start (and enable at boot) but that tfk8s only
+# runs itself, on ports of its choosing: `prometheus` would hold :9090. They are installed with
+# services forbidden to start (policy-rc.d) and then disabled at boot and stopped if running.
+DAEMONS=(prometheus)
 
 # kubectl is used by the local cluster's tests and the benchmarks. Machines of this project's
 # kind ship one; elsewhere Debian's kubernetes-client provides it (v1.20, like the local cluster).
@@ -99,7 +107,45 @@ if [ ${#missing[@]} -gt 0 ] || [ $need_update -eq 1 ]; then
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
+  # No service starts while installing (invoke-rc.d and deb-systemd-invoke ask policy-rc.d; 101:
+  # action forbidden). A policy-rc.d already there (e.g. a container image's) is left as it is.
+  POLICY=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$POLICY" ]; then
+    printf '#!/bin/sh\n# tools/install-deps.sh: no service starts while it installs\nexit 101\n' \
+      | $SUDO tee "$POLICY" >/dev/null
+    $SUDO chmod 755 "$POLICY"
+    own_policy=1
+    trap '$SUDO rm -f "$POLICY"' EXIT
+  fi
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ $own_policy -eq 1 ]; then
+    $SUDO rm -f "$POLICY"
+    trap - EXIT
+  fi
 else
   echo "install-deps: all packages present"
 fi
+
+# The services of DAEMONS: not started at boot, not running (whether this run installed them or
+# an earlier one, or a hand install, did). Only the packaged service is stopped (systemd's unit,
+# or the init script's pid file), never a prometheus a test or a user started.
+for d in "${DAEMONS[@]}"; do
+  [ -e "/etc/init.d/$d" ] || [ -e "/lib/systemd/system/$d.service" ] || continue
+  if [ -d /run/systemd/system ]; then
+    if systemctl is-enabled --quiet "$d.service" 2>/dev/null \
+       || systemctl is-active --quiet "$d.service" 2>/dev/null; then
+      echo "install-deps: disabling and stopping the $d service (tfk8s runs its own)"
+      $SUDO systemctl disable --now --quiet "$d.service" || true
+    fi
+  else
+    if compgen -G "/etc/rc[2-5].d/S[0-9][0-9]$d" >/dev/null; then
+      echo "install-deps: disabling the $d service at boot (tfk8s runs its own)"
+      $SUDO update-rc.d "$d" disable >/dev/null 2>&1 || true
+    fi
+    if [ -e "/etc/init.d/$d" ] && $SUDO "/etc/init.d/$d" status >/dev/null 2>&1; then
+      echo "install-deps: stopping the $d service (tfk8s runs its own)"
+      $SUDO "/etc/init.d/$d" stop >/dev/null 2>&1 || true
+    fi
+  fi
+done

@@ -42,7 +42,8 @@ PACKAGE_SOURCE = os.path.join(ROOT, "python", PACKAGE)
 SUMMARY = "Kubernetes client for distributed TensorFlow, dev containers and team quotas (C++ core)"
 # What an sdist needs to build the wheel again (tests, examples and tools stay out).
 SDIST_CONTENT = [
-    "pyproject.toml", "CMakeLists.txt", "README.md", "cmake", "include", "src", "python"
+    "pyproject.toml", "CMakeLists.txt", "README.md", "cmake", "include", "src", "python",
+    "tools/cli",  # the tfk8s command: CMakeLists.txt always adds it
 ]
 
 

@@ -16,8 +16,8 @@ Images (references as seen by the kubelet; pods use `imagePullPolicy: Never`):
   tfk8s.local/dev:1         runtime + openssh-server + a Jupyter server (python3-notebook)
 Each is also tagged with its key (tfk8s.local/<name>:<key>).
 
-The tfk8s Python package: `extra_trees(name)` returns host folders copied into an image (and
-hashed into its key). The runtime and dev images always carry the importable `tfk8s` package
+The tfk8s Python package: `extra_trees(name)` returns host folders (or files) copied into an image
+(and hashed into its key). The runtime and dev images always carry the importable `tfk8s` package
 of this checkout as /usr/local/lib/python3.11/dist-packages/tfk8s (the shared libraries _core
 needs are in RUNTIME_PACKAGES already), so `import tfk8s` works in every pod started from them
 (a DevInstance's notebook, an SSH session, a trainer). Which build: TFK8S_IMAGE_TFK8S_PACKAGE
@@ -25,6 +25,18 @@ needs are in RUNTIME_PACKAGES already), so `import tfk8s` works in every pod sta
 of this checkout's build/release/python (what tools/quickstart.sh builds) and build/dev/python
 (what tools/test.sh builds) that has a compiled _core; neither: the release one is built here
 (`cmake --preset release`, target `_core`; minutes on a fresh machine).
+The tfk8s command: the runtime and dev images carry the C++ `tfk8s` CLI (tools/cli) of this
+checkout as /usr/local/bin/tfk8s (e.g. `tfk8s controller run` in a pod), chosen the same way:
+TFK8S_IMAGE_TFK8S_CLI (the path of a built binary) when set; else the newest of
+build/release/tools/cli/tfk8s and build/dev/tools/cli/tfk8s; neither: the release one is built
+(`cmake --preset release`, target `tfk8s_cli`). It goes in without its symbols (`strip -s`, into
+a cache folder keyed by the binary's hash), and its content is part of the image key. The
+shared libraries it loads come from RUNTIME_PACKAGES: each image build checks that every one it
+NEEDS (transitively, `ldd` inside the image's root file system) resolves there and runs
+`tfk8s version --client` in a chroot of the image, and fails naming what is missing. The
+package's own copy of the command (tfk8s/bin/tfk8s, what its console script runs) is a link to
+/usr/local/bin/tfk8s in the images, and python/_tfk8s_command.py (the top-level module
+tfk8s._cli imports) is put beside the package.
 The runtime and dev images always get the reference trainer (examples/trainer of this checkout)
 as /opt/tfk8s/examples/trainer, the program the end-to-end tests and the quickstart train with,
 and the tfk8s launcher as /opt/tfk8s/bin/tfk8s-launcher (src/launcher/tfk8s_launcher.c of this
@@ -68,7 +80,9 @@ int main(void) {
 """
 
 # python3 + numpy, and the shared libraries of the tfk8s extension module (_core: libcurl,
-# libfmt, yaml-cpp) so that the package can be dropped in (see extra_trees()).
+# libfmt, yaml-cpp, argon2) and of the tfk8s command (the same, with a static libcurl: libssl3,
+# libnghttp2-14 and zlib1g come with libcurl4) so that the package and the command can be
+# dropped in (see extra_trees(); check_cli() proves the command's).
 RUNTIME_PACKAGES = ["python3", "python3-numpy", "ca-certificates", "libcurl4", "libfmt9", "libyaml-cpp0.7",
                     "libargon2-1"]
 DEV_PACKAGES = ["openssh-server", "python3-notebook"]
@@ -88,11 +102,14 @@ IMAGES = {
 ORDER = ["pause", "runtime", "dev"]
 TFK8S_PACKAGE_ENV = "TFK8S_IMAGE_TFK8S_PACKAGE"
 TFK8S_PACKAGE_DEST = "/usr/local/lib/python3.11/dist-packages/tfk8s"
+TFK8S_CLI_ENV = "TFK8S_IMAGE_TFK8S_CLI"
+TFK8S_CLI_DEST = "/usr/local/bin/tfk8s"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAINER_SRC = os.path.join(REPO, "examples", "trainer")
 TRAINER_DEST = "/opt/tfk8s/examples/trainer"
 LAUNCHER_SRC = os.path.join(REPO, "src", "launcher", "tfk8s_launcher.c")
 LAUNCHER_DEST = "/opt/tfk8s/bin"
+COMMAND_MODULE_SRC = os.path.join(REPO, "python", "_tfk8s_command.py")
 
 
 def log(msg):
@@ -162,6 +179,17 @@ def _built_core(python_dir):
     return os.path.join(folder, cores[0]) if cores else None
 
 
+def _build_release(target):
+    """Configures this checkout's release build (cmake --preset release) and builds `target`."""
+    for cmd in (["cmake", "--preset", "release"],
+                ["cmake", "--build", "--preset", "release", "--target", target]):
+        p = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        if p.returncode != 0:
+            raise ImageError("%s failed (exit %d): %s" % (" ".join(cmd), p.returncode,
+                                                          p.stdout[-3000:]))
+
+
 _PACKAGE_DIR = []
 
 
@@ -180,13 +208,7 @@ def tfk8s_package_dir():
             pkg = os.path.join(REPO, "build", "release", "python")
             log("no build of the tfk8s Python module in this checkout: building it for the images "
                 "(cmake --preset release, target _core)")
-            for cmd in (["cmake", "--preset", "release"],
-                        ["cmake", "--build", "--preset", "release", "--target", "_core"]):
-                p = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True)
-                if p.returncode != 0:
-                    raise ImageError("%s failed (exit %d): %s" % (" ".join(cmd), p.returncode,
-                                                                  p.stdout[-3000:]))
+            _build_release("_core")
             if not _built_core(pkg):
                 raise ImageError("the release build made no _core module in %s/tfk8s" % pkg)
     if not os.path.isfile(os.path.join(pkg, "tfk8s", "__init__.py")) or not _built_core(pkg):
@@ -198,8 +220,58 @@ def tfk8s_package_dir():
     return pkg
 
 
+_CLI = []
+
+
+def tfk8s_cli_path():
+    """The host's tfk8s command that goes into the runtime and dev images (see the module
+    docstring); builds the release one when no build has it. Decided once per process."""
+    if _CLI:
+        return _CLI[0]
+    cli = os.environ.get(TFK8S_CLI_ENV)
+    if not cli:
+        built = [c for c in (os.path.join(REPO, "build", p, "tools", "cli", "tfk8s")
+                             for p in ("release", "dev")) if os.path.isfile(c)]
+        if built:
+            cli = max(built, key=os.path.getmtime)
+        else:
+            cli = os.path.join(REPO, "build", "release", "tools", "cli", "tfk8s")
+            log("no build of the tfk8s command in this checkout: building it for the images "
+                "(cmake --preset release, target tfk8s_cli)")
+            _build_release("tfk8s_cli")
+    if not (os.path.isfile(cli) and os.access(cli, os.X_OK)):
+        raise ImageError("%s: no executable tfk8s command there%s" % (
+            cli, " (from %s)" % TFK8S_CLI_ENV if os.environ.get(TFK8S_CLI_ENV) else ""))
+    log("the tfk8s command in the images comes from " + cli)
+    _CLI.append(cli)
+    return cli
+
+
+def cli_dir():
+    """A folder holding `tfk8s`: tfk8s_cli_path() without symbols (a debug build's is ~200 MB
+    with them, ~10 MB without), cached by the binary's hash."""
+    src = tfk8s_cli_path()
+    h = hashlib.sha256()
+    with open(src, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    out = os.path.join(cache_dir(), "cli", h.hexdigest()[:16])
+    if os.path.exists(os.path.join(out, "tfk8s")):
+        return out
+    os.makedirs(out, exist_ok=True)
+    tmp = os.path.join(out, ".tfk8s.tmp")
+    p = subprocess.run(["strip", "-s", "-o", tmp, src], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise ImageError("strip -s %s failed: %s" % (src, p.stdout[-2000:]))
+    os.chmod(tmp, 0o755)
+    os.rename(tmp, os.path.join(out, "tfk8s"))
+    return out
+
+
 def extra_trees(name):
-    """Hook: [(host folder, path in image)] copied into image `name` and hashed into its key."""
+    """Hook: [(host folder or file, path in image)] copied into image `name` and hashed into
+    its key."""
     out = []
     if name in ("runtime", "dev"):
         if not os.path.isfile(os.path.join(TRAINER_SRC, "ps_sgd.py")):
@@ -207,13 +279,71 @@ def extra_trees(name):
         out.append((TRAINER_SRC, TRAINER_DEST))
         out.append((launcher_dir(), LAUNCHER_DEST))
         out.append((os.path.join(tfk8s_package_dir(), "tfk8s"), TFK8S_PACKAGE_DEST))
+        # The top-level module tfk8s._cli imports (the wheel's console script; python/).
+        out.append((COMMAND_MODULE_SRC, os.path.join(os.path.dirname(TFK8S_PACKAGE_DEST),
+                                                     os.path.basename(COMMAND_MODULE_SRC))))
+        out.append((os.path.join(cli_dir(), "tfk8s"), TFK8S_CLI_DEST))
     return out
 
 
-def _hash_tree(h, path):
+def check_cli(rootfs, logf):
+    """Proves that the tfk8s command copied into `rootfs` runs there: every shared library it
+    needs (directly or through another) resolves inside the image (`ldd` in a chroot; without
+    root, the binary's own NEEDED entries are looked up in the image's library folders), and
+    `tfk8s version --client` in a chroot of the image succeeds."""
+    cli = os.path.join(rootfs, TFK8S_CLI_DEST.lstrip("/"))
+    hint = ("add the Debian package that provides it (dpkg -S <library> on the host) to "
+            "RUNTIME_PACKAGES in %s" % os.path.abspath(__file__))
+    if os.geteuid() != 0 or not shutil.which("chroot"):
+        p = subprocess.run(["readelf", "-d", cli], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        if p.returncode != 0:
+            raise ImageError("readelf -d %s failed: %s" % (cli, p.stdout[-1000:]))
+        dirs = ["lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/lib64", "lib",
+                "usr/lib", "usr/local/lib"]
+        missing = [lib for lib in re.findall(r"\(NEEDED\)\s+Shared library: \[([^]]+)\]", p.stdout)
+                   if not any(os.path.lexists(os.path.join(rootfs, d, lib)) for d in dirs)]
+        if missing:
+            raise ImageError("the tfk8s command (%s) needs %s, not in the image: %s" % (
+                TFK8S_CLI_DEST, ", ".join(missing), hint))
+        log("not root: only the tfk8s command's direct libraries were checked (no chroot run)")
+        return
+    logf.write("$ chroot %s ldd %s\n" % (rootfs, TFK8S_CLI_DEST))
+    p = subprocess.run(["chroot", rootfs, "/usr/bin/ldd", TFK8S_CLI_DEST], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    logf.write(p.stdout)
+    missing = sorted(set(re.findall(r"^\s*(\S+) => not found", p.stdout, re.M)))
+    if missing:
+        raise ImageError("the tfk8s command (%s) needs %s, not in the image: %s" % (
+            TFK8S_CLI_DEST, ", ".join(missing), hint))
+    if p.returncode != 0:
+        raise ImageError("ldd %s in the image failed (exit %d): %s" % (
+            TFK8S_CLI_DEST, p.returncode, p.stdout[-1000:]))
+    _run(["chroot", rootfs, TFK8S_CLI_DEST, "version", "--client"], logf)
+
+
+def _copy_filter(dst):
+    """copytree's `ignore` for the tree that goes to `dst`: no byte code; the package's
+    bin/tfk8s is left out (it becomes a link to TFK8S_CLI_DEST, see ensure())."""
+    def ignore(folder, names):
+        out = {n for n in names if n == "__pycache__" or n.endswith(".pyc")}
+        if dst == TFK8S_PACKAGE_DEST and os.path.basename(folder) == "bin" and "tfk8s" in names:
+            out.add("tfk8s")
+        return out
+    return ignore
+
+
+def _hash_tree(h, path, dst):
+    """Hashes what ensure() copies from `path` (a folder or a file) to `dst`."""
+    if os.path.isfile(path):
+        with open(path, "rb") as fh:
+            for b in iter(lambda: fh.read(1 << 20), b""):
+                h.update(b)
+        return
+    ignore = _copy_filter(dst)
     for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for f in sorted(x for x in files if not x.endswith(".pyc")):
+        dirs[:] = sorted(set(dirs) - ignore(root, dirs))
+        for f in sorted(set(files) - ignore(root, files)):
             p = os.path.join(root, f)
             h.update(os.path.relpath(p, path).encode() + b"\0")
             # Links are followed (a build tree links its .py files to the sources): the image
@@ -253,7 +383,7 @@ def image_key(name):
     h.update(stage_key(d["stage"]).encode())
     for src, dst in extra_trees(name):
         h.update(dst.encode() + b"\0")
-        _hash_tree(h, src)
+        _hash_tree(h, src, dst)
     _KEYS[name] = h.hexdigest()[:16]
     return _KEYS[name]
 
@@ -405,10 +535,25 @@ def ensure(names=None, force=False):
                 _run(["cp", "-a", "--reflink=auto", rootfs, work], logf)
                 for src, dst in trees:
                     target = os.path.join(work, dst.lstrip("/"))
+                    if os.path.isfile(src):
+                        os.makedirs(os.path.dirname(target), exist_ok=True)
+                        shutil.copy2(src, target)
+                        continue
                     shutil.rmtree(target, ignore_errors=True)
-                    shutil.copytree(src, target, symlinks=False,
-                                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                    shutil.copytree(src, target, symlinks=False, ignore=_copy_filter(dst))
+                    if (dst == TFK8S_PACKAGE_DEST
+                            and os.path.isfile(os.path.join(src, "bin", "tfk8s"))):
+                        # The package's own command (tfk8s/bin/tfk8s, what its console script
+                        # and tfk8s._cli run; a debug build's is ~200 MB) is the image's one.
+                        os.makedirs(os.path.join(target, "bin"), exist_ok=True)
+                        os.symlink(TFK8S_CLI_DEST, os.path.join(target, "bin", "tfk8s"))
                 os.unlink(os.path.join(work, ".complete"))
+                if any(dst == TFK8S_CLI_DEST for _, dst in trees):
+                    try:
+                        check_cli(work, logf)
+                    except BaseException:
+                        shutil.rmtree(work, ignore_errors=True)
+                        raise
         try:
             if work:
                 write_archive(work, path, refs(name), IMAGES[name]["cmd"])
