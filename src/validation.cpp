@@ -368,6 +368,15 @@ void ValidatePodOptions(std::string_view prefix, const PodOptions& o) {
     RequireDns1123Subdomain(fmt::format("{}imagePullSecrets[{}]", at, i), o.image_pull_secrets[i]);
   }
   if (!o.service_account.empty()) RequireDns1123Subdomain(at + "serviceAccount", o.service_account);
+  if (!o.priority_class.empty()) {
+    RequireDns1123Subdomain(at + "priorityClassName", o.priority_class);
+    if (o.priority_class.rfind("system-", 0) == 0) {
+      throw ValidationError(at + "priorityClassName", o.priority_class,
+                            "must not start with \"system-\": the prefix is reserved for "
+                            "Kubernetes' own classes (system-cluster-critical, "
+                            "system-node-critical), which only kube-system pods may use");
+    }
+  }
 
   const SecurityContext& c = o.security_context;
   const std::string sc = at + "securityContext";

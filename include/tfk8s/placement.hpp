@@ -6,8 +6,10 @@
 ///
 /// Resource names here are *node* resource names ("cpu", "memory", "nvidia.com/gpu", "pods"),
 /// not quota names; a "requests." prefix is accepted and stripped where requests are taken.
-/// The pre-flight CheckPlacement (could a pod *ever* be placed) is declared in quota.hpp.
+/// The pre-flight CheckPlacement (could a pod *ever* be placed; a named PriorityClass exists;
+/// what it would preempt) is declared in quota.hpp.
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -139,6 +141,47 @@ std::vector<std::string> WhereFits(const Inventory& inventory, const FitQuery& q
 /// WhereFits(client, {{"nvidia.com/gpu", Quantity::FromInt(4)}}, {{"gputype", "v100"}}).
 std::vector<std::string> WhereFits(Client& client, const ResourceList& requests,
                                    const std::map<std::string, std::string>& node_selector);
+
+/// A pod the scheduler would evict (preempt) to make room for pods of a higher priority.
+struct PreemptedPod {
+  std::string namespace_name;
+  std::string name;
+  std::string node;           ///< Where it runs.
+  std::int64_t priority = 0;  ///< Its spec.priority (0 when unset).
+  bool operator==(const PreemptedPod&) const = default;
+  /// "team-b/batch-1 (priority 0, node sim-cpu-1)".
+  [[nodiscard]] std::string ToString() const;
+};
+
+/// What placing the pods of some objects on the nodes' free capacity right now would take, at
+/// one priority (PlanPreemption).
+struct PreemptionPlan {
+  bool fits_free = true;  ///< Every pod fits on free capacity: nothing is evicted.
+  bool fits = true;       ///< Every pod fits, the victims evicted first (true when fits_free).
+  /// The pods evicted (empty when fits_free or when not everything fits), sorted by namespace
+  /// and name.
+  std::vector<PreemptedPod> victims;
+};
+
+/// How the scheduler would place every pod the `objects` create (as PodGroups: Pods,
+/// controllers' templates × replicas, Jobs × parallelism) on `nodes` (Node objects) beside the
+/// running `pods` (Pod objects of any namespace; those not bound to a node or terminated are
+/// ignored), when the new pods have priority `priority`. Pure.
+///
+/// Each new pod goes, in order, to the first Ready, schedulable node (by name) whose labels
+/// match its nodeSelector and required node affinity, whose NoSchedule/NoExecute taints it
+/// tolerates and whose free capacity (allocatable - requests of its pods) covers its requests
+/// and one pod slot; pods that a required anti-affinity over kubernetes.io/hostname keeps apart
+/// get a node each. A pod that fits nowhere is placed by preemption, as the v1.20 scheduler
+/// chooses: on each matching node, evicting every pod of *lower* priority (spec.priority <
+/// `priority`; pods of equal or higher priority are never evicted) and then sparing as many
+/// as still leave room, highest priority first; the node with the lowest highest-victim
+/// priority, then the fewest victims, wins. `may_preempt` false (a PriorityClass with
+/// preemptionPolicy Never) evicts nothing. An estimate: the scheduler's scoring may pick other
+/// nodes, and PodDisruptionBudgets and pod affinity to running pods are not considered.
+PreemptionPlan PlanPreemption(const std::vector<Json>& objects, const std::vector<Json>& nodes,
+                              const std::vector<Json>& pods, std::int64_t priority,
+                              bool may_preempt = true);
 
 /// The inventory as text: a table of the nodes (NODE, STATE Ready/Cordoned/NotReady, the seed
 /// labels, PODS, then requested/allocatable CPU in cores, memory in binary units and GPUs, as

@@ -84,6 +84,11 @@ struct PodOptions {
   std::string service_account;                  ///< "" = the namespace's default account.
   /// Mount the service account's API token; unset = Kubernetes' default (mounted).
   std::optional<bool> automount_service_account_token;
+  /// The PriorityClass of the pods ("" = none: the cluster's default priority). Pods of a class
+  /// with a higher value may preempt (evict) pods of lower priority to be scheduled; the
+  /// pre-flight refuses a class the server does not have and notes what would be preempted.
+  /// A DNS-1123 subdomain not starting with "system-" (Kubernetes' own classes).
+  std::string priority_class;
   SecurityContext security_context;  ///< Applied to every container of the workload's pods.
   bool operator==(const PodOptions&) const = default;
 };

@@ -99,7 +99,19 @@ FitResult EvaluateQuota(const std::vector<Json>& objects, const std::vector<Json
 /// keeps apart (a selector that selects the pod itself, as TFClusterSpec::spread "required"
 /// renders) need a node each: more of them than nodes that could take one is a problem too.
 /// Problems name the pod template (or the TFCluster role) and the unmatched label or the
-/// resource and the numbers. Reads nodes; sends no writes.
+/// resource and the numbers.
+///
+/// Pods that name a `priorityClassName`: a class the server does not have is a problem
+/// (`priorityClassName "x": no PriorityClass named x on the server`: the server would refuse
+/// every such pod). When the class may preempt (its preemptionPolicy is not Never) and the
+/// pods do not all fit on the nodes' free capacity but would once pods of lower priority are
+/// evicted (PlanPreemption), a note says so and names those pods (namespace/name, priority,
+/// node); it does not change `fits`. Credentials that cannot read PriorityClasses, nodes or
+/// pods add a note instead. Like CheckQuota, running pods of the workload itself take room:
+/// call it before the first create.
+///
+/// Reads nodes; with a priority class also the class and (when it may preempt) the pods bound
+/// to nodes, one list; sends no writes.
 FitResult CheckPlacement(Client& client, const std::vector<Json>& objects);
 
 /// The pure core of CheckPlacement over the given Node objects.

@@ -95,9 +95,10 @@ void ValidateEnv(std::string_view field, const std::vector<EnvVar>& env,
 void ValidatePlacement(std::string_view field, const Placement& placement);
 /// Checks the pod options at the spec's top level (`prefix` "" there, or e.g. "session."):
 /// `imagePullPolicy` ("", Always, IfNotPresent, Never), `imagePullSecrets[i]` and
-/// `serviceAccount` (DNS-1123 subdomains), and `securityContext.*` (ids >= 0, runAsNonRoot not
-/// with user 0, capability names in upper case such as ALL or NET_BIND_SERVICE, seccompProfile
-/// "", RuntimeDefault or Unconfined).
+/// `serviceAccount` (DNS-1123 subdomains), `priorityClassName` (a DNS-1123 subdomain not
+/// starting with "system-", Kubernetes' reserved prefix), and `securityContext.*` (ids >= 0,
+/// runAsNonRoot not with user 0, capability names in upper case such as ALL or
+/// NET_BIND_SERVICE, seccompProfile "", RuntimeDefault or Unconfined).
 void ValidatePodOptions(std::string_view prefix, const PodOptions& options);
 
 }  // namespace tfk8s::validation

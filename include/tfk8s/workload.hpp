@@ -46,8 +46,9 @@ struct FitResult {
   bool fits = true;
   std::vector<Shortfall> shortfalls;  ///< Empty when it fits.
   std::vector<std::string> problems;  ///< Other reasons (e.g. node placement), human readable.
-  /// What could not be checked and why (e.g. nodes a namespaced Role cannot read); does not
-  /// change `fits`.
+  /// What could not be checked and why (e.g. nodes a namespaced Role cannot read), and what
+  /// the server would only warn about or do on the side (e.g. the pods a PriorityClass would
+  /// preempt); does not change `fits`.
   std::vector<std::string> notes;
   /// One line per shortfall/problem, e.g.
   /// "requests.nvidia.com/gpu: requested 8, remaining 4 (hard 4, used 0) in quota team-a".

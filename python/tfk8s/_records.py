@@ -226,7 +226,9 @@ class WorkloadRef(Record):
 class FitResult(Record):
     """Result of a pre-flight check: ``fits``, ``shortfalls`` (dicts with resource, quota,
     requested, used, hard, remaining as strings), ``problems`` (strings), ``notes`` (what could
-    not be checked, e.g. nodes the credentials cannot list) and ``message``. True when it fits."""
+    not be checked, e.g. nodes the credentials cannot list, and warnings that do not stop it,
+    e.g. the pods a priority class would preempt) and ``message``. True when it fits; the repr
+    of a result that fits shows its notes."""
 
     __slots__ = ()
 
@@ -241,7 +243,7 @@ class FitResult(Record):
 
     def _repr_inner(self) -> str:
         if self.fits:
-            return "fits=True"
+            return f"fits=True, notes={self.notes!r}" if self.notes else "fits=True"
         return f"fits=False, message={self.message!r}"
 
     def _html_body(self) -> str:

@@ -51,7 +51,8 @@ def showing_progress(enabled: bool, workload: "Workload") -> "ContextManager[_pr
 class WorkloadKeywords(TypedDict, total=False):
     """The constructor keywords of every workload, for what every workload has: its name, its
     namespace (default: the client's, else "default"), its owner, and the pod options
-    (tfk8s/pod.hpp; each sets the spec key it is named after)."""
+    (tfk8s/pod.hpp; each sets the spec key it is named after, ``priority_class`` Kubernetes'
+    own ``priorityClassName``)."""
 
     name: Optional[str]
     namespace: Optional[str]
@@ -59,6 +60,7 @@ class WorkloadKeywords(TypedDict, total=False):
     image_pull_policy: Optional[str]
     image_pull_secrets: Optional[Sequence[str]]
     service_account: Optional[str]
+    priority_class: Optional[str]
     security_context: Optional[Mapping[str, Any]]
 
 
@@ -129,7 +131,8 @@ class Workload:
         s: Dict[str, Any] = copy.deepcopy(dict(spec)) if spec is not None else {}
         for keyword, key in (("name", "name"), ("namespace", "namespace"), ("owner", "owner"),
                              ("image_pull_policy", "imagePullPolicy"),
-                             ("service_account", "serviceAccount")):
+                             ("service_account", "serviceAccount"),
+                             ("priority_class", "priorityClassName")):
             # mypy 1.0 cannot index a TypedDict with a loop variable (a union of literals)
             if keywords[keyword] is not None:  # type: ignore[literal-required]
                 s[key] = keywords[keyword]  # type: ignore[literal-required]

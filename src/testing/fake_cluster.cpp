@@ -484,6 +484,7 @@ class FakeCluster::Server : public internal::HttpTransport {
     add("batch", "v1", "Job", "jobs", true, true);
     add("batch", "v1beta1", "CronJob", "cronjobs", true, true);
     add("storage.k8s.io", "v1", "StorageClass", "storageclasses", false, false);
+    add("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, false);
     add("rbac.authorization.k8s.io", "v1", "Role", "roles", true, false);
     add("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, false);
     for (const char* ns : {"default", "kube-system", "kube-public"}) {

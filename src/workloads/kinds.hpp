@@ -22,6 +22,8 @@ inline const ResourceType kStatefulSets{"apps", "v1", "StatefulSet", "statefulse
 inline const ResourceType kDeployments{"apps", "v1", "Deployment", "deployments", true};
 inline const ResourceType kReplicaSets{"apps", "v1", "ReplicaSet", "replicasets", true};
 inline const ResourceType kJobs{"batch", "v1", "Job", "jobs", true};
+inline const ResourceType kPriorityClasses{"scheduling.k8s.io", "v1", "PriorityClass",
+                                           "priorityclasses", false};
 inline const ResourceType kStorageClasses{"storage.k8s.io", "v1", "StorageClass", "storageclasses",
                                           false};
 

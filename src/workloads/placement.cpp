@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "tfk8s/error.hpp"
@@ -569,6 +572,185 @@ std::vector<std::string> WhereFits(Client& client, const ResourceList& requests,
   return WhereFits(GetInventory(client), query);
 }
 
+// ---- preemption ----------------------------------------------------------------------------
+
+std::string PreemptedPod::ToString() const {
+  return fmt::format("{}/{} (priority {}, node {})", namespace_name, name, priority, node);
+}
+
+namespace {
+
+// A node of the preemption estimate: what is free on it and the pods that take the rest.
+struct SimulatedNode {
+  const NodeInfo* info = nullptr;
+  ResourceList free;
+  struct Running {
+    PreemptedPod pod;
+    ResourceList requests;  // with "pods" = 1
+  };
+  std::vector<Running> pods;
+};
+
+bool Covers(const ResourceList& have, const ResourceList& need) {
+  return ShortOf(need, have).empty();
+}
+
+// The pods to evict from `node` for `need` to fit, as the scheduler picks them
+// (selectVictimsOnNode): every pod of lower priority goes, then as many as still leave room
+// come back, highest priority first. Indices into node.pods; nullopt when evicting all of
+// them is not enough.
+std::optional<std::vector<std::size_t>> VictimsOn(const SimulatedNode& node,
+                                                  const ResourceList& need, std::int64_t priority) {
+  ResourceList free = node.free;
+  std::vector<std::size_t> lower;
+  for (std::size_t i = 0; i < node.pods.size(); ++i) {
+    if (node.pods[i].pod.priority >= priority) continue;
+    lower.push_back(i);
+    AddTo(free, node.pods[i].requests);
+  }
+  if (!Covers(free, need)) return std::nullopt;
+  std::sort(lower.begin(), lower.end(), [&](std::size_t a, std::size_t b) {
+    const PreemptedPod& x = node.pods[a].pod;
+    const PreemptedPod& y = node.pods[b].pod;
+    if (x.priority != y.priority) return x.priority > y.priority;
+    return std::tie(x.namespace_name, x.name) < std::tie(y.namespace_name, y.name);
+  });
+  std::vector<std::size_t> victims;
+  for (std::size_t i : lower) {
+    ResourceList spared = Difference(free, node.pods[i].requests);
+    if (Covers(spared, need)) {
+      free = std::move(spared);
+    } else {
+      victims.push_back(i);
+    }
+  }
+  return victims;
+}
+
+// A Pod object as one running pod of the estimate; false for pods that take no room.
+bool RunningPodOf(const Json& pod, std::string* node, SimulatedNode::Running* out) {
+  const Json& spec = At(pod, "spec");
+  *node = StringAt(spec, "nodeName");
+  const std::string phase = StringAt(At(pod, "status"), "phase");
+  if (node->empty() || phase == "Succeeded" || phase == "Failed") return false;
+  const Json& metadata = At(pod, "metadata");
+  out->pod.namespace_name = StringAt(metadata, "namespace");
+  out->pod.name = StringAt(metadata, "name");
+  out->pod.node = *node;
+  out->pod.priority = internal::IntField(spec, "priority", 0, "spec.priority");
+  Json defaulted = spec;
+  internal::DefaultPodResources(defaulted, {});
+  out->requests = internal::PodSchedulingRequests(defaulted);
+  out->requests["pods"] += Quantity::FromInt(1);
+  return true;
+}
+
+}  // namespace
+
+PreemptionPlan PlanPreemption(const std::vector<Json>& objects, const std::vector<Json>& nodes,
+                              const std::vector<Json>& pods, std::int64_t priority,
+                              bool may_preempt) {
+  const std::vector<internal::PodGroup> groups = internal::PodGroupsOf(objects);
+  std::vector<NodeInfo> infos;
+  infos.reserve(nodes.size());
+  for (const auto& n : nodes) infos.push_back(NodeFromJson(n));
+  std::sort(infos.begin(), infos.end(),
+            [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
+  std::vector<SimulatedNode> sim(infos.size());
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    sim[i].info = &infos[i];
+    sim[i].free = infos[i].allocatable;
+    index[infos[i].name] = i;
+  }
+  for (const auto& pod : pods) {
+    std::string node;
+    SimulatedNode::Running running;
+    if (!RunningPodOf(pod, &node, &running)) continue;
+    auto it = index.find(node);
+    if (it == index.end()) continue;
+    SimulatedNode& n = sim[it->second];
+    n.free = Difference(n.free, running.requests);
+    n.pods.push_back(std::move(running));
+  }
+
+  PreemptionPlan plan;
+  std::map<std::string, std::set<std::size_t>> apart;  // anti-affinity selector -> nodes taken
+  for (const auto& group : groups) {
+    if (group.count == 0 || group.terminated) continue;
+    const Json& spec = At(group.pod, "spec");
+    ResourceList need = internal::PodSchedulingRequests(spec);
+    need["pods"] += Quantity::FromInt(1);
+    const Json& tolerations = At(spec, "tolerations");
+    std::vector<std::string> selectors;
+    for (const auto& selector : SelfExcludingSelectors(group.pod)) {
+      selectors.push_back(selector.dump());
+    }
+    std::vector<std::size_t> candidates;
+    for (std::size_t i = 0; i < sim.size(); ++i) {
+      const NodeInfo& n = *sim[i].info;
+      if (!n.ready || !n.schedulable || !SelectorMatches(spec, n.labels, n.name)) continue;
+      const bool blocked = std::any_of(n.taints.begin(), n.taints.end(), [&](const Taint& t) {
+        return Blocks(t) && !ToleratedBy(tolerations, t);
+      });
+      if (!blocked) candidates.push_back(i);
+    }
+    for (std::int64_t k = 0; k < group.count; ++k) {
+      auto kept_apart = [&](std::size_t i) {
+        return std::any_of(selectors.begin(), selectors.end(),
+                           [&](const std::string& s) { return apart[s].count(i) != 0; });
+      };
+      std::optional<std::size_t> chosen;
+      for (std::size_t i : candidates) {
+        if (!kept_apart(i) && Covers(sim[i].free, need)) {
+          chosen = i;
+          break;
+        }
+      }
+      std::vector<std::size_t> evicted;
+      if (!chosen) {
+        plan.fits_free = false;
+        // The node whose victims have the lowest highest priority, then the fewest victims.
+        std::optional<std::pair<std::int64_t, std::size_t>> best;
+        for (std::size_t i : may_preempt ? candidates : std::vector<std::size_t>{}) {
+          if (kept_apart(i)) continue;
+          auto victims = VictimsOn(sim[i], need, priority);
+          if (!victims) continue;
+          std::int64_t highest = std::numeric_limits<std::int64_t>::min();
+          for (std::size_t v : *victims) highest = std::max(highest, sim[i].pods[v].pod.priority);
+          const std::pair<std::int64_t, std::size_t> rank{highest, victims->size()};
+          if (!best || rank < *best) {
+            best = rank;
+            chosen = i;
+            evicted = std::move(*victims);
+          }
+        }
+      }
+      if (!chosen) {
+        plan.fits = false;
+        continue;
+      }
+      SimulatedNode& n = sim[*chosen];
+      std::sort(evicted.rbegin(), evicted.rend());  // erase from the back: indices stay valid
+      for (std::size_t v : evicted) {
+        AddTo(n.free, n.pods[v].requests);
+        plan.victims.push_back(n.pods[v].pod);
+        n.pods.erase(n.pods.begin() + static_cast<std::ptrdiff_t>(v));
+      }
+      // The new pod runs at `priority`: later pods of the same objects never evict it.
+      n.free = Difference(n.free, need);
+      n.pods.push_back({{"", "", n.info->name, priority}, need});
+      for (const auto& s : selectors) apart[s].insert(*chosen);
+    }
+  }
+  if (!plan.fits) plan.victims.clear();
+  std::sort(plan.victims.begin(), plan.victims.end(),
+            [](const PreemptedPod& a, const PreemptedPod& b) {
+              return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
+            });
+  return plan;
+}
+
 std::string FormatInventory(const Inventory& inventory) {
   auto amount = [](const ResourceList& list, const char* key) {
     return FormatAmount(key, Amount(list, key));
@@ -722,21 +904,96 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
   return result;
 }
 
+namespace {
+
+// The objects whose pods name each priority class (by class name).
+std::map<std::string, std::vector<Json>> ObjectsByPriorityClass(const std::vector<Json>& objects) {
+  std::map<std::string, std::vector<Json>> out;
+  for (const auto& object : objects) {
+    std::set<std::string> classes;
+    for (const auto& group : internal::PodGroupsOf({object})) {
+      const std::string name = StringAt(At(group.pod, "spec"), "priorityClassName");
+      if (!name.empty()) classes.insert(name);
+    }
+    for (const auto& name : classes) out[name].push_back(object);
+  }
+  return out;
+}
+
+// The priority classes the objects' pods name: each must exist; what a class that may preempt
+// would evict is a note. `nodes` is null when they could not be read.
+void CheckPriorityClasses(Client& client, const std::vector<Json>& objects,
+                          const std::vector<Json>* nodes, FitResult* result) {
+  const auto by_class = ObjectsByPriorityClass(objects);
+  std::optional<std::vector<Json>> pods;  // read once, for the first class that may preempt
+  for (const auto& [name, members] : by_class) {
+    Json priority_class;
+    try {
+      priority_class = client.Get(kPriorityClasses, "", name);
+    } catch (const NotFound&) {
+      result->fits = false;
+      result->problems.push_back(fmt::format(
+          "priorityClassName \"{}\": no PriorityClass named {} on the server, which would "
+          "refuse every pod naming it (kubectl get priorityclasses lists those there are)",
+          name, name));
+      continue;
+    } catch (const Forbidden& e) {
+      result->notes.push_back(fmt::format(
+          "priorityClassName \"{}\" not checked: these credentials cannot read PriorityClasses "
+          "({})",
+          name, e.what()));
+      continue;
+    }
+    const std::int64_t value = internal::IntField(priority_class, "value", 0, "value");
+    if (nodes == nullptr || StringAt(priority_class, "preemptionPolicy") == "Never") continue;
+    if (!pods) {
+      ListOptions active;
+      active.field_selector = fmt::format("spec.nodeName!=,{}", kActivePods);
+      try {
+        pods = internal::ListItemsWithout(client, kPods, "", active,
+                                          {"managedFields", "annotations", "volumes", "conditions",
+                                           "containerStatuses", "initContainerStatuses"});
+      } catch (const Forbidden& e) {
+        result->notes.push_back(fmt::format(
+            "preemption not checked: these credentials cannot list the pods of every namespace "
+            "({})",
+            e.what()));
+        return;
+      }
+    }
+    const PreemptionPlan plan = PlanPreemption(members, *nodes, *pods, value);
+    if (plan.fits_free || !plan.fits || plan.victims.empty()) continue;
+    std::vector<std::string> victims;
+    victims.reserve(plan.victims.size());
+    for (const auto& v : plan.victims) victims.push_back(v.ToString());
+    result->notes.push_back(fmt::format(
+        "PriorityClass {} (value {}) would preempt: the pods do not all fit on the nodes' free "
+        "capacity now, and the scheduler would evict {} pod(s) of lower priority to place them: "
+        "{}",
+        name, value, victims.size(), fmt::join(victims, ", ")));
+  }
+}
+
+}  // namespace
+
 FitResult CheckPlacement(Client& client, const std::vector<Json>& objects) {
   // Parse first, so bad input fails before any request.
   (void)internal::PodGroupsOf(objects);
   std::vector<Json> nodes;
+  FitResult result;
+  bool nodes_read = true;
   try {
     nodes = Items(client.ListAll(kNodes, ""));
   } catch (const Forbidden& e) {
     // Nodes are cluster-scoped: credentials limited to a namespace (a DevInstance's launching
     // Role) cannot read them. The server still schedules; only the early check is skipped.
-    FitResult unchecked;
-    unchecked.notes.push_back(fmt::format(
+    result.notes.push_back(fmt::format(
         "node placement not checked: these credentials cannot list nodes ({})", e.what()));
-    return unchecked;
+    nodes_read = false;
   }
-  return EvaluatePlacement(objects, nodes);
+  if (nodes_read) result = EvaluatePlacement(objects, nodes);
+  CheckPriorityClasses(client, objects, nodes_read ? &nodes : nullptr, &result);
+  return result;
 }
 
 // ---- results as JSON -----------------------------------------------------------------------

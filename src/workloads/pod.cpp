@@ -154,6 +154,7 @@ void AddPodOptions(Json* pod_spec, const PodOptions& o) {
   if (o.automount_service_account_token) {
     pod["automountServiceAccountToken"] = *o.automount_service_account_token;
   }
+  if (!o.priority_class.empty()) pod["priorityClassName"] = o.priority_class;
   if (!o.image_pull_secrets.empty()) {
     Json secrets = Json::array();
     for (const auto& name : o.image_pull_secrets) secrets.push_back({{"name", name}});
@@ -190,6 +191,7 @@ void AddToSpecJson(Json* spec, const PodOptions& o) {
   if (o.automount_service_account_token) {
     j["automountServiceAccountToken"] = *o.automount_service_account_token;
   }
+  if (!o.priority_class.empty()) j["priorityClassName"] = o.priority_class;
   const SecurityContext& c = o.security_context;
   Json sc = Json::object();
   auto optional = [&sc](const char* key, const auto& value) {
@@ -214,6 +216,7 @@ PodOptions PodOptionsFromSpecJson(const Json& j, const std::string& path, PodOpt
   o.service_account = Field<std::string>(j, "serviceAccount", path, o.service_account);
   o.automount_service_account_token = OptionalField<bool>(j, "automountServiceAccountToken", path,
                                                           o.automount_service_account_token);
+  o.priority_class = Field<std::string>(j, "priorityClassName", path, o.priority_class);
   auto sc_it = j.is_object() ? j.find("securityContext") : j.end();
   if (!j.is_object() || sc_it == j.end() || sc_it->is_null()) return o;
   const Json& sc = *sc_it;

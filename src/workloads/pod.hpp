@@ -51,8 +51,8 @@ enum class AntiAffinity { kPreferred, kRequired };
 /// (weight 100) or required during scheduling, ignored during execution.
 void AddHostAntiAffinity(Json* pod_spec, const Json& match_labels, AntiAffinity strength);
 /// Sets the pod-level options on a pod spec: `serviceAccountName`,
-/// `automountServiceAccountToken`, `imagePullSecrets` and the pod's `securityContext` (user,
-/// group, non-root, fsGroup, seccomp), each only when set.
+/// `automountServiceAccountToken`, `priorityClassName`, `imagePullSecrets` and the pod's
+/// `securityContext` (user, group, non-root, fsGroup, seccomp), each only when set.
 void AddPodOptions(Json* pod_spec, const PodOptions& options);
 /// Sets the container-level options on a container: `imagePullPolicy` and its
 /// `securityContext` (privilege escalation, capabilities, read-only root), each only when set.
@@ -77,8 +77,8 @@ Json ToSpecJson(const Placement& placement);
 /// [{"name", "value"}, …].
 Json ToSpecJson(const std::vector<EnvVar>& env);
 /// Writes the options into a spec's JSON as top-level keys (`imagePullPolicy`,
-/// `imagePullSecrets`, `serviceAccount`, `automountServiceAccountToken`, `securityContext`),
-/// each only when set, so specs without them read back unchanged.
+/// `imagePullSecrets`, `serviceAccount`, `automountServiceAccountToken`, `priorityClassName`,
+/// `securityContext`), each only when set, so specs without them read back unchanged.
 void AddToSpecJson(Json* spec, const PodOptions& options);
 /// The inverse of AddToSpecJson: keys missing from `spec` keep `defaults`' values; `path`
 /// prefixes field names in errors.

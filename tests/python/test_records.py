@@ -278,6 +278,10 @@ def test_missing_key_fails_at_construction() -> None:
 def test_reprs_keep_their_shape() -> None:
     assert repr(tfk8s.FitResult(fit_raw(True))) == "FitResult(fits=True)"
     assert repr(tfk8s.FitResult(fit_raw())) == f"FitResult(fits=False, message={HOSTILE!r})"
+    # A result that fits with notes (say, pods its priority class would preempt) shows them.
+    noted = dict(fit_raw(True), notes=["PriorityClass high (value 1000) would preempt: …"])
+    assert repr(tfk8s.FitResult(noted)) == (
+        "FitResult(fits=True, notes=['PriorityClass high (value 1000) would preempt: …'])")
     assert repr(tfk8s.DevInstanceStatus(dev_status_raw())) == (
         "DevInstanceStatus(phase='Failed', pod='lab-0', node='n1')"
     )

@@ -187,6 +187,58 @@ def test_tfcluster_that_fits_no_node_creates_nothing() -> None:
     assert fake.objects("batch/v1", "Job") == []
 
 
+def priority_class(name: str, value: int, policy: str = "") -> Dict[str, Any]:
+    pc: Dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                          "metadata": {"name": name}, "value": value}
+    if policy:
+        pc["preemptionPolicy"] = policy
+    return pc
+
+
+def test_priority_class_keyword_and_preflight() -> None:
+    fake = FakeCluster()
+    fake.add_node("node-1", {"nodetype": "tensorflow", "pooltype": "shared"}, "4", "16Gi")
+    fake.add(priority_class("high", 1000))
+    fake.add(priority_class("polite", 1000, "Never"))
+    fake.add({"apiVersion": "v1", "kind": "Pod",
+              "metadata": {"name": "low", "namespace": "batch"},
+              "spec": {"nodeName": "node-1", "priority": 10, "containers": [
+                  {"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]},
+              "status": {"phase": "Running"}})
+    client = fake.client("team-a")
+
+    def job(priority: str) -> tfk8s.ScheduledJob:
+        return tfk8s.ScheduledJob(client, name="urgent", image="python:3", entry_path="t.py",
+                                  cpu="2", memory="1Gi", priority_class=priority)
+
+    # Every pod of the run carries it.
+    [run] = [o for o in job("high").render() if o["kind"] == "Job"]
+    assert run["spec"]["template"]["spec"]["priorityClassName"] == "high"
+    # 2 CPUs do not fit beside "low" (3 of 4): the run would evict it, which is a note.
+    fit = job("high").preflight()
+    assert fit.fits
+    assert fit.notes == ["PriorityClass high (value 1000) would preempt: the pods do not all fit "
+                         "on the nodes' free capacity now, and the scheduler would evict 1 pod(s) "
+                         "of lower priority to place them: batch/low (priority 10, node node-1)"]
+    assert "would preempt" in repr(fit)
+    # A class that never preempts waits instead: nothing to note.
+    assert job("polite").preflight().notes == []
+    # A class the server does not have is refused before anything is created.
+    missing = job("missing")
+    fit = missing.preflight()
+    assert not fit.fits
+    assert 'priorityClassName "missing": no PriorityClass named missing on the server' \
+        in fit.message
+    with pytest.raises(tfk8s.WorkloadFailed, match="no PriorityClass named missing"):
+        missing.run_now()
+    assert fake.objects("batch/v1", "Job") == []
+    # A name Kubernetes reserves is refused at construction, naming the field.
+    with pytest.raises(tfk8s.ValidationError) as info:
+        job("system-cluster-critical")
+    assert info.value.field == "priorityClassName"
+    assert "reserved for Kubernetes' own classes" in str(info.value)
+
+
 def test_every_workload_lists_across_namespaces_with_namespaces(fake: FakeCluster) -> None:
     fake.add_node("n1", {"nodetype": "tensorflow", "pooltype": "shared"}, "64", "256Gi", 8)
     client = fake.client()

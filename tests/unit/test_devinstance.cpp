@@ -139,6 +139,23 @@ TEST_SUITE("devinstance") {
     CheckGolden("devinstance_gpu", Rendered(GpuSpec()));
   }
 
+  TEST_CASE("golden: an instance with a priority class") {
+    DevInstanceSpec s;
+    s.owner = "carol";
+    s.name = "carol-lab";
+    s.namespace_name = "team-a";
+    s.image = "registry.example.com/goblinlab/tensorflow:2.4.0-cpu";
+    s.resources = {"2", "8Gi", "", "", 0};
+    s.tools.code_server = false;
+    s.pod.priority_class = "interactive";
+    const Json objects = Rendered(s);
+    CheckGolden("devinstance_priority_class", objects);
+    const Json* sts = Find(objects, "StatefulSet", "carol-lab");
+    REQUIRE(sts);
+    CHECK((*sts)["spec"]["template"]["spec"]["priorityClassName"] == "interactive");
+    CHECK(DevInstanceSpec::FromJson(s.ToJson()).pod.priority_class == "interactive");
+  }
+
   TEST_CASE("launchWorkloads: its own service account, a namespaced Role and a RoleBinding") {
     DevInstanceSpec s = CpuSpec();
     s.launch_workloads = true;

@@ -2,6 +2,9 @@
 // patches run over a fake transport).
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -499,5 +502,207 @@ TEST_SUITE("placement") {
     // Preferred lets the scheduler put two workers on one node: it is applied.
     TFCluster(client, Spread(TFSpread::kPreferred, 3)).Apply();
     CHECK(fake.Objects("batch/v1", "Job", "team-a").size() == 4);
+  }
+}
+
+// ---- preemption: PlanPreemption (pure) and the pre-flight's priority class checks ------------
+
+namespace {
+
+const Json kShared = {{"nodetype", "tensorflow"}, {"pooltype", "shared"}};
+
+// Two 4-CPU nodes of the shared pool.
+std::vector<Json> SmallNodes() {
+  const Json four{{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}};
+  return {Node("node-1", kShared, four), Node("node-2", kShared, four)};
+}
+
+// A running pod of another team on `node`, with `priority` (absent when nullopt).
+Json PodOf(const std::string& name, const std::string& node, const std::string& cpu,
+           std::optional<std::int64_t> priority) {
+  Json pod = RunningPod(node, {{"cpu", cpu}, {"memory", "1Gi"}});
+  pod["metadata"] = {{"name", name}, {"namespace", "batch"}};
+  if (priority) pod["spec"]["priority"] = *priority;
+  return pod;
+}
+
+// `replicas` pods of 3 CPUs on the shared pool.
+std::vector<Json> ThreeCpuWorkers(int replicas) {
+  return {Worker("urgent", {{"nodeSelector", kShared}},
+                 {{"requests", {{"cpu", "3"}, {"memory", "1Gi"}}}}, replicas)};
+}
+
+std::vector<std::string> Names(const std::vector<PreemptedPod>& pods) {
+  std::vector<std::string> out;
+  out.reserve(pods.size());
+  for (const auto& p : pods) out.push_back(p.ToString());
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("placement") {
+  TEST_CASE("PlanPreemption: pods that fit on free capacity evict nothing") {
+    // node-1 has 3 CPUs free, node-2 all 4: one 3-CPU pod each.
+    const std::vector<Json> pods = {PodOf("small", "node-1", "1", 0)};
+    const PreemptionPlan plan = PlanPreemption(ThreeCpuWorkers(2), SmallNodes(), pods, 1000);
+    CHECK(plan.fits_free);
+    CHECK(plan.fits);
+    CHECK(plan.victims.empty());
+    // A third pod has no room left: with nothing of lower priority to evict, it does not fit.
+    const PreemptionPlan three = PlanPreemption(ThreeCpuWorkers(3), SmallNodes(), pods, 1000);
+    CHECK_FALSE(three.fits_free);
+    CHECK_FALSE(three.fits);  // "small" (1 CPU) alone would not make room for 3
+    CHECK(three.victims.empty());
+  }
+
+  TEST_CASE("PlanPreemption: fits only by evicting pods of lower priority, the fewest needed") {
+    // node-1: a (2 CPUs, priority 0) and b (1 CPU, priority 100); node-2: c (3 CPUs, 500).
+    // Neither node has 3 CPUs free. The first pod evicts a on node-1 (its victims' highest
+    // priority, 0, is lower than node-2's 500) and spares b, which still leaves room; the
+    // second finds node-1 full of pods it may not evict (b, and the first new pod of equal
+    // priority) and evicts c on node-2.
+    const std::vector<Json> pods = {PodOf("a", "node-1", "2", 0), PodOf("b", "node-1", "1", 100),
+                                    PodOf("c", "node-2", "3", 500)};
+    const PreemptionPlan plan = PlanPreemption(ThreeCpuWorkers(2), SmallNodes(), pods, 1000);
+    CHECK_FALSE(plan.fits_free);
+    CHECK(plan.fits);
+    CHECK(Names(plan.victims) == std::vector<std::string>{"batch/a (priority 0, node node-1)",
+                                                          "batch/c (priority 500, node node-2)"});
+    // One pod only: evicting a suffices; c is left alone.
+    const PreemptionPlan one = PlanPreemption(ThreeCpuWorkers(1), SmallNodes(), pods, 1000);
+    CHECK(Names(one.victims) == std::vector<std::string>{"batch/a (priority 0, node node-1)"});
+    // A pod without spec.priority has priority 0.
+    const std::vector<Json> unset = {PodOf("old", "node-1", "4", std::nullopt),
+                                     PodOf("d", "node-2", "4", 10)};
+    CHECK(Names(PlanPreemption(ThreeCpuWorkers(1), SmallNodes(), unset, 5).victims) ==
+          std::vector<std::string>{"batch/old (priority 0, node node-1)"});
+  }
+
+  TEST_CASE("PlanPreemption: pods of higher or equal priority, and other nodes' pods, stay") {
+    // node-1 is full of a pod of equal priority, node-2 of a higher one; node-3 has a pod of
+    // the lowest priority but not the workload's labels, node-4 is not Ready.
+    const Json four{{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}};
+    std::vector<Json> nodes = SmallNodes();
+    nodes.push_back(Node("node-3", {{"nodetype", "other"}}, four));
+    nodes.push_back(Node("node-4", kShared, four, Json::array(), /*ready=*/false));
+    const std::vector<Json> pods = {
+        PodOf("equal", "node-1", "4", 1000), PodOf("higher", "node-2", "4", 2000),
+        PodOf("elsewhere", "node-3", "4", -5), PodOf("unready", "node-4", "4", 0),
+        PodOf("done", "node-1", "4", 0)};
+    Json done = pods.back();
+    std::vector<Json> with_done(pods.begin(), pods.end() - 1);
+    done["status"]["phase"] = "Succeeded";  // takes no room, is never a victim
+    with_done.push_back(done);
+    const PreemptionPlan plan = PlanPreemption(ThreeCpuWorkers(1), nodes, with_done, 1000);
+    CHECK_FALSE(plan.fits_free);
+    CHECK_FALSE(plan.fits);
+    CHECK(plan.victims.empty());
+    // One step higher, the pod of priority 1000 on node-1 may go.
+    CHECK(Names(PlanPreemption(ThreeCpuWorkers(1), nodes, with_done, 1001).victims) ==
+          std::vector<std::string>{"batch/equal (priority 1000, node node-1)"});
+  }
+
+  TEST_CASE("PlanPreemption: a class with preemptionPolicy Never evicts nothing") {
+    const std::vector<Json> pods = {PodOf("a", "node-1", "2", 0), PodOf("c", "node-2", "3", 0)};
+    const PreemptionPlan plan =
+        PlanPreemption(ThreeCpuWorkers(1), SmallNodes(), pods, 1000, /*may_preempt=*/false);
+    CHECK_FALSE(plan.fits_free);
+    CHECK_FALSE(plan.fits);
+    CHECK(plan.victims.empty());
+    CHECK(PlanPreemption(ThreeCpuWorkers(1), SmallNodes(), pods, 1000).fits);
+  }
+
+  TEST_CASE("PlanPreemption: pods kept apart by a required anti-affinity get a node each") {
+    // Two 1-CPU pods fit on node-1's free room, but spread "required" puts them on different
+    // nodes: the second must evict node-2's low-priority pod.
+    TFClusterSpec s = Spread(TFSpread::kRequired, 2);
+    s.ps.replicas = 0;
+    s.strategy = TFStrategy::kMultiWorkerMirrored;
+    s.worker.resources = {"1", "1Gi", "", "", 0};
+    const std::vector<Json> pods = {PodOf("filler", "node-2", "4", 0)};
+    const PreemptionPlan plan = PlanPreemption(Children(s), SmallNodes(), pods, 10);
+    CHECK(plan.fits);
+    CHECK(Names(plan.victims) ==
+          std::vector<std::string>{"batch/filler (priority 0, node node-2)"});
+  }
+
+  TEST_CASE("pre-flight: a missing PriorityClass is refused, one that preempts is a note") {
+    tfk8s::testing::FakeCluster fake;
+    fake.AddNode("node-1", {{"nodetype", "tensorflow"}, {"pooltype", "shared"}}, "4", "16Gi");
+    fake.AddNode("node-2", {{"nodetype", "tensorflow"}, {"pooltype", "shared"}}, "4", "16Gi");
+    for (const auto& [name, node] : {std::pair{"low-1", "node-1"}, std::pair{"low-2", "node-2"}}) {
+      Json pod = PodOf(name, node, "3", 0);
+      pod["metadata"]["namespace"] = "default";
+      fake.Add(pod);
+    }
+    auto priority_class = [](const std::string& name, int value, const std::string& policy) {
+      Json c{{"apiVersion", "scheduling.k8s.io/v1"},
+             {"kind", "PriorityClass"},
+             {"metadata", {{"name", name}}},
+             {"value", value}};
+      if (!policy.empty()) c["preemptionPolicy"] = policy;
+      return c;
+    };
+    fake.Add(priority_class("high", 1000, ""));
+    fake.Add(priority_class("polite", 1000, "Never"));
+    Client client = fake.client("team-a");
+    TFClusterSpec s = Spread(TFSpread::kNone, 2);
+    s.ps.replicas = 0;
+    s.strategy = TFStrategy::kMultiWorkerMirrored;
+    s.worker.resources = {"3", "1Gi", "", "", 0};
+
+    // No class: no PriorityClass or pod request, nothing to note.
+    fake.ClearRequests();
+    FitResult fit = TFCluster(client, s).Preflight();
+    CHECK(fit.fits);
+    CHECK(fit.notes.empty());
+    for (const auto& r : fake.requests()) {
+      CHECK(r.path.find("priorityclasses") == std::string::npos);
+      CHECK(r.path != "/api/v1/pods");
+    }
+
+    s.pod.priority_class = "high";
+    fit = TFCluster(client, s).Preflight();
+    CHECK(fit.fits);
+    REQUIRE(fit.notes.size() == 1);
+    CHECK(fit.notes[0] ==
+          "PriorityClass high (value 1000) would preempt: the pods do not all fit on the nodes' "
+          "free capacity now, and the scheduler would evict 2 pod(s) of lower priority to place "
+          "them: default/low-1 (priority 0, node node-1), default/low-2 (priority 0, node node-2)");
+    CHECK(fit.ToJson()["notes"] == Json(fit.notes));
+
+    s.pod.priority_class = "polite";  // preemptionPolicy Never: it waits, evicting nobody
+    fit = TFCluster(client, s).Preflight();
+    CHECK(fit.fits);
+    CHECK(fit.notes.empty());
+
+    s.pod.priority_class = "missing";
+    TFCluster cluster(client, s);
+    fit = cluster.Preflight();
+    CHECK_FALSE(fit.fits);
+    REQUIRE(fit.problems.size() == 1);
+    CHECK(fit.problems[0].find("priorityClassName \"missing\": no PriorityClass named missing on "
+                               "the server") == 0);
+    fake.ClearRequests();
+    try {
+      cluster.Apply();
+      FAIL("applied a TFCluster naming a missing PriorityClass");
+    } catch (const TFClusterFailed& e) {
+      CHECK(std::string(e.what()).find("nothing was created") != std::string::npos);
+      CHECK(std::string(e.what()).find("no PriorityClass named missing") != std::string::npos);
+    }
+    for (const auto& r : fake.requests()) CHECK_MESSAGE(r.method == "GET", r.path);
+    CHECK(fake.Objects("v1", "ConfigMap", "team-a").empty());
+    CHECK(fake.Objects("batch/v1", "Job", "team-a").empty());
+
+    // Credentials that can read neither nodes nor PriorityClasses: notes, not a refusal.
+    fake.FailNext(403, "Forbidden", "nodes is forbidden");
+    fake.FailNext(403, "Forbidden", "priorityclasses is forbidden");
+    const FitResult unread = CheckPlacement(client, Children(cluster.spec()));
+    CHECK(unread.fits);
+    REQUIRE(unread.notes.size() == 2);
+    CHECK(unread.notes[0].find("node placement not checked") == 0);
+    CHECK(unread.notes[1].find("priorityClassName \"missing\" not checked") == 0);
   }
 }

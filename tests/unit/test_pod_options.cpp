@@ -1,7 +1,7 @@
 // The pod options of the shared pod vocabulary (tfk8s/pod.hpp): image pull policy and secrets,
-// service account, security context. One rule for every workload: each pod every workload
-// renders carries them, they are checked by tfk8s::validation with the field named, and they
-// survive each spec's JSON round trip.
+// service account, priority class, security context. One rule for every workload: each pod every
+// workload renders carries them, they are checked by tfk8s::validation with the field named, and
+// they survive each spec's JSON round trip.
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -25,6 +25,7 @@ PodOptions Options() {
   o.image_pull_secrets = {"registry-a", "registry-b"};
   o.service_account = "trainer";
   o.automount_service_account_token = true;
+  o.priority_class = "team-a.high";
   o.security_context.run_as_user = 1000;
   o.security_context.run_as_group = 1000;
   o.security_context.run_as_non_root = true;
@@ -85,6 +86,7 @@ void CheckCarriesOptions(const Json& pod) {
   CAPTURE(pod.dump());
   CHECK(pod["serviceAccountName"] == "trainer");
   CHECK(pod["automountServiceAccountToken"] == true);
+  CHECK(pod["priorityClassName"] == "team-a.high");
   CHECK(pod["imagePullSecrets"] == Json::parse(R"([{"name":"registry-a"},{"name":"registry-b"}])"));
   CHECK(pod["securityContext"] == Json::parse(R"({"runAsUser":1000,"runAsGroup":1000,
       "runAsNonRoot":true,"fsGroup":2000,"seccompProfile":{"type":"RuntimeDefault"}})"));
@@ -130,6 +132,7 @@ TEST_SUITE("workload kit") {
     for (const Json& pod : PodSpecs(RenderTFCluster(cluster))) {
       CHECK_FALSE(pod.contains("serviceAccountName"));
       CHECK_FALSE(pod.contains("automountServiceAccountToken"));
+      CHECK_FALSE(pod.contains("priorityClassName"));
       CHECK_FALSE(pod.contains("imagePullSecrets"));
       CHECK_FALSE(pod.contains("securityContext"));
       CHECK_FALSE(pod["containers"][0].contains("imagePullPolicy"));
@@ -138,6 +141,7 @@ TEST_SUITE("workload kit") {
     std::vector<Json> dev = PodSpecs(RenderDevInstance(Dev()));
     REQUIRE(dev.size() == 1);
     CHECK(dev[0]["automountServiceAccountToken"] == false);
+    CHECK_FALSE(dev[0].contains("priorityClassName"));
     CHECK(dev[0]["securityContext"] ==
           Json::parse(R"({"seccompProfile":{"type":"RuntimeDefault"}})"));
     CHECK(dev[0]["containers"][0]["imagePullPolicy"] == "IfNotPresent");
@@ -236,6 +240,9 @@ TEST_SUITE("workload kit") {
            o.image_pull_secrets = {"ok", "Not OK"};
          }},
         {"serviceAccount", [](PodOptions& o) { o.service_account = "../admin"; }},
+        {"priorityClassName", [](PodOptions& o) { o.priority_class = "High"; }},
+        {"priorityClassName", [](PodOptions& o) { o.priority_class = std::string(254, 'a'); }},
+        {"priorityClassName", [](PodOptions& o) { o.priority_class = "system-node-critical"; }},
         {"securityContext.runAsUser", [](PodOptions& o) { o.security_context.run_as_user = -1; }},
         {"securityContext.runAsUser",
          [](PodOptions& o) {
@@ -273,6 +280,32 @@ TEST_SUITE("workload kit") {
     CHECK_NOTHROW(validation::ValidatePodOptions("", good));
   }
 
+  TEST_CASE("priority class: the field, the value and the reason of each refusal") {
+    auto why = [](const std::string& name) -> std::string {
+      PodOptions o;
+      o.priority_class = name;
+      try {
+        validation::ValidatePodOptions("", o);
+      } catch (const ValidationError& e) {
+        CHECK(e.field() == "priorityClassName");
+        CHECK(e.value() == name);
+        return e.what();
+      }
+      return "";
+    };
+    CHECK(why("High").find("lowercase RFC 1123 subdomain") != std::string::npos);
+    CHECK(why(std::string(254, 'a')).find("must be no more than 253 characters") !=
+          std::string::npos);
+    CHECK(why("-high").find("must start and end with an alphanumeric character") !=
+          std::string::npos);
+    const std::string reserved = why("system-cluster-critical");
+    CHECK(reserved.find("must not start with \"system-\"") != std::string::npos);
+    CHECK(reserved.find("reserved for Kubernetes' own classes") != std::string::npos);
+    CHECK(why(std::string(253, 'a')).empty());
+    CHECK(why("systems-high").empty());  // only the "system-" prefix is reserved
+    CHECK(why("").empty());              // none: the cluster's default priority
+  }
+
   TEST_CASE("the options survive every spec's JSON round trip, wrong types name the field") {
     TFClusterSpec cluster = Cluster();
     cluster.pod = Options();
@@ -289,6 +322,12 @@ TEST_SUITE("workload kit") {
     j["securityContext"] = {{"runAsUser", "root"}};
     CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson(j),
                          doctest::Contains("securityContext.runAsUser"), ValidationError);
+    j.erase("securityContext");
+    CHECK_FALSE(j.contains("priorityClassName"));
+    j["priorityClassName"] = 7;
+    CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson(j), doctest::Contains("priorityClassName"),
+                         ValidationError);
+    j.erase("priorityClassName");
     j["securityContext"] = "restricted";
     CHECK_THROWS_WITH_AS(ScheduledJobSpec::FromJson(j), doctest::Contains("securityContext"),
                          ValidationError);

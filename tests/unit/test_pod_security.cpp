@@ -629,11 +629,17 @@ const std::map<std::string, GoldenVerdict> kGoldenVerdicts = {
       {{"allowPrivilegeEscalation", "every pod"},
        {"capabilities_restricted", "every pod"},
        {"runAsNonRoot", "every pod"}}}},
+    {"devinstance_priority_class",
+     {{},
+      {{"allowPrivilegeEscalation", "every pod"},
+       {"capabilities_restricted", "every pod"},
+       {"runAsNonRoot", "every pod"}}}},
     // ScheduledJob runs, TFCluster replicas and TensorBoard: restricted by default
     // (podSecurity). The TFCluster session runs sshd as root: baseline, by design.
     {"scheduledjob_cron_batch_v1", {{}, {}}},
     {"scheduledjob_cron_batch_v1beta1", {{}, {}}},
     {"scheduledjob_manual_run", {{}, {}}},
+    {"scheduledjob_priority_class", {{}, {}}},
     {"scheduledjob_run_job", {{}, {}}},
     {"tfcluster_gpu_per_replica",
      {{},
@@ -647,6 +653,7 @@ const std::map<std::string, GoldenVerdict> kGoldenVerdicts = {
        {"capabilities_restricted", "Job/tf-dis-task-session"},
        {"runAsNonRoot", "Job/tf-dis-task-session"},
        {"seccompProfile_restricted", "Job/tf-dis-task-session"}}}},
+    {"tfcluster_priority_class", {{}, {}}},
     {"tfcluster_spread_required", {{}, {}}},
 };
 

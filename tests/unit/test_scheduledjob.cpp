@@ -168,6 +168,21 @@ TEST_SUITE("scheduledjob") {
     CHECK_FALSE(generated["metadata"].contains("name"));
   }
 
+  TEST_CASE("golden: a run of the seed's task with a priority class") {
+    ScheduledJobSpec s = SeedTask();
+    s.pod.priority_class = "batch-low";
+    ScheduledJobRenderOptions o;
+    o.job_name = "nightly-train-manual-1";
+    const Json job = RenderRunJob(s, o);
+    CheckGolden("scheduledjob_priority_class", job);
+    CHECK(job["spec"]["template"]["spec"]["priorityClassName"] == "batch-low");
+    // The CronJob's runs carry it too.
+    s.schedule = "30 2 * * MON-FRI";
+    CHECK(
+        RenderCronJob(s)["spec"]["jobTemplate"]["spec"]["template"]["spec"]["priorityClassName"] ==
+        "batch-low");
+  }
+
   TEST_CASE("golden: the schedule as a CronJob in batch/v1 and batch/v1beta1") {
     ScheduledJobRenderOptions v1;
     v1.cronjob_api_version = "batch/v1";

@@ -183,6 +183,30 @@ TEST_SUITE("tfcluster") {
                 testing::WithLauncherMarker(RenderTFCluster(SpreadExample(), o)));
   }
 
+  TEST_CASE("golden: a priority class on every pod (replicas and TensorBoard)") {
+    TFClusterSpec s;
+    s.name = "urgent";
+    s.namespace_name = "team-a";
+    s.strategy = TFStrategy::kMultiWorkerMirrored;
+    s.worker.replicas = 2;
+    s.worker.resources = {"2", "4Gi", "", "", 0};
+    s.worker.script = "python /data/train.py";
+    s.tensorboard = TFTensorBoardSpec{};
+    s.launcher.enabled = false;
+    s.pod.priority_class = "team-high";
+    TFRenderOptions o;
+    o.root_uid = "00000000-1111-2222-3333-444444444444";
+    const std::vector<Json> objects = RenderTFCluster(s, o);
+    CheckGolden("tfcluster_priority_class", objects);
+    int pods = 0;
+    for (const Json& object : objects) {
+      if (object["kind"] != "Job" && object["kind"] != "Deployment") continue;
+      ++pods;
+      CHECK(object["spec"]["template"]["spec"]["priorityClassName"] == "team-high");
+    }
+    CHECK(pods == 3);  // worker-0, worker-1, TensorBoard
+  }
+
   TEST_CASE("the seed example renders the document's names and addresses") {
     auto objects = RenderTFCluster(SeedExample());
     CHECK(Find(objects, "StatefulSet", "tf-dis-task-ps"));

@@ -53,8 +53,8 @@ class FakeCluster {
   /// serving discovery for the kinds tfk8s workloads use: v1 (Namespace, Node, ConfigMap,
   /// Secret, Service, Pod, Event, PersistentVolumeClaim, ResourceQuota, LimitRange,
   /// ServiceAccount), apps/v1 (StatefulSet, Deployment, ReplicaSet), batch/v1 (Job),
-  /// batch/v1beta1 (CronJob, which v1.20 serves only there), storage.k8s.io/v1 (StorageClass)
-  /// and rbac.authorization.k8s.io/v1 (Role, RoleBinding).
+  /// batch/v1beta1 (CronJob, which v1.20 serves only there), storage.k8s.io/v1 (StorageClass),
+  /// scheduling.k8s.io/v1 (PriorityClass) and rbac.authorization.k8s.io/v1 (Role, RoleBinding).
   FakeCluster();
   ~FakeCluster();
   FakeCluster(const FakeCluster&) = delete;
