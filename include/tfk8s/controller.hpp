@@ -13,12 +13,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "tfk8s/client.hpp"
 #include "tfk8s/config.hpp"
 #include "tfk8s/leader_election.hpp"
 #include "tfk8s/scheduledjob.hpp"
@@ -66,7 +68,9 @@ class Controller {
 
   /// Serves the port, syncs the Fleets, then campaigns and, while leading, runs the loops;
   /// until `stop` turns true (then the loops stop and the Lease is released). Throws what
-  /// retrying cannot fix: the port cannot be bound, an informer gave up (e.g. Forbidden).
+  /// retrying cannot fix: the port cannot be bound, an informer gave up before the first sync
+  /// (e.g. Forbidden; after it, a Fleet that stops turns /healthz to 500), after logging it
+  /// as its last line.
   void Run(const std::atomic<bool>& stop);
   /// The port once Run() has bound it (0 before).
   [[nodiscard]] int port() const;
@@ -75,5 +79,57 @@ class Controller {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// What `tfk8s controller manifests` installs (RenderControllerManifests). Field names are the ones
+/// ValidationError names.
+struct ControllerManifestOptions {
+  /// Where the controller runs: its Namespace (labelled Pod Security "restricted" for enforce,
+  /// audit and warn), ServiceAccount, Lease, Deployment and Service.
+  std::string namespace_name = "tfk8s-system";
+  /// The namespaces whose workloads it looks after. Empty: every namespace (ClusterRole +
+  /// ClusterRoleBinding); else a Role + RoleBinding in each, and `--watch-namespaces`.
+  std::vector<std::string> watch_namespaces;
+  /// The runtime image (required), e.g. "tfk8s.local/runtime:1"; it ships the CLI as
+  /// /usr/local/bin/tfk8s.
+  std::string image;
+  /// Always, IfNotPresent or Never; "" leaves it to Kubernetes' default.
+  std::string image_pull_policy;
+  /// Candidates for the leadership (one leads, the others stand by); at least 1.
+  int replicas = 2;
+  /// The port of /healthz, /readyz and /metrics (1024..65535: the container drops every
+  /// capability, NET_BIND_SERVICE included).
+  int port = 8080;
+  /// Set: the metrics Service is a NodePort Service on this node port; else ClusterIP.
+  std::optional<int> metrics_node_port;
+  /// Also render the PriorityClasses tfk8s-scheduled and tfk8s-dev.
+  bool priority_classes = false;
+  /// The controller pods' nodeSelector (label key → value), e.g. to keep them on system nodes;
+  /// empty: any node.
+  std::map<std::string, std::string> node_selector;
+  /// Where alerts go (`--webhook-url`), http:// or https://; "" = no webhook. Readable by
+  /// anyone who can read the Deployment: credentials belong in `webhook_secret`.
+  std::string webhook_url;
+  /// A Secret in `namespace_name` whose key "authorization" becomes the webhook's
+  /// Authorization header, through env TFK8S_WEBHOOK_AUTHORIZATION (a secretKeyRef: the value
+  /// never appears in the manifests). Needs an https:// `webhook_url` (or
+  /// "--webhook-allow-insecure-headers" in `extra_args`).
+  std::string webhook_secret;
+  /// Appended to the controller's arguments (`tfk8s controller run --help`), except the flags
+  /// the options above set.
+  std::vector<std::string> extra_args;
+
+  /// Throws ValidationError(field, value, reason) naming the first bad field: namespace names,
+  /// a missing or malformed image, pull policy, replicas, ports, the webhook's URL (scheme,
+  /// credentials in it, credentials over http://) and Secret name, flags set twice.
+  void Validate() const;
+};
+
+/// The objects `kubectl apply -f -` installs the controller with, in apply order: Namespace
+/// (Pod Security "restricted"); ServiceAccount; the leader Role (its Lease, its own pods'
+/// leader label) and RoleBinding; the workload ClusterRole and ClusterRoleBinding (or a Role
+/// and RoleBinding per watched namespace); the PriorityClasses when asked for; the Deployment;
+/// the metrics Service (selecting the leader). Least privilege: docs/controller.md, "RBAC".
+/// Validates `options` first (ValidationError). Pure and deterministic.
+std::vector<Json> RenderControllerManifests(const ControllerManifestOptions& options);
 
 }  // namespace tfk8s

@@ -4,6 +4,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -138,7 +139,18 @@ struct Controller::Impl {
 Controller::Controller(ClientConfig config, ControllerOptions options, std::ostream& log)
     : impl_(std::make_unique<Impl>(std::move(config), std::move(options), log)) {}
 Controller::~Controller() = default;
-void Controller::Run(const std::atomic<bool>& stop) { impl_->Run(stop); }
+void Controller::Run(const std::atomic<bool>& stop) {
+  try {
+    impl_->Run(stop);
+  } catch (const std::exception& e) {
+    // The last line says why, as a log line like the others (a restarted pod shows it in
+    // `kubectl logs --previous`).
+    std::string why = e.what();
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    impl_->log_.Error("stopped: " + why);
+    throw;
+  }
+}
 int Controller::port() const { return impl_->port_.load(); }
 
 void ControllerOptions::Validate() const {
@@ -207,11 +219,13 @@ void Controller::Impl::DeclareMetrics() {
   r.Declare(kMemory, "Memory bytes the workloads' pods request (leader only).", Type::kGauge,
             {"namespace", "owner"});
   r.Declare(kGpuHours,
-            "GPU-hours requested by Running workloads, integrated while this replica leads.",
+            "GPU-hours requested by Running workloads, integrated over this replica's current term "
+            "as leader.",
             Type::kCounter, {"namespace", "owner"});
-  r.Declare(kCpuHours,
-            "CPU core-hours requested by Running workloads, integrated while this replica leads.",
-            Type::kCounter, {"namespace", "owner"});
+  r.Declare(
+      kCpuHours,
+      "CPU core-hours requested by Running workloads, over this replica's current term as leader.",
+      Type::kCounter, {"namespace", "owner"});
   r.Declare(kAlerts, "Alerts raised (claimed on their object), by kind.", Type::kCounter, {"kind"});
   r.Declare(kAlertsSent, "Alerts delivered (logged and, with a webhook, answered 2xx).",
             Type::kCounter, {});
@@ -228,7 +242,9 @@ void Controller::Impl::DeclareMetrics() {
             "headers of a watch or followed log).",
             Type::kHistogram, {"verb"},
             {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
-  r.Declare(kWatchRestarts, "Lists or watches of the informers that failed and were retried.",
+  r.Declare(kWatchRestarts,
+            "Failures of the Fleets' lists and watches, by source (each is retried unless it "
+            "is fatal, which /healthz then reports).",
             Type::kCounter, {"source"});
   r.Set(kLeader, {}, 0);
   r.Set(kSynced, {}, 0);
@@ -392,6 +408,13 @@ void Controller::Impl::UnlabelOtherLeaders() {
 }
 
 void Controller::Impl::Lead(const std::atomic<bool>& lost) {
+  // The counters of what the leader does start from zero with each term: the metrics Service
+  // follows whichever replica leads, and a replica leading again must not go on from its old
+  // values (a jump Prometheus would count as work done); a drop reads as a counter reset.
+  for (const char* name :
+       {kGpuHours, kCpuHours, kAlerts, kAlertsSent, kAlertsFailed, kCleanups, kCulls}) {
+    registry_->Reset(name);
+  }
   leading_.store(true);
   log_.Info("leading", {{"identity", options_.election.identity}});
   LabelOwnPod(true);

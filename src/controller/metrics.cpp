@@ -153,7 +153,11 @@ void Registry::Set(const std::string& name, const std::vector<std::string>& labe
 
 void Registry::Reset(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Find(name, Type::kGauge).series.clear();
+  const Family& declared = Find(name);
+  if (declared.type == Type::kHistogram) {
+    throw ValidationError("metric", name, "is a histogram");
+  }
+  Find(name, declared.type).series.clear();
 }
 
 void Registry::Observe(const std::string& name, const std::vector<std::string>& label_values,

@@ -30,7 +30,8 @@ class Registry {
   /// Sets a gauge's series.
   void Set(const std::string& name, const std::vector<std::string>& label_values, double v);
   /// Removes every series of a gauge (before setting those that exist now: a gauge of
-  /// workloads by phase must not keep a phase nothing is in any more).
+  /// workloads by phase must not keep a phase nothing is in any more) or of a counter (it
+  /// starts again from zero, which Prometheus reads as a counter reset).
   void Reset(const std::string& name);
   /// Records one observation in a histogram's series.
   void Observe(const std::string& name, const std::vector<std::string>& label_values, double v);

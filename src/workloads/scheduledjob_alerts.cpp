@@ -548,9 +548,20 @@ struct ScheduledJobWatcher::Impl {
       ListOptions sel;
       sel.label_selector = std::string(kClusterLabel) + "=" + name;
       for (const ResourceType* type : internal::TFCleanupKinds(d.policy)) {
-        for (auto& o : internal::Items(client.ListAll(*type, ns, sel))) {
-          owned.push_back({type, std::move(o)});
+        Json list;
+        try {
+          list = client.ListAll(*type, ns, sel);
+        } catch (const Forbidden&) {
+          // The controller's role may not read Secrets (a list returns their data): the
+          // session Secret then stays until the cluster is deleted; everything else goes.
+          if (type->kind != "Secret") throw;
+          ReportError(
+              fmt::format("clean-up of TFCluster {} leaves its session Secret: no "
+                          "permission to list Secrets (it goes with the cluster)",
+                          Key(root)));
+          continue;
         }
+        for (auto& o : internal::Items(std::move(list))) owned.push_back({type, std::move(o)});
       }
       deleted = internal::DeleteTargets(client, ns, internal::PlanTFCleanup(root, d.policy, owned));
     } catch (const std::exception& e) {

@@ -1,11 +1,14 @@
 """`tfk8s controller run` against the local cluster (simulated nodes): two controller processes,
 one leader; kill -9 the leader and the other leads within 20 s; a failing run's alert reaches a
 loopback webhook exactly once across the fail-over (one delivered before the kill, one raised
-while nobody led); a finished TFCluster is cleaned up once; SIGTERM releases the Lease.
+while nobody led); a finished TFCluster is cleaned up once; SIGTERM releases the Lease. Both
+processes run as the controller's own ServiceAccount, with nothing but the RBAC that
+`tfk8s controller manifests` renders: the least privilege is enough for all of it.
 
 CTest sets TFK8S_CLI (the built binary) and TFK8S_TEST_KUBECONFIG (the `local_cluster` fixture).
 """
 
+import base64
 import http.server
 import json
 import os
@@ -22,7 +25,10 @@ import pytest
 CLI = os.environ.get("TFK8S_CLI", "")
 KUBECONFIG = os.environ.get("TFK8S_TEST_KUBECONFIG", "")
 NS = "ctl-" + uuid.uuid4().hex[:6]
-LEASE = "ctl-" + uuid.uuid4().hex[:6]
+CONTROLLER_NS = NS + "-system"
+LEASE = "tfk8s-controller"
+RBAC_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+              "ClusterRoleBinding"}
 
 FAILING = """\
 name: {name}
@@ -37,7 +43,7 @@ podAnnotations: {{sim.tfk8s.io/exit-code: "1", sim.tfk8s.io/exit-after: "{after}
 FINISHING_CLUSTER = """\
 kind: TFCluster
 name: {name}
-cleanup: delete-all
+cleanup: {cleanup}
 ps: {{replicas: 1, resources: {{cpu: 100m, memory: 128Mi}}}}
 worker: {{replicas: 1, resources: {{cpu: 100m, memory: 128Mi}}}}
 chief:
@@ -64,6 +70,14 @@ def run(*args, input=None, timeout=120):
         pytest.fail("TFK8S_TEST_KUBECONFIG must name the local cluster's kubeconfig (CTest sets it)")
     r = subprocess.run([CLI, "--kubeconfig", KUBECONFIG] + list(args), input=input, text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=env())
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r.stdout
+
+
+def kubectl(*args, input=None):
+    r = subprocess.run(["kubectl", "--kubeconfig", KUBECONFIG] + list(args), input=input,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                       env=env())
     assert r.returncode == 0, (args, r.stdout, r.stderr)
     return r.stdout
 
@@ -113,13 +127,13 @@ class Receiver:
 class Controller:
     """One `tfk8s controller run` process; its JSON log lines are collected as they come."""
 
-    def __init__(self, identity, webhook_url):
+    def __init__(self, identity, webhook_url, kubeconfig):
         self.identity = identity
         self.lines = []
         self.lock = threading.Lock()
         self.proc = subprocess.Popen(
-            [CLI, "--kubeconfig", KUBECONFIG, "controller", "run", "--watch-namespaces", NS,
-             "--listen", "127.0.0.1:0", "--lease-namespace", NS, "--lease-name", LEASE,
+            [CLI, "--kubeconfig", kubeconfig, "controller", "run", "--watch-namespaces", NS,
+             "--listen", "127.0.0.1:0", "--lease-namespace", CONTROLLER_NS,
              "--identity", identity, "--webhook-url", webhook_url, "--no-cull"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env())
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -127,7 +141,10 @@ class Controller:
 
     def _read(self):
         for line in self.proc.stderr:
-            entry = json.loads(line)  # every line is one JSON object
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                entry = {"msg": "NOT JSON", "line": line}  # every line must be JSON
             entry["_seen"] = time.monotonic()
             with self.lock:
                 self.lines.append(entry)
@@ -178,14 +195,52 @@ def namespace():
     run("quota", "delete", NS, "--delete-namespace")
 
 
+@pytest.fixture(scope="module")
+def controller_kubeconfig(namespace, tmp_path_factory):
+    """A kubeconfig of the controller's ServiceAccount, which has exactly the RBAC of its
+    manifests (the Deployment and Service are left out: the processes run here)."""
+    manifests = json.loads(run("controller", "manifests", "-n", CONTROLLER_NS, "--image",
+                               "tfk8s.local/runtime:1", "--watch-namespaces", NS, "-o", "json"))
+    rbac = [o for o in manifests["items"] if o["kind"] in RBAC_KINDS]
+    assert {o["kind"] for o in rbac} == RBAC_KINDS - {"ClusterRole", "ClusterRoleBinding"}
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": rbac}))
+    try:
+        # v1.20's token controller gives the account a token Secret.
+        def token():
+            sa = kubectl_json("get", "serviceaccount", "tfk8s-controller", "-n", CONTROLLER_NS)
+            return sa.get("secrets")
+        secret = wait_for(token, 30, "the ServiceAccount's token")[0]["name"]
+        data = kubectl_json("get", "secret", secret, "-n", CONTROLLER_NS)["data"]
+        cluster = kubectl_json("config", "view", "--raw", "--minify", "--flatten")["clusters"][0]
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "controller",
+            "clusters": [cluster],
+            "users": [{"name": "controller",
+                       "user": {"token": base64.b64decode(data["token"]).decode()}}],
+            "contexts": [{"name": "controller",
+                          "context": {"cluster": cluster["name"], "user": "controller",
+                                      "namespace": CONTROLLER_NS}}],
+        }
+        path = tmp_path_factory.mktemp("controller") / "kubeconfig"
+        path.write_text(json.dumps(config))
+        yield str(path)
+    finally:
+        kubectl("delete", "namespace", CONTROLLER_NS, "--wait=false")
+        for o in rbac:  # what the two namespaces do not take with them
+            where = o["metadata"].get("namespace")
+            if where not in (CONTROLLER_NS, NS):
+                kubectl("delete", o["kind"].lower(), o["metadata"]["name"], "--ignore-not-found",
+                        *(["-n", where] if where else []))
+
+
 def failures_of(alerts, job_prefix):
     return [a for a in alerts if a["kind"] == "failure" and a["job"].startswith(job_prefix)]
 
 
-def test_fail_over_alerts_and_cleanup_once():
+def test_fail_over_alerts_and_cleanup_once(controller_kubeconfig):
     receiver = Receiver()
-    a = Controller("ctl-a", receiver.url)
-    b = Controller("ctl-b", receiver.url)
+    a = Controller("ctl-a", receiver.url, controller_kubeconfig)
+    b = Controller("ctl-b", receiver.url, controller_kubeconfig)
     procs = [a, b]
     try:
         # Both serve and sync; exactly one leads.
@@ -198,15 +253,18 @@ def test_fail_over_alerts_and_cleanup_once():
         leader = leaders[0]
         standby = b if leader is a else a
         assert standby.metric("tfk8s_controller_leader") == 0
-        lease = kubectl_json("get", "lease", LEASE, "-n", NS)
+        lease = kubectl_json("get", "lease", LEASE, "-n", CONTROLLER_NS)
         assert lease["spec"]["holderIdentity"] == leader.identity
 
         # Before the fail-over: a run fails and the leader delivers its alert.
         run("job", "apply", "-n", NS, "-f", "-", input=FAILING.format(name="before", after=1))
         wait_for(lambda: failures_of(receiver.alerts(), "before-"), 60, "the first alert")
-        # A cluster whose chief finishes only after the kill: cleaned up by the new leader.
-        run("tfcluster", "apply", "-n", NS, "-f", "-",
-            input=FINISHING_CLUSTER.format(name="fin", after=25))
+        # Clusters whose chiefs finish only after the kill: cleaned up by the new leader. "kept"
+        # keeps its logs: that clean-up would delete the session Secret too, but the
+        # controller may not list Secrets, so it leaves them, says so, and does the rest.
+        for name, cleanup in (("fin", "delete-all"), ("kept", "keep-logs")):
+            run("tfcluster", "apply", "-n", NS, "-f", "-",
+                input=FINISHING_CLUSTER.format(name=name, cleanup=cleanup, after=25))
 
         leader.stop(signal.SIGKILL)
         killed = time.monotonic()
@@ -217,17 +275,21 @@ def test_fail_over_alerts_and_cleanup_once():
         took = led[0]["_seen"] - killed
         assert took <= 20, "the standby led %.1f s after the kill" % took
         assert standby.metric("tfk8s_controller_leader") == 1
-        assert kubectl_json("get", "lease", LEASE, "-n", NS)["spec"]["holderIdentity"] == standby.identity
+        assert kubectl_json("get", "lease", LEASE, "-n", CONTROLLER_NS)["spec"]["holderIdentity"] == standby.identity
 
         wait_for(lambda: failures_of(receiver.alerts(), "during-"), 60, "the alert raised while nobody led")
-        wait_for(lambda: [x for x in receiver.alerts() if x["kind"] == "cleanup"], 90, "the cleanup alert")
+        wait_for(lambda: len([x for x in receiver.alerts() if x["kind"] == "cleanup"]) == 2, 90,
+                 "the two cleanup alerts")
         time.sleep(5)  # anything repeated would come now (the new leader relisted long ago)
         alerts = receiver.alerts()
         assert len(failures_of(alerts, "before-")) == 1, alerts
         assert len(failures_of(alerts, "during-")) == 1, alerts
-        cleanups = [x for x in alerts if x["kind"] == "cleanup"]
-        assert len(cleanups) == 1 and cleanups[0]["tfCluster"] == "fin", alerts
-        assert len(alerts) == 3, alerts
+        cleanups = sorted(x["tfCluster"] for x in alerts if x["kind"] == "cleanup")
+        assert cleanups == ["fin", "kept"], alerts
+        assert len(alerts) == 4, alerts
+        left = [e for e in standby.lines if "leaves its session Secret" in e.get("msg", "")]
+        assert left and left[0]["level"] == "warn" and "kept" in left[0]["msg"], standby.lines[-20:]
+        assert kubectl_json("get", "configmap", "kept", "-n", NS)["metadata"]["name"] == "kept"
         # The cluster's replicas are gone; each run's alert is recorded as delivered.
         jobs = kubectl_json("get", "jobs", "-n", NS, "-l", "tfk8s.io/cluster=fin")["items"]
         assert [j["metadata"]["name"] for j in jobs if "deletionTimestamp" not in j["metadata"]] == []
@@ -238,17 +300,19 @@ def test_fail_over_alerts_and_cleanup_once():
 
         # The new leader's metrics: what it delivered, the workloads it sees, API latency.
         _, text = standby.get("/metrics")
-        assert re.search(r"^tfk8s_alerts_sent_total [12]$", text, re.M), text
-        assert re.search(r'^tfk8s_cleanup_actions_total\{namespace="%s",target="tfcluster"\} 1$' % NS,
+        assert re.search(r"^tfk8s_alerts_sent_total [23]$", text, re.M), text
+        assert re.search(r'^tfk8s_cleanup_actions_total\{namespace="%s",target="tfcluster"\} 2$' % NS,
                          text, re.M), text
         assert re.search(r'^tfk8s_workloads\{kind="ScheduledJob",namespace="%s",owner="",phase="Failed"\} 2$'
                          % NS, text, re.M), text
         assert re.search(r'^tfk8s_api_request_duration_seconds_count\{verb="PUT"\} [1-9]', text, re.M), text
 
+        for c in procs:
+            assert not c.logged("NOT JSON"), c.logged("NOT JSON")
         # SIGTERM: the leader stops acting, releases the Lease and exits 0.
         assert standby.stop() == 0
         assert standby.logged("stopped leading")
-        assert kubectl_json("get", "lease", LEASE, "-n", NS)["spec"].get("holderIdentity", "") == ""
+        assert kubectl_json("get", "lease", LEASE, "-n", CONTROLLER_NS)["spec"].get("holderIdentity", "") == ""
     finally:
         for c in procs:
             if c.proc.poll() is None:

@@ -42,6 +42,11 @@ TEST_CASE("metrics: counters and gauges in the text format, series sorted by lab
   CHECK(r.Value("tfk8s_alerts_sent_total", {"nobody"}) == 0);
   r.Reset("tfk8s_workloads");
   CHECK(r.Expose().find("tfk8s_workloads{") == std::string::npos);
+  r.Reset("tfk8s_alerts_sent_total");  // a counter starts again from zero
+  CHECK(r.Expose().find("tfk8s_alerts_sent_total{") == std::string::npos);
+  CHECK(r.Value("tfk8s_alerts_sent_total", {"team-a"}) == 0);
+  r.Add("tfk8s_alerts_sent_total", {"team-a"});
+  CHECK(r.Value("tfk8s_alerts_sent_total", {"team-a"}) == 1);
 }
 
 TEST_CASE("metrics: a histogram has cumulative buckets, +Inf, _sum and _count") {

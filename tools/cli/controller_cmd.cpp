@@ -15,6 +15,7 @@
 #include "cli_core.hpp"
 #include "tfk8s/controller.hpp"
 #include "tfk8s/error.hpp"
+#include "tfk8s/yaml.hpp"
 
 namespace tfk8s::cli {
 namespace {
@@ -85,7 +86,8 @@ void AddControllerRunFlags(CLI::App* cmd, ControllerRunFlags& f) {
   cmd->add_option("--listen", f.listen, "Address of /healthz, /readyz, /metrics (ADDR:PORT)")
       ->capture_default_str();
   cmd->add_option("--lease-namespace", f.lease_namespace,
-                  "Namespace of the Lease (default: $POD_NAMESPACE, else the context's)");
+                  "Namespace of the Lease (default: $POD_NAMESPACE when $POD_NAME is set too, "
+                  "else the context's)");
   cmd->add_option("--lease-name", f.lease_name, "The Lease")->capture_default_str();
   cmd->add_option("--identity", f.identity,
                   "This replica among the candidates (default: $POD_NAME or the host name, "
@@ -115,6 +117,63 @@ void AddControllerRunFlags(CLI::App* cmd, ControllerRunFlags& f) {
   cmd->add_option("--missed-schedule-grace", f.missed_schedule_grace,
                   "A scheduled run not started this long after its time is missed")
       ->capture_default_str();
+}
+
+void AddControllerManifestFlags(CLI::App* cmd, ControllerManifestFlags& f) {
+  cmd->add_option("--image", f.image,
+                  "The tfk8s runtime image (it ships /usr/local/bin/tfk8s), e.g. "
+                  "tfk8s/runtime:2.15.0")
+      ->required();
+  cmd->add_option("--image-pull-policy", f.image_pull_policy, "Always, IfNotPresent or Never");
+  cmd->add_option("--watch-namespaces", f.watch_namespaces,
+                  "Comma-separated namespaces to act in, each with its own Role (default: every "
+                  "namespace, a ClusterRole)");
+  cmd->add_option("--replicas", f.replicas, "Candidates for the leadership")->capture_default_str();
+  cmd->add_option("--port", f.port, "Port of /healthz, /readyz, /metrics")->capture_default_str();
+  cmd->add_option("--metrics-node-port", f.metrics_node_port,
+                  "Make the metrics Service a NodePort Service on this port");
+  cmd->add_flag("--priority-classes", f.priority_classes,
+                "Also create the PriorityClasses tfk8s-scheduled (1000) and tfk8s-dev (100)");
+  cmd->add_option("--node-selector", f.node_selector,
+                  "key=value: run the controller pods only on nodes with this label (repeatable)");
+  cmd->add_option("--webhook-url", f.webhook_url, "Where the controller POSTs alerts");
+  cmd->add_option("--webhook-secret", f.webhook_secret,
+                  "Secret (in -n) whose key `authorization` is the webhook's Authorization header");
+  cmd->add_option("--controller-arg", f.controller_args,
+                  "One more argument of `tfk8s controller run` (repeatable), e.g. "
+                  "--controller-arg=--cull-interval=1m");
+}
+
+void PrintControllerManifests(const ControllerManifestFlags& f, const std::string& ns,
+                              const std::string& output) {
+  ControllerManifestOptions o;
+  if (!ns.empty()) o.namespace_name = ns;
+  o.watch_namespaces = SplitList(f.watch_namespaces);
+  o.image = f.image;
+  o.image_pull_policy = f.image_pull_policy;
+  o.replicas = f.replicas;
+  o.port = f.port;
+  if (f.metrics_node_port != 0) o.metrics_node_port = f.metrics_node_port;
+  o.priority_classes = f.priority_classes;
+  for (const auto& pair : f.node_selector) {
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ValidationError("--node-selector", pair, "must be key=value");
+    }
+    const std::string key = pair.substr(0, eq);
+    if (!o.node_selector.emplace(key, pair.substr(eq + 1)).second) {
+      throw ValidationError("--node-selector", key, "is given twice");
+    }
+  }
+  o.webhook_url = f.webhook_url;
+  o.webhook_secret = f.webhook_secret;
+  o.extra_args = f.controller_args;
+  const std::vector<Json> objects = RenderControllerManifests(o);
+  if (output == "json") {
+    std::cout << Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}}.dump(2) << "\n";
+  } else {
+    std::cout << ToYamlDocuments(objects);
+  }
 }
 
 int RunController(const ControllerRunFlags& f, const KubeconfigOptions& kubeconfig) {
@@ -165,10 +224,8 @@ int RunController(const ControllerRunFlags& f, const KubeconfigOptions& kubeconf
   sigaction(SIGINT, &sa, nullptr);
   try {
     controller.Run(g_stop);
-  } catch (const std::exception& e) {
-    // The last log line says why (the pod's restart shows it in `kubectl logs --previous`).
-    std::cerr << Json{{"level", "error"}, {"msg", ErrorLine(e)}}.dump() << std::endl;
-    return kExitError;
+  } catch (const std::exception&) {
+    return kExitError;  // Run() logged why, as its last JSON line
   }
   return kExitOk;
 }

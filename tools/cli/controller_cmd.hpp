@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "tfk8s/config.hpp"
 
@@ -32,6 +33,29 @@ struct ControllerRunFlags {
   bool policy_only = false;
   std::string missed_schedule_grace = "60s";
 };
+
+/// The flags of `tfk8s controller manifests` (the controller's namespace is the global -n).
+struct ControllerManifestFlags {
+  std::string watch_namespaces;
+  std::string image;
+  std::string image_pull_policy;
+  int replicas = 2;
+  int port = 8080;
+  int metrics_node_port = 0;
+  bool priority_classes = false;
+  std::vector<std::string> node_selector;
+  std::string webhook_url;
+  std::string webhook_secret;
+  std::vector<std::string> controller_args;
+};
+
+/// Adds the flags of `controller manifests` to `cmd`.
+void AddControllerManifestFlags(CLI::App* cmd, ControllerManifestFlags& flags);
+
+/// The manifests (YAML documents, or a JSON List with `json`) on stdout; ValidationError for
+/// bad flags, before anything is printed.
+void PrintControllerManifests(const ControllerManifestFlags& flags, const std::string& ns,
+                              const std::string& output);
 
 /// Adds the flags of `controller run` to `cmd`.
 void AddControllerRunFlags(CLI::App* cmd, ControllerRunFlags& flags);

@@ -1041,6 +1041,15 @@ int Run(int argc, char** argv) {
     o.namespace_override = g.namespace_name;
     ExitNow(RunController(controller_flags, o));
   });
+  ControllerManifestFlags manifest_flags;
+  CLI::App* controller_manifests = controller->add_subcommand(
+      "manifests",
+      "What installs the controller: tfk8s controller manifests --image IMAGE | kubectl apply "
+      "-f - (-n: its namespace, default tfk8s-system)");
+  AddControllerManifestFlags(controller_manifests, manifest_flags);
+  actions.emplace_back(controller_manifests, [&] {
+    PrintControllerManifests(manifest_flags, g.namespace_name, g.output);
+  });
   std::string shell;
   CLI::App* completion =
       app.add_subcommand("completion", "Shell completion script: source <(tfk8s completion bash)");
