@@ -124,17 +124,27 @@ def real_node(client) -> Dict[str, str]:
     return ON_REAL_NODE
 
 
-@pytest.fixture()
-def namespace(client):
-    name = "e2e-" + uuid.uuid4().hex[:8]
+def new_namespace(client, prefix: str = "e2e-") -> str:
+    """A new namespace, once its default ServiceAccount has a token (pods can start)."""
+    name = prefix + uuid.uuid4().hex[:8]
     client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     wait_for("default service account in " + name,
              lambda: client.get("v1", "ServiceAccount", "default", name).get("secrets"), 60)
-    yield name
+    return name
+
+
+def drop_namespace(client, name: str) -> None:
     try:
         client.delete("v1", "Namespace", name, grace_period_seconds=0)
     except tfk8s.NotFound:
         pass
+
+
+@pytest.fixture()
+def namespace(client):
+    name = new_namespace(client)
+    yield name
+    drop_namespace(client, name)
 
 
 def real_pod(name: str, command, image: str = RUNTIME_IMAGE, node: str = NODE, **spec: Any) -> Dict[str, Any]:
