@@ -103,6 +103,11 @@ struct ControllerManifestOptions {
   std::optional<int> metrics_node_port;
   /// Also render the PriorityClasses tfk8s-scheduled and tfk8s-dev.
   bool priority_classes = false;
+  /// The controller container's memory request and limit. The leader keeps the Fleet's caches
+  /// and its loops' own (about twice the Fleet alone: some 380 MB at 2,000 DevInstances and 200
+  /// TFClusters, docs/benchmarks.md scenario 7): raise the limit with the fleet.
+  std::string memory_request = "128Mi";
+  std::string memory_limit = "1Gi";
   /// The controller pods' nodeSelector (label key → value), e.g. to keep them on system nodes;
   /// empty: any node.
   std::map<std::string, std::string> node_selector;

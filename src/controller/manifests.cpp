@@ -12,6 +12,7 @@
 #include "tfk8s/controller.hpp"
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/error.hpp"
+#include "tfk8s/quantity.hpp"
 #include "tfk8s/validation.hpp"
 #include "workloads/scheduledjob_internal.hpp"
 
@@ -255,8 +256,8 @@ Json ControllerContainer(const ManifestOptions& o) {
   c["ports"] = Json::array({{{"name", "http"}, {"containerPort", o.port}, {"protocol", "TCP"}}});
   c["livenessProbe"] = liveness;
   c["readinessProbe"] = readiness;
-  c["resources"] = {{"requests", {{"cpu", "50m"}, {"memory", "64Mi"}}},
-                    {"limits", {{"memory", "256Mi"}}}};
+  c["resources"] = {{"requests", {{"cpu", "50m"}, {"memory", o.memory_request}}},
+                    {"limits", {{"memory", o.memory_limit}}}};
   c["securityContext"] = {{"allowPrivilegeEscalation", false},
                           {"capabilities", {{"drop", Json::array({"ALL"})}}},
                           {"readOnlyRootFilesystem", true}};
@@ -470,6 +471,12 @@ void ControllerManifestOptions::Validate() const {
                           "cannot bind a privileged port");
   }
   if (metrics_node_port) validation::RequirePort("metrics_node_port", *metrics_node_port);
+  validation::RequireQuantity("memory_request", memory_request, true);
+  validation::RequireQuantity("memory_limit", memory_limit, true);
+  if (Quantity::Parse(memory_request).Compare(Quantity::Parse(memory_limit)) > 0) {
+    throw ValidationError("memory_request", memory_request,
+                          fmt::format("is more than memory_limit {}", memory_limit));
+  }
   for (const auto& [key, value] : node_selector) {
     validation::RequireLabelKey("node_selector", key);
     validation::RequireLabelValue(fmt::format("node_selector[{}]", key), value);

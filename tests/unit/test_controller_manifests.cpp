@@ -321,6 +321,18 @@ TEST_SUITE("controller manifests") {
     CHECK(node_port["spec"]["selector"] == leader);
   }
 
+  TEST_CASE("controller manifests: memory request and limit, from the options") {
+    CHECK(Container(Only(RenderControllerManifests(Defaults()), "Deployment"))["resources"] ==
+          Json::parse(R"({"requests": {"cpu": "50m", "memory": "128Mi"},
+                          "limits": {"memory": "1Gi"}})"));
+    ManifestOptions o = Defaults();
+    o.memory_request = "512Mi";
+    o.memory_limit = "3Gi";
+    const Json resources = Container(Only(RenderControllerManifests(o), "Deployment"))["resources"];
+    CHECK(resources["requests"]["memory"] == "512Mi");
+    CHECK(resources["limits"]["memory"] == "3Gi");
+  }
+
   TEST_CASE("controller manifests: the pods' nodeSelector, only when given") {
     const Json spec_default =
         Only(RenderControllerManifests(Defaults()), "Deployment")["spec"]["template"]["spec"];
@@ -397,6 +409,14 @@ TEST_SUITE("controller manifests") {
         {"secret without url", [](ManifestOptions& o) { o.webhook_url = ""; }, "webhook_secret"},
         {"bad secret name", [](ManifestOptions& o) { o.webhook_secret = "Webhook_Token"; },
          "webhook_secret"},
+        {"memory request", [](ManifestOptions& o) { o.memory_request = "lots"; }, "memory_request"},
+        {"no memory limit", [](ManifestOptions& o) { o.memory_limit = ""; }, "memory_limit"},
+        {"request over limit",
+         [](ManifestOptions& o) {
+           o.memory_request = "2Gi";
+           o.memory_limit = "1Gi";
+         },
+         "memory_request"},
         {"node selector key",
          [](ManifestOptions& o) {
            o.node_selector = {{"bad key!", "x"}};

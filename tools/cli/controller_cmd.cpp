@@ -134,6 +134,12 @@ void AddControllerManifestFlags(CLI::App* cmd, ControllerManifestFlags& f) {
                   "Make the metrics Service a NodePort Service on this port");
   cmd->add_flag("--priority-classes", f.priority_classes,
                 "Also create the PriorityClasses tfk8s-scheduled (1000) and tfk8s-dev (100)");
+  cmd->add_option("--memory-request", f.memory_request, "The container's memory request")
+      ->capture_default_str();
+  cmd->add_option("--memory-limit", f.memory_limit,
+                  "The container's memory limit (the leader holds about twice the Fleet's "
+                  "caches: docs/controller.md)")
+      ->capture_default_str();
   cmd->add_option("--node-selector", f.node_selector,
                   "key=value: run the controller pods only on nodes with this label (repeatable)");
   cmd->add_option("--webhook-url", f.webhook_url, "Where the controller POSTs alerts");
@@ -155,6 +161,8 @@ void PrintControllerManifests(const ControllerManifestFlags& f, const std::strin
   o.port = f.port;
   if (f.metrics_node_port != 0) o.metrics_node_port = f.metrics_node_port;
   o.priority_classes = f.priority_classes;
+  o.memory_request = f.memory_request;
+  o.memory_limit = f.memory_limit;
   for (const auto& pair : f.node_selector) {
     const std::size_t eq = pair.find('=');
     if (eq == std::string::npos || eq == 0) {

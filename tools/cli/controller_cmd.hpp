@@ -44,6 +44,8 @@ struct ControllerManifestFlags {
   int metrics_node_port = 0;
   bool priority_classes = false;
   std::vector<std::string> node_selector;
+  std::string memory_request = "128Mi";
+  std::string memory_limit = "1Gi";
   std::string webhook_url;
   std::string webhook_secret;
   std::vector<std::string> controller_args;
