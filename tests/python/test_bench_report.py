@@ -33,9 +33,11 @@ def test_benchmarks_md_is_the_stored_results_rendered() -> None:
                              report.import_markdown(_stored("import.json")))
     text = report.with_block(text, report.FLEET_BLOCK,
                              report.fleet_markdown(_stored("fleet.json")))
+    text = report.with_block(text, report.CONTROLLER_BLOCK,
+                             report.controller_markdown(_stored("controller.json")))
     assert doc.rstrip("\n") == text.rstrip("\n"), (
         "docs/benchmarks.md differs from bench/results rendered: run bench/report.py "
-        "--markdown docs/benchmarks.md --results ... --import ... --fleet ...")
+        "--markdown docs/benchmarks.md --results ... --import ... --fleet ... --controller ...")
 
 
 def test_cli_md_shows_the_stored_cli_run() -> None:
