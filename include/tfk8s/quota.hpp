@@ -250,10 +250,13 @@ QuotaUsage ApplyQuota(Client& client, const QuotaSpec& spec, const ApplyQuotaOpt
 /// Deletes the queue's ResourceQuota and LimitRange, or the whole namespace (and everything in
 /// it) when `delete_namespace`: only a namespace tfk8s created (labelled kManagedByLabel =
 /// kManagedByValue; else ValidationError, nothing deleted), with its UID as a precondition (a
-/// namespace re-created meanwhile: Conflict). Missing objects are not an error. Members'
-/// namespaces are left alone (they hold the members' homes): delete each with its own name,
+/// namespace re-created meanwhile: Conflict). Missing objects are not an error (clean-up code
+/// may call it again): the result says whether there was anything to delete — false when
+/// neither the ResourceQuota nor the LimitRange exists (with `delete_namespace`: when the
+/// namespace does not exist; one already being deleted counts as deleted). Members' namespaces
+/// are left alone (they hold the members' homes): delete each with its own name,
 /// `<name>-<member>`.
-void DeleteQuota(Client& client, const std::string& name, bool delete_namespace = false);
+bool DeleteQuota(Client& client, const std::string& name, bool delete_namespace = false);
 
 /// Hard, used and remaining of one ResourceQuota object. Pure.
 QuotaUsage UsageOf(const Json& resource_quota);

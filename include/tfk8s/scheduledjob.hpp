@@ -311,9 +311,11 @@ class ScheduledJob : public Workload<ScheduledJobKind> {
   /// job --from=cronjob` (the CronJob must exist: Apply() first); else a Job from the spec.
   /// Pre-flight first (QuotaExceeded). Returns the new run.
   JobRun RunNow(const RunOptions& options = {});
-  /// Stops new scheduled runs (running ones continue).
+  /// Stops new scheduled runs (running ones continue). Throws ValidationError (field
+  /// "schedule"; nothing changes, nothing is sent) for an on-demand task: it has no schedule.
   void Suspend();
-  /// Resumes scheduled runs; the watcher does not report runs missed while suspended.
+  /// Resumes scheduled runs; the watcher does not report runs missed while suspended. Throws
+  /// ValidationError like Suspend() for an on-demand task.
   void Resume();
   /// Deletes the CronJob and every run (cascading to their pods).
   void Delete(const ScheduledJobDeleteOptions& options = {});

@@ -60,7 +60,8 @@ void BindQuota(py::module_& m) {
   m.def("delete_quota", &DeleteQuota, py::arg("client"), py::arg("name"),
         py::arg("delete_namespace") = false, NoGil(),
         "Deletes a queue's ResourceQuota and LimitRange (or the whole namespace, only one "
-        "tfk8s created: else ValidationError, nothing deleted).");
+        "tfk8s created: else ValidationError, nothing deleted). Missing objects are not an "
+        "error: returns whether there was anything to delete.");
   m.def(
       "quota_usage",
       [](Client& client, const std::string& ns) { return UsagesToJson(GetQuotaUsage(client, ns)); },

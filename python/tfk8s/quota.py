@@ -256,11 +256,15 @@ def apply_quota(
     )
 
 
-def delete_quota(client: Any, name: str, delete_namespace: bool = False) -> None:
+def delete_quota(client: Any, name: str, delete_namespace: bool = False) -> bool:
     """Deletes the queue's ResourceQuota and LimitRange, or with ``delete_namespace`` the whole
     namespace: only one tfk8s created (label ``app.kubernetes.io/managed-by=tfk8s``), else
-    ValidationError and nothing is deleted; the delete is conditional on the namespace's UID."""
-    _core.delete_quota(client.core, name, delete_namespace)
+    ValidationError and nothing is deleted; the delete is conditional on the namespace's UID.
+
+    Missing objects are not an error (clean-up code may call it twice). Returns whether there
+    was anything to delete: ``False`` when neither the quota nor the LimitRange exists (with
+    ``delete_namespace``: no such namespace; one already being deleted counts as deleted)."""
+    return _core.delete_quota(client.core, name, delete_namespace)
 
 
 def quota_usage(client: Any, namespace: Optional[str] = None) -> QuotaUsage:

@@ -245,9 +245,13 @@ class ScheduledJob(Workload):
         )
 
     def suspend(self) -> None:
+        """Stops new scheduled runs (running ones continue). An on-demand task (no schedule)
+        has nothing to suspend: :class:`ValidationError`, nothing changes."""
         self._core.suspend()
 
     def resume(self) -> None:
+        """Scheduled runs again. :class:`ValidationError` for an on-demand task, as
+        :meth:`suspend`."""
         self._core.resume()
 
     def delete(

@@ -400,9 +400,12 @@ void DeleteIfManaged(Client& client, const ResourceType& type, const std::string
 
 // Deletes namespace `name` only when tfk8s created it (ApplyQuota labels managed-by=tfk8s only
 // the namespaces it creates), and only the incarnation that was read: a UID precondition, so a
-// namespace deleted and re-created by someone else after the check is left alone.
-void DeleteOwnNamespace(Client& client, const std::string& name) {
-  const Json ns = internal::GetChecked(client, kNamespaces, "", name);
+// namespace deleted and re-created by someone else after the check is left alone. Returns
+// false when there is no such namespace (true for one already being deleted).
+bool DeleteOwnNamespace(Client& client, const std::string& name) {
+  const std::optional<Json> found = internal::GetOptional(client, kNamespaces, "", name);
+  if (!found) return false;
+  const Json& ns = *found;
   if (!ManagedByTfk8s(ns)) {
     const std::string label = StringAt(At(At(ns, "metadata"), "labels"), kManagedByLabel);
     throw ValidationError(
@@ -414,7 +417,7 @@ void DeleteOwnNamespace(Client& client, const std::string& name) {
   }
   // Already being deleted (its content is going): nothing to do, and the server would answer
   // a second delete with a Conflict.
-  if (At(ns, "metadata").contains("deletionTimestamp")) return;
+  if (At(ns, "metadata").contains("deletionTimestamp")) return true;
   DeleteOptions options;
   options.precondition_uid = StringAt(At(ns, "metadata"), "uid");
   if (options.precondition_uid.empty()) {
@@ -423,6 +426,8 @@ void DeleteOwnNamespace(Client& client, const std::string& name) {
   }
   try {
     client.Delete(kNamespaces, "", name, options);
+  } catch (const NotFound&) {
+    return false;  // gone since it was read
   } catch (const Conflict& e) {
     throw Conflict(ErrorKind::kConflict,
                    fmt::format("namespace {} changed after it was checked (the delete was "
@@ -430,6 +435,7 @@ void DeleteOwnNamespace(Client& client, const std::string& name) {
                                name, options.precondition_uid, e.what()),
                    e.http_code(), e.reason(), e.server_message(), e.causes());
   }
+  return true;
 }
 
 }  // namespace
@@ -461,20 +467,20 @@ QuotaUsage ApplyQuota(Client& client, const QuotaSpec& spec, const ApplyQuotaOpt
   return UsageOf(internal::GetChecked(client, kResourceQuotas, spec.name, spec.name));
 }
 
-void DeleteQuota(Client& client, const std::string& name, bool delete_namespace) {
+bool DeleteQuota(Client& client, const std::string& name, bool delete_namespace) {
   validation::RequireDns1123Label("name", name);
-  try {
-    if (delete_namespace) {
-      DeleteOwnNamespace(client, name);
-      return;
-    }
+  if (delete_namespace) return DeleteOwnNamespace(client, name);
+  // Each one missing is not an error (a queue may have no LimitRange, or no quota); whether
+  // either was there is the answer.
+  bool deleted = false;
+  for (const ResourceType* type : {&kResourceQuotas, &kLimitRanges}) {
     try {
-      client.Delete(kResourceQuotas, name, name);
+      client.Delete(*type, name, name);
+      deleted = true;
     } catch (const NotFound&) {
     }
-    client.Delete(kLimitRanges, name, name);
-  } catch (const NotFound&) {
   }
+  return deleted;
 }
 
 // ---- usage --------------------------------------------------------------------------------------

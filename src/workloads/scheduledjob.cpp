@@ -186,21 +186,36 @@ JobRun ScheduledJob::RunNow(const RunOptions& options) {
   return RunOf(client_.Create(kJobs, spec_.namespace_name, job, write));
 }
 
+namespace {
+
+// Suspend() and Resume() act on a schedule: a task without one is refused (nothing changes)
+// rather than reported done.
+void RequireSchedule(const ScheduledJobSpec& spec, std::string_view verb) {
+  if (spec.scheduled()) return;
+  throw ValidationError(
+      "schedule", "",
+      fmt::format("ScheduledJob {}/{} runs on demand: it has no schedule to {} (each run is "
+                  "started by RunNow() and ends by itself)",
+                  spec.namespace_name, spec.name, verb));
+}
+
+}  // namespace
+
 void ScheduledJob::Suspend() {
+  RequireSchedule(spec_, "suspend");
   ScheduledJobSpec next = spec_;
   next.suspend = true;
   set_spec(std::move(next));
-  if (!spec_.scheduled()) return;
   ApplyScheduleOptions options;
   options.preflight = false;  // suspending never needs room
   Apply(options);
 }
 
 void ScheduledJob::Resume() {
+  RequireSchedule(spec_, "resume");
   ScheduledJobSpec next = spec_;
   next.suspend = false;
   set_spec(std::move(next));
-  if (!spec_.scheduled()) return;
   // Record the resumption before unsuspending: a watcher that sees the CronJob running again
   // must already know that the times it slept through were not missed.
   Json patch = {

@@ -374,7 +374,7 @@ def test_dev_cull_by_each_instance_idle_policy():
 # ---- job ---------------------------------------------------------------------------------------
 
 def test_job_on_demand_run_history_logs_wait():
-    out = run("job", "apply", "-n", NS, "-f", "-", input=ONE_OFF).stdout
+    out = run("job", "run", "-n", NS, "-f", "-", input=ONE_OFF).stdout
     assert re.match(r"^job/once run once-\S+ started\n$", out), out
     done = run("job", "wait", "once", "-n", NS, "--timeout", "60s").stdout
     assert "Succeeded" in done, done
@@ -413,6 +413,112 @@ def test_job_schedule_suspend_resume_run():
     assert re.search(r"nightly +0 3 \* \* \* +no", wide), wide
     run("job", "delete", "nightly", "-n", NS, "--wait", "--timeout", "60s")
     assert "job/nightly" not in names("job")
+
+
+def kubectl_json(*args):
+    return json.loads(kubectl(*args, "-o", "json"))
+
+
+def runs_of(task):
+    """The task's runs (Jobs) on the server, as kubectl sees them: name -> resourceVersion."""
+    items = kubectl_json("get", "jobs", "-n", NS, "-l", "tfk8s.io/scheduledjob=" + task)["items"]
+    return {j["metadata"]["name"]: j["metadata"]["resourceVersion"] for j in items}
+
+
+def test_job_apply_of_an_on_demand_task_is_refused_and_starts_nothing():
+    """`apply` converges, and applying twice changes nothing: a task without a schedule has
+    nothing to converge (each run is new), so `job apply` refuses it -- twice, nothing runs --
+    and `job run -f` starts a run, one per call."""
+    adhoc = ONE_OFF.replace("name: once", "name: adhoc")
+    for _ in range(2):
+        r = run("job", "apply", "-n", NS, "-f", "-", input=adhoc, check=False)
+        line = one_error_line(r, 1, "ValidationError")
+        assert "stdin document 1: schedule" in line and "tfk8s job run -f FILE" in line, line
+        assert r.stdout == ""
+    assert runs_of("adhoc") == {}
+    assert "job/adhoc" not in names("job")
+    # A file mixing a schedule and an on-demand task: refused before anything is sent.
+    nightly = NIGHTLY.replace("name: nightly", "name: mixed")
+    r = run("job", "apply", "-n", NS, "-f", "-", input=nightly + "---\n" + adhoc, check=False)
+    assert "stdin document 2: schedule" in one_error_line(r, 1, "ValidationError")
+    assert "job/mixed" not in names("job") and runs_of("mixed") == {}
+    # A schedule applied twice is one CronJob, and no run.
+    for _ in range(2):
+        out = run("job", "apply", "-n", NS, "-f", "-", input=nightly).stdout
+        assert out == 'job/mixed applied (schedule "0 3 * * *")\n', out
+    assert [c["metadata"]["name"] for c in kubectl_json("get", "cronjobs", "-n", NS)["items"]
+            if c["metadata"]["name"] == "mixed"] == ["mixed"]
+    assert runs_of("mixed") == {}
+    run("job", "delete", "mixed", "-n", NS, "--wait", "--timeout", "60s")
+    # `job run -f`: one run per call; `job run NAME` another of the stored task.
+    first = run("job", "run", "-n", NS, "-f", "-", input=adhoc).stdout
+    assert re.match(r"^job/adhoc run adhoc-\S+ started\n$", first), first
+    assert len(runs_of("adhoc")) == 1
+    second = run("job", "run", "adhoc", "-n", NS).stdout
+    assert re.match(r"^job/adhoc run adhoc-\S+ started\n$", second) and second != first, second
+    assert len(runs_of("adhoc")) == 2
+    # Neither a name nor a file, or both: a usage error, nothing started.
+    one_error_line(run("job", "run", "-n", NS, check=False), 2, "usage:")
+    one_error_line(run("job", "run", "adhoc", "-n", NS, "-f", "-", input=adhoc, check=False), 2, "usage:")
+    assert len(runs_of("adhoc")) == 2
+    run("job", "delete", "adhoc", "-n", NS, "--wait", "--timeout", "60s")
+    assert runs_of("adhoc") == {}
+
+
+def test_job_suspend_resume_of_an_on_demand_task_is_refused():
+    """An on-demand task has no schedule: suspend and resume fail (they used to print
+    "suspended"/"resumed" and change nothing), and nothing changes on the server."""
+    run("job", "run", "-n", NS, "-f", "-", input=ONE_OFF.replace("name: once", "name: demand"))
+    before = runs_of("demand")
+    assert len(before) == 1, before
+    for verb in ("suspend", "resume"):
+        r = run("job", verb, "demand", "-n", NS, check=False)
+        line = one_error_line(r, 1, "ValidationError")
+        assert "%s/demand runs on demand" % NS in line and "no schedule to " + verb in line, line
+        assert r.stdout == ""
+    assert runs_of("demand") == before  # the run is untouched (same resourceVersion)
+    assert "demand" not in [c["metadata"]["name"] for c in kubectl_json("get", "cronjobs", "-n", NS)["items"]]
+    status = json.loads(run("job", "status", "demand", "-n", NS, "-o", "json").stdout)
+    assert status["exists"] is False and status["suspended"] is False, status
+    # A task that does not exist: NotFound, for both.
+    for verb in ("suspend", "resume"):
+        line = one_error_line(run("job", verb, "no-such-task", "-n", NS, check=False), 1, "NotFound")
+        assert "no-such-task" in line, line
+    run("job", "delete", "demand", "-n", NS, "--wait", "--timeout", "60s")
+
+
+def test_verbs_on_a_missing_object_are_not_found():
+    """No silent success: a verb on a workload or queue that does not exist is NotFound (exit 1,
+    one line naming it), never "deleted"/"stopped"/"scaled"."""
+    missing = "no-such-" + uuid.uuid4().hex[:6]
+    verbs = [("tfcluster", "delete", missing), ("dev", "delete", missing), ("job", "delete", missing),
+             ("tfcluster", "scale", missing, "--role", "worker", "--replicas", "2"),
+             ("dev", "stop", missing), ("dev", "start", missing), ("job", "run", missing)]
+    for verb in verbs:
+        r = run(*verb, "-n", NS, check=False)
+        line = one_error_line(r, 1, "NotFound")
+        assert missing in line and r.stdout == "", (verb, line, r.stdout)
+    r = run("quota", "delete", missing, check=False)
+    line = one_error_line(r, 1, "NotFound")
+    assert line.startswith("error: NotFound: quota/%s not found" % missing) and r.stdout == "", line
+    r = run("quota", "delete", missing, "--delete-namespace", check=False)
+    line = one_error_line(r, 1, "NotFound")
+    assert line.startswith("error: NotFound: quota/%s not found" % missing), line
+
+
+def test_quota_delete_twice_is_not_found_the_second_time():
+    queue = NS + "-q"
+    run("quota", "apply", "-f", "-", input=QUOTA.format(ns=queue))
+    try:
+        assert run("quota", "delete", queue).stdout == "quota/%s deleted\n" % queue
+        assert kubectl_json("get", "resourcequotas", "-n", queue)["items"] == []
+        r = run("quota", "delete", queue, check=False)
+        line = one_error_line(r, 1, "NotFound")
+        assert line.startswith("error: NotFound: quota/%s not found" % queue) and r.stdout == "", line
+        # The namespace is still there (tfk8s made it): --delete-namespace deletes it.
+        assert run("quota", "delete", queue, "--delete-namespace").stdout == "quota/%s deleted\n" % queue
+    finally:
+        run("quota", "delete", queue, "--delete-namespace", check=False)
 
 
 # ---- bad inputs: one line, exit 1, nothing created --------------------------------------------

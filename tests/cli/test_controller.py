@@ -257,7 +257,7 @@ def test_fail_over_alerts_and_cleanup_once(controller_kubeconfig):
         assert lease["spec"]["holderIdentity"] == leader.identity
 
         # Before the fail-over: a run fails and the leader delivers its alert.
-        run("job", "apply", "-n", NS, "-f", "-", input=FAILING.format(name="before", after=1))
+        run("job", "run", "-n", NS, "-f", "-", input=FAILING.format(name="before", after=1))
         wait_for(lambda: failures_of(receiver.alerts(), "before-"), 60, "the first alert")
         # Clusters whose chiefs finish only after the kill: cleaned up by the new leader. "kept"
         # keeps its logs: that clean-up would delete the session Secret too, but the
@@ -269,7 +269,7 @@ def test_fail_over_alerts_and_cleanup_once(controller_kubeconfig):
         leader.stop(signal.SIGKILL)
         killed = time.monotonic()
         # While nobody leads, a run fails.
-        run("job", "apply", "-n", NS, "-f", "-", input=FAILING.format(name="during", after=1))
+        run("job", "run", "-n", NS, "-f", "-", input=FAILING.format(name="during", after=1))
 
         led = wait_for(lambda: standby.logged("leading"), 30, "the standby to lead")
         took = led[0]["_seen"] - killed

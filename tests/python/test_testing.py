@@ -239,6 +239,36 @@ def test_priority_class_keyword_and_preflight() -> None:
     assert "reserved for Kubernetes' own classes" in str(info.value)
 
 
+def test_on_demand_task_refuses_suspend_and_resume(fake: FakeCluster) -> None:
+    client = fake.client("team-a")
+    tfk8s.ScheduledJob(client, name="once", image="python:3", entry_path="t.py").run_now()
+    task = tfk8s.ScheduledJob.load(client, "team-a", "once")
+    [run] = fake.objects("batch/v1", "Job", "team-a")
+    fake.clear_requests()
+    for verb in (task.suspend, task.resume):
+        with pytest.raises(tfk8s.ValidationError) as info:
+            verb()
+        assert info.value.field == "schedule"
+        assert "team-a/once runs on demand: it has no schedule to " in str(info.value)
+    assert fake.requests() == []  # refused before anything was sent
+    assert fake.objects("batch/v1", "Job", "team-a") == [run]
+    assert fake.objects("batch/v1beta1", "CronJob", "team-a") == []
+
+
+def test_delete_quota_says_whether_there_was_anything_to_delete(fake: FakeCluster) -> None:
+    client = fake.client()
+    fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "team-q", "labels": {"app.kubernetes.io/managed-by": "tfk8s"}}})
+    fake.add({"apiVersion": "v1", "kind": "ResourceQuota",
+              "metadata": {"name": "team-q", "namespace": "team-q"},
+              "spec": {"hard": {"pods": "4"}}})
+    assert tfk8s.delete_quota(client, "team-q") is True
+    assert fake.objects("v1", "ResourceQuota", "team-q") == []
+    assert tfk8s.delete_quota(client, "team-q") is False  # nothing left: no error either
+    assert tfk8s.delete_quota(client, "no-such-queue", delete_namespace=True) is False
+    assert tfk8s.delete_quota(client, "team-q", delete_namespace=True) is True
+
+
 def test_every_workload_lists_across_namespaces_with_namespaces(fake: FakeCluster) -> None:
     fake.add_node("n1", {"nodetype": "tensorflow", "pooltype": "shared"}, "64", "256Gi", 8)
     client = fake.client()

@@ -756,6 +756,47 @@ TEST_SUITE("fake_cluster") {
     job.Suspend();
     CHECK(fake.Find("batch/v1beta1", "CronJob", "team-a", "nightly").value()["spec"]["suspend"] ==
           true);
+    job.Resume();
+    CHECK(fake.Find("batch/v1beta1", "CronJob", "team-a", "nightly").value()["spec"]["suspend"] ==
+          false);
+  }
+
+  TEST_CASE("an on-demand ScheduledJob refuses Suspend and Resume: no schedule, nothing sent") {
+    FakeCluster fake;
+    fake.AddNode("n1", {{"nodetype", "tensorflow"}, {"pooltype", "shared"}}, "32", "128Gi");
+    Client client = fake.client("team-a");
+    ScheduledJobSpec spec;
+    spec.name = "once";
+    spec.namespace_name = "team-a";
+    spec.image = "tensorflow/tensorflow:2.4.0";
+    spec.entry_path = "train.py";
+    spec.resources = {"2", "4Gi", "", "", 0};
+    ScheduledJob(client, spec).RunNow();
+    ScheduledJob task = ScheduledJob::Load(client, "team-a", "once");
+    const Json run_before = fake.Objects("batch/v1", "Job", "team-a").at(0);
+    fake.ClearRequests();
+    for (const char* verb : {"suspend", "resume"}) {
+      CAPTURE(verb);
+      try {
+        if (std::string(verb) == "suspend") {
+          task.Suspend();
+        } else {
+          task.Resume();
+        }
+        FAIL("not refused");
+      } catch (const ValidationError& e) {
+        const std::string what = e.what();
+        CHECK(e.field() == "schedule");
+        CHECK_MESSAGE(what.find("team-a/once runs on demand") != std::string::npos, what);
+        CHECK_MESSAGE(what.find(std::string("no schedule to ") + verb) != std::string::npos, what);
+      }
+    }
+    CHECK(fake.requests().empty());  // refused before any request
+    CHECK_FALSE(task.spec().suspend);
+    CHECK(fake.Objects("batch/v1beta1", "CronJob", "team-a").empty());
+    const std::vector<Json> runs = fake.Objects("batch/v1", "Job", "team-a");
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0]["metadata"]["resourceVersion"] == run_before["metadata"]["resourceVersion"]);
   }
 
   TEST_CASE("a DevInstance is created with its StatefulSet, Secret and NodePort Services") {

@@ -104,7 +104,7 @@ TEST_SUITE("write_guards") {
       return Respond(200, Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}}).dump());
     });
     Client client = internal::ClientOver(FakeConfig(), fake);
-    DeleteQuota(client, "team-a", true);
+    CHECK(DeleteQuota(client, "team-a", true));
     CHECK(Calls(*fake) == std::vector<std::string>{"GET /api/v1/namespaces/team-a",
                                                    "DELETE /api/v1/namespaces/team-a"});
     CHECK(sent_body["preconditions"]["uid"] == "uid-1");
@@ -128,12 +128,62 @@ TEST_SUITE("write_guards") {
                         std::string::npos,
                     e.what());
     }
-    // A namespace that is already gone is not an error (as before).
+    // A namespace that is already gone is not an error (as before), and the answer says there
+    // was nothing to delete: no DELETE is sent.
     auto gone = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
       return Respond(404, Status(404, "NotFound", "namespaces \"team-a\" not found"));
     });
     Client none = internal::ClientOver(FakeConfig(), gone);
-    CHECK_NOTHROW(DeleteQuota(none, "team-a", true));
+    bool deleted = true;
+    CHECK_NOTHROW(deleted = DeleteQuota(none, "team-a", true));
+    CHECK_FALSE(deleted);
+    CHECK(Calls(*gone) == std::vector<std::string>{"GET /api/v1/namespaces/team-a"});
+
+    // Gone between the check and the delete: nothing was deleted by this call.
+    auto vanishing = std::make_shared<FakeTransport>([](const internal::HttpRequest& r) {
+      if (r.method == "DELETE") {
+        return Respond(404, Status(404, "NotFound", "namespaces \"team-a\" not found"));
+      }
+      return Respond(200, Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}}).dump());
+    });
+    Client raced = internal::ClientOver(FakeConfig(), vanishing);
+    CHECK_FALSE(DeleteQuota(raced, "team-a", true));
+
+    // Already being deleted: counts as deleted, and no second DELETE is sent.
+    auto terminating = std::make_shared<FakeTransport>([](const internal::HttpRequest&) {
+      Json ns = Namespace("team-a", {{"app.kubernetes.io/managed-by", "tfk8s"}});
+      ns["metadata"]["deletionTimestamp"] = "2024-03-01T02:30:00Z";
+      return Respond(200, ns.dump());
+    });
+    Client going = internal::ClientOver(FakeConfig(), terminating);
+    CHECK(DeleteQuota(going, "team-a", true));
+    CHECK(Calls(*terminating) == std::vector<std::string>{"GET /api/v1/namespaces/team-a"});
+  }
+
+  TEST_CASE("DeleteQuota: missing objects are no error, the answer says whether any was there") {
+    const std::string quota = "/api/v1/namespaces/team-a/resourcequotas/team-a";
+    const std::string limits = "/api/v1/namespaces/team-a/limitranges/team-a";
+    struct Case {
+      bool quota_exists;
+      bool limits_exist;
+    };
+    for (const Case c :
+         {Case{true, true}, Case{true, false}, Case{false, true}, Case{false, false}}) {
+      CAPTURE(c.quota_exists);
+      CAPTURE(c.limits_exist);
+      auto fake = std::make_shared<FakeTransport>([&](const internal::HttpRequest& r) {
+        const std::string path = r.url.substr(kServer.size());
+        const bool exists = path.rfind(quota, 0) == 0 ? c.quota_exists : c.limits_exist;
+        if (!exists) return Respond(404, Status(404, "NotFound", "not found"));
+        return Respond(200, Json{{"kind", "Status"}, {"status", "Success"}}.dump());
+      });
+      Client client = internal::ClientOver(FakeConfig(), fake);
+      bool deleted = false;
+      CHECK_NOTHROW(deleted = DeleteQuota(client, "team-a"));
+      CHECK(deleted == (c.quota_exists || c.limits_exist));
+      // Both are always asked for: one missing does not keep the other.
+      CHECK(Calls(*fake) == std::vector<std::string>{"DELETE " + quota, "DELETE " + limits});
+    }
   }
 
   TEST_CASE("ApplyQuota gives the managed-by label only to a namespace it creates") {

@@ -194,6 +194,9 @@ class Kind {
   virtual bool namespaced() const { return true; }
   // Validates and renders (pure).
   virtual std::vector<Json> Render(const Json& doc) const = 0;
+  // Refuses (ValidationError naming `where`) a checked document that `apply` must not send;
+  // called for every document before any is sent.
+  virtual void CheckApply(const Json& /*doc*/, const std::string& /*where*/) const {}
   // Sends the document's spec; returns what to print.
   virtual std::string Apply(Session& s, const Json& doc, bool show_password) const = 0;
   // The stored spec.
@@ -224,6 +227,10 @@ class Kind {
   std::string command_;
   std::string doc_kind_;
 };
+
+// Every document of `file`, checked before anything is sent (defined with the verbs below).
+std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
+                                const std::string& default_ns, const std::string& forced_ns);
 
 std::vector<Json> RenderSpec(const TFClusterSpec& spec) { return RenderTFCluster(spec); }
 std::vector<Json> RenderSpec(const DevInstanceSpec& spec) { return RenderDevInstance(spec); }
@@ -476,14 +483,19 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
   void AddLogFlags(CLI::App* logs, KindFlags& f) const override {
     logs->add_option("--run", f.logs.source, "This run (default: the newest)");
   }
+  // `apply` converges a schedule, and applying it again changes nothing; an on-demand task
+  // has nothing to converge (each run is a new Job), so it is refused, not run.
+  void CheckApply(const Json& doc, const std::string& where) const override {
+    if (Read(doc).scheduled()) return;
+    throw ValidationError(where + ": schedule", "",
+                          "`job apply` applies a schedule and this task has none (an on-demand "
+                          "task is not applied: each run is a new one); start a run with "
+                          "`tfk8s job run -f FILE`");
+  }
   std::string Apply(Session& s, const Json& doc, bool) const override {
     ScheduledJob job(s.client(), Read(doc));
-    if (job.spec().scheduled()) {
-      job.Apply();
-      return "job/" + job.spec().name + " applied (schedule \"" + job.spec().schedule + "\")\n";
-    }
-    JobRun run = job.RunNow();
-    return "job/" + job.spec().name + " run " + run.name + " started\n";
+    job.Apply();  // ValidationError without a schedule (CheckApply refused it already)
+    return "job/" + job.spec().name + " applied (schedule \"" + job.spec().schedule + "\")\n";
   }
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Client& c = s.client();
@@ -530,10 +542,30 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
   void AddOwnVerbs(const Verbs& v) const override {
     Session* s = v.s;
     KindFlags* f = v.f;
-    v.name_arg(v.add("run", "Start a run now", [s, f] {
-      JobRun run = ScheduledJob::Load(s->client(), s->Namespace(), f->name).RunNow();
-      std::cout << "job/" << f->name << " run " << run.name << " started\n";
-    }));
+    CLI::App* run_verb = v.add(
+        "run", "Start a run now: of the stored task NAME, or of each task of a spec file (-f)",
+        [this, s, f] {
+          if (f->file.empty()) {
+            JobRun run = ScheduledJob::Load(s->client(), s->Namespace(), f->name).RunNow();
+            std::cout << "job/" << f->name << " run " << run.name << " started\n";
+            return;
+          }
+          for (const auto& doc :
+               LoadDocuments(*this, f->file, s->Namespace(), s->globals().namespace_name)) {
+            ScheduledJob job(s->client(), Read(doc));
+            JobRun run = job.RunNow();
+            std::cout << "job/" << job.spec().name << " run " << run.name << " started\n"
+                      << std::flush;
+          }
+        });
+    CLI::Option* name =
+        run_verb->add_option("name", f->name, "The stored ScheduledJob's name (or -f)");
+    run_verb
+        ->add_option("-f,--filename", f->file,
+                     "Spec file, - for stdin: a run of each task (a task with a schedule runs "
+                     "from its applied CronJob)")
+        ->excludes(name);
+    run_verb->require_option(1);
     v.name_arg(v.add("history", "Its runs", [s, f] {
       auto runs = ScheduledJob::Load(s->client(), s->Namespace(), f->name).History();
       Json json = Json::array();
@@ -596,9 +628,18 @@ class QuotaCommand : public SpecKind<QuotaSpec> {
       throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
     PrintResult(FormatUsageTable(usages), UsagesJson(usages), output);
   }
+  // The library's delete is idempotent (nothing there is not an error); the command says
+  // NotFound instead of "deleted" when there was nothing to delete, as `get` and `status` do.
   void Delete(Session& s, const std::string&, const std::string& name,
               std::optional<std::chrono::milliseconds>) const override {
-    DeleteQuota(s.client(), name, delete_namespace);
+    if (!DeleteQuota(s.client(), name, delete_namespace)) {
+      throw NotFound(ErrorKind::kNotFound,
+                     "quota/" + name + " not found" +
+                         (delete_namespace ? " (no namespace " + name + ")"
+                                           : " (no ResourceQuota or LimitRange " + name +
+                                                 " in namespace " + name + ")"),
+                     404, "NotFound");
+    }
   }
   WorkloadLogStream Logs(Session&, const std::string&, const std::string&,
                          const WorkloadLogOptions&) const override {
@@ -777,6 +818,9 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
         "Create or update from a spec file (YAML or JSON, several documents; -f - for stdin)",
         [s, k, &f] {
           auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
+          for (std::size_t i = 0; i < docs.size(); ++i) {
+            k->CheckApply(docs[i], Origin(f.file) + " document " + std::to_string(i + 1));
+          }
           for (const auto& doc : docs)
             std::cout << k->Apply(*s, doc, f.show_password) << std::flush;
         })
