@@ -29,7 +29,11 @@ namespace tfk8s {
 
 /// What the controller is told (the flags of `tfk8s controller run`).
 struct ControllerOptions {
-  std::vector<std::string> namespaces;     ///< Watched namespaces; empty = every namespace.
+  std::vector<std::string> namespaces;  ///< Watched namespaces; empty = every namespace.
+  /// Only workloads with these labels (a Kubernetes label selector, e.g. "team=vision"; a
+  /// workload's `labels` go on all its objects): its Fleets, alerts, clean-ups, history and
+  /// culling all see just those. "" = every tfk8s workload in the namespaces.
+  std::string label_selector;
   std::string listen_address = "0.0.0.0";  ///< Where /healthz, /readyz, /metrics are served.
   int port = 8080;                         ///< 0: a free port (see Controller::port()).
   /// The Lease: namespace, name, identity, durations (client-go's 15/10/2 s by default).
@@ -89,6 +93,8 @@ struct ControllerManifestOptions {
   /// The namespaces whose workloads it looks after. Empty: every namespace (ClusterRole +
   /// ClusterRoleBinding); else a Role + RoleBinding in each, and `--watch-namespaces`.
   std::vector<std::string> watch_namespaces;
+  /// Only workloads with these labels (`tfk8s -l SELECTOR controller run`); "" = all.
+  std::string label_selector;
   /// The runtime image (required), e.g. "tfk8s.local/runtime:1"; it ships the CLI as
   /// /usr/local/bin/tfk8s.
   std::string image;

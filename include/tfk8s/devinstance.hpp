@@ -361,6 +361,8 @@ struct DevActivity {
 struct DevCullOptions {
   std::string namespace_name;  ///< "" = every namespace (needs cluster-wide list).
   std::string owner;           ///< "" = every user's instances; else one user's.
+  /// Only instances whose StatefulSet has these labels (a Kubernetes label selector; "" = all).
+  std::string label_selector;
   /// The default policy: an instance without its own (DevInstanceSpec::idle) idle at least
   /// this long is acted on. An instance's own policy replaces it.
   std::chrono::seconds idle_after{2 * 3600};
@@ -429,9 +431,11 @@ class DevInstance : public Workload<DevInstanceKind> {
  public:
   using Workload::Workload;
   /// Instances in `ns` ("" = every namespace: a user's instances across teams), optionally only
-  /// those of `owner` (a team's instances: ns set, owner empty). Sorted by namespace and name.
+  /// those of `owner` (a team's instances: ns set, owner empty), and of `label_selector` (a
+  /// Kubernetes label selector, "" = all). Sorted by namespace and name.
   static std::vector<DevInstanceSummary> List(Client client, const std::string& ns,
-                                              const std::string& owner = "");
+                                              const std::string& owner = "",
+                                              const std::string& label_selector = "");
 
   /// Creates the instance: mount grants, pre-flight (throws QuotaExceeded or DevInstanceFailed;
   /// nothing is created), the home PVC if missing, the StatefulSet, its Secret and Services,

@@ -433,6 +433,9 @@ WebhookDelivery SendWebhookAlert(const AlertWebhook& webhook, const ScheduledJob
 struct ScheduledJobWatcherOptions {
   std::string namespace_name;  ///< "" = every namespace.
   std::string scheduled_job;   ///< "" = every tfk8s task in scope; else only this one.
+  /// Narrows every watch to objects with these labels (a Kubernetes label selector, e.g.
+  /// "team=vision": a workload's `labels` go on its CronJob, runs, root and replica Jobs).
+  std::string label_selector;
   std::function<void(const ScheduledJobAlert&)> on_alert;  ///< Called once per alert.
   std::optional<AlertWebhook> webhook;                     ///< POSTed once per alert.
   bool alert_on_failure = true;

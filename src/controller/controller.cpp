@@ -335,6 +335,7 @@ void Controller::Impl::IntegrateUsage(SteadyClock::time_point now) {
 ScheduledJobWatcherOptions Controller::Impl::WatcherOptions(const std::string& ns) {
   ScheduledJobWatcherOptions o;
   o.namespace_name = ns;
+  o.label_selector = options_.label_selector;
   o.identity = options_.election.identity;
   o.webhook = options_.webhook;
   o.alert_on_failure = options_.alerts;
@@ -360,6 +361,7 @@ void Controller::Impl::CullPass() {
   for (const auto& ns : Scopes()) {
     DevCullOptions o;
     o.namespace_name = ns;
+    o.label_selector = options_.label_selector;
     o.idle_after = options_.idle_after;
     o.policy_only = options_.cull_policy_only;
     try {
@@ -499,6 +501,7 @@ void Controller::Impl::Run(const std::atomic<bool>& stop) {
       try {
         FleetOptions fo;
         fo.namespace_name = ns;
+        fo.label_selector = options_.label_selector;
         fleets.push_back(std::make_unique<Fleet>(*client_, fo));
         break;
       } catch (const std::exception& e) {

@@ -214,6 +214,7 @@ Json ControllerArgs(const ManifestOptions& o) {
   if (!o.watch_namespaces.empty()) {
     args.push_back(fmt::format("--watch-namespaces={}", fmt::join(SortedWatchNamespaces(o), ",")));
   }
+  if (!o.label_selector.empty()) args.push_back("--selector=" + LiteralArg(o.label_selector));
   if (!o.webhook_url.empty()) args.push_back("--webhook-url=" + LiteralArg(o.webhook_url));
   for (const auto& a : o.extra_args) args.push_back(a);
   return args;
@@ -330,8 +331,8 @@ bool HasSpaceOrControl(std::string_view text) {
 
 // The flags the options set: given again in extra_args, which one wins would be the CLI's
 // parser's choice.
-constexpr std::string_view kOwnFlags[] = {"--lease-namespace", "--listen", "--watch-namespaces",
-                                          "--webhook-url"};
+constexpr std::string_view kOwnFlags[] = {"--lease-namespace", "--listen",   "--watch-namespaces",
+                                          "--webhook-url",     "--selector", "-l"};
 // The CLI's flag that lets the Authorization header go to an http:// webhook.
 constexpr std::string_view kInsecureHeadersFlag = "--webhook-allow-insecure-headers";
 
@@ -448,6 +449,10 @@ void ControllerManifestOptions::Validate() const {
     if (!seen.insert(watch_namespaces[i]).second) {
       throw ValidationError(field, watch_namespaces[i], "is listed twice");
     }
+  }
+  if (std::any_of(label_selector.begin(), label_selector.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    throw ValidationError("label_selector", label_selector, "must not contain control characters");
   }
   if (image.empty()) {
     throw ValidationError("image", "", "is required (the runtime image, which ships the CLI)");

@@ -293,10 +293,12 @@ Json DevInstance::GetRoot() {
 }
 
 std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::string& ns,
-                                                  const std::string& owner) {
+                                                  const std::string& owner,
+                                                  const std::string& label_selector) {
   ListOptions o;
   o.label_selector = internal::WithOwner(
       std::string(internal::kInstanceLabel) + "," + internal::kManagedBy + "=tfk8s", owner);
+  if (!label_selector.empty()) o.label_selector += "," + label_selector;
   std::vector<DevInstanceSummary> out;
   for (const auto& sts : Items(client.ListAll(kStatefulSets, ns, o))) {
     DevInstanceSummary s;

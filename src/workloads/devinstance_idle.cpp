@@ -242,7 +242,8 @@ std::vector<DevCullDecision> CullIdleDevInstances(Client client, const DevCullOp
                           "must be positive");
   }
   std::vector<DevInstanceSummary> running;
-  for (auto& s : DevInstance::List(client, options.namespace_name, options.owner)) {
+  for (auto& s :
+       DevInstance::List(client, options.namespace_name, options.owner, options.label_selector)) {
     if (s.running) running.push_back(std::move(s));
   }
   std::vector<DevCullDecision> out(running.size());

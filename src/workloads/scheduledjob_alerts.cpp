@@ -397,9 +397,16 @@ struct ScheduledJobWatcher::Impl {
   }
 
   std::string Selector() const {
-    return options.scheduled_job.empty()
-               ? std::string(internal::kScheduledJobLabel)
-               : std::string(internal::kScheduledJobLabel) + "=" + options.scheduled_job;
+    return WithUserSelector(options.scheduled_job.empty()
+                                ? std::string(internal::kScheduledJobLabel)
+                                : std::string(internal::kScheduledJobLabel) + "=" +
+                                      options.scheduled_job);
+  }
+
+  // `selector` narrowed by the options' label selector, when there is one.
+  std::string WithUserSelector(std::string selector) const {
+    if (!options.label_selector.empty()) selector += "," + options.label_selector;
+    return selector;
   }
 
   // Records the claim with an optimistic-concurrency patch (metadata.resourceVersion in a merge
@@ -721,11 +728,12 @@ struct ScheduledJobWatcher::Impl {
     std::optional<Informer> cluster_jobs;
     if (options.clean_up_tf_clusters) {
       ListOptions root_sel;
-      root_sel.label_selector =
-          std::string(kComponentLabel) + "=root," + internal::kinds::kManagedBySelector;
+      root_sel.label_selector = WithUserSelector(std::string(kComponentLabel) + "=root," +
+                                                 internal::kinds::kManagedBySelector);
       roots.emplace(client, kConfigMaps, ns, root_sel);
       ListOptions job_sel;
-      job_sel.label_selector = std::string(kClusterLabel) + "," + kRoleLabel + " in (chief,worker)";
+      job_sel.label_selector =
+          WithUserSelector(std::string(kClusterLabel) + "," + kRoleLabel + " in (chief,worker)");
       cluster_jobs.emplace(client, kJobs, ns, job_sel);
     }
     // Discovery is the one request made outside an informer: retry it like one, so a watcher

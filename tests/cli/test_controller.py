@@ -127,12 +127,12 @@ class Receiver:
 class Controller:
     """One `tfk8s controller run` process; its JSON log lines are collected as they come."""
 
-    def __init__(self, identity, webhook_url, kubeconfig):
+    def __init__(self, identity, webhook_url, kubeconfig, extra=()):
         self.identity = identity
         self.lines = []
         self.lock = threading.Lock()
         self.proc = subprocess.Popen(
-            [CLI, "--kubeconfig", kubeconfig, "controller", "run", "--watch-namespaces", NS,
+            [CLI, "--kubeconfig", kubeconfig, *extra, "controller", "run", "--watch-namespaces", NS,
              "--listen", "127.0.0.1:0", "--lease-namespace", CONTROLLER_NS,
              "--identity", identity, "--webhook-url", webhook_url, "--no-cull"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env())
@@ -317,4 +317,30 @@ def test_fail_over_alerts_and_cleanup_once(controller_kubeconfig):
         for c in procs:
             if c.proc.poll() is None:
                 c.stop(signal.SIGKILL)
+        receiver.close()
+
+
+def test_a_label_selector_narrows_what_the_controller_acts_on(controller_kubeconfig):
+    """`tfk8s -l team=vision controller run`: a failing run of team vision is alerted, one of
+    team nlp is not, and the Fleet behind the metrics sees vision's workloads only."""
+    receiver = Receiver()
+    c = Controller("ctl-sel", receiver.url, controller_kubeconfig, extra=["-l", "team=vision"])
+    try:
+        wait_for(lambda: c.get("/readyz")[0] == 200, 60, "ready")
+        wait_for(lambda: c.metric("tfk8s_controller_leader") == 1, 30, "leading")
+        for team in ("nlp", "vision"):
+            run("job", "run", "-n", NS, "-f", "-",
+                input=FAILING.format(name="sel-" + team, after=1) + "labels: {team: %s}\n" % team)
+        wait_for(lambda: failures_of(receiver.alerts(), "sel-vision-"), 60, "vision's alert")
+        time.sleep(5)  # nlp's run failed at the same time: its alert would be here by now
+        assert not failures_of(receiver.alerts(), "sel-nlp-"), receiver.alerts()
+        nlp = kubectl_json("get", "jobs", "-n", NS, "-l", "team=nlp")["items"]
+        assert nlp and all("tfk8s.io/alerted" not in (j["metadata"].get("annotations") or {})
+                           for j in nlp), nlp
+        _, text = c.get("/metrics")
+        assert 'tfk8s_workloads{kind="ScheduledJob",namespace="%s",owner="",phase="Failed"} 1' \
+            % NS in text, text
+    finally:
+        if c.proc.poll() is None:
+            assert c.stop() == 0
         receiver.close()

@@ -294,9 +294,11 @@ TEST_SUITE("controller manifests") {
     // A '$' of the URL reaches the program as written, not as a variable reference.
     o.webhook_url = "https://alerts.example.com/hooks/$(POD_NAME)";
     o.extra_args = {"--verbose", "--cull-idle=2h"};
+    o.label_selector = "team in (vision,nlp),tier!=$(x)";
     CHECK(Args(RenderControllerManifests(o)) ==
           std::vector<std::string>{"controller", "run", "--lease-namespace=$(POD_NAMESPACE)",
                                    "--listen=:9090", "--watch-namespaces=team-a,team-b",
+                                   "--selector=team in (vision,nlp),tier!=$$(x)",
                                    "--webhook-url=https://alerts.example.com/hooks/$$(POD_NAME)",
                                    "--verbose", "--cull-idle=2h"});
     const auto objects = RenderControllerManifests(o);
@@ -417,6 +419,10 @@ TEST_SUITE("controller manifests") {
            o.memory_limit = "1Gi";
          },
          "memory_request"},
+        {"selector with a newline", [](ManifestOptions& o) { o.label_selector = "team=a\nb"; },
+         "label_selector"},
+        {"the selector in extra_args",
+         [](ManifestOptions& o) { o.extra_args = {"--selector=team=a"}; }, "extra_args[0]"},
         {"node selector key",
          [](ManifestOptions& o) {
            o.node_selector = {{"bad key!", "x"}};

@@ -823,6 +823,78 @@ TEST_SUITE("fake_cluster") {
     CHECK_THROWS_AS(lab.Create(), AlreadyExists);
   }
 
+  TEST_CASE("a label selector narrows DevInstance::List and the idle culler") {
+    FakeCluster fake;
+    fake.AddNode("n1", {{"nodetype", "tensorflow"}, {"pooltype", "shared"}}, "32", "128Gi");
+    Client client = fake.client("team-a");
+    for (const char* team : {"vision", "nlp"}) {
+      DevInstanceSpec spec;
+      spec.owner = "alice";
+      spec.name = std::string(team) + "-lab";
+      spec.namespace_name = "team-a";
+      spec.resources = {"1", "1Gi", "", "", 0};
+      spec.home.enabled = false;
+      spec.labels = {{"team", team}};
+      DevInstance(client, spec).Create();
+    }
+    auto names = [](const std::vector<DevInstanceSummary>& list) {
+      std::vector<std::string> out;
+      for (const auto& s : list) out.push_back(s.name);
+      return out;
+    };
+    CHECK(names(DevInstance::List(client, "team-a")) ==
+          std::vector<std::string>{"nlp-lab", "vision-lab"});
+    CHECK(names(DevInstance::List(client, "team-a", "", "team=vision")) ==
+          std::vector<std::string>{"vision-lab"});
+    CHECK(names(DevInstance::List(client, "team-a", "alice", "team notin (vision)")) ==
+          std::vector<std::string>{"nlp-lab"});
+    DevCullOptions o;
+    o.namespace_name = "team-a";
+    o.action = DevIdleAction::kReport;
+    o.label_selector = "team=vision";
+    std::vector<std::string> decided;
+    for (const auto& d : CullIdleDevInstances(client, o)) decided.push_back(d.name);
+    CHECK(decided == std::vector<std::string>{"vision-lab"});
+  }
+
+  TEST_CASE("a ScheduledJobWatcher's label selector narrows every list and watch") {
+    FakeCluster fake;
+    Client client = fake.client("team-a");
+    ScheduledJobWatcherOptions o;
+    o.namespace_name = "team-a";
+    o.label_selector = "team=vision";
+    o.clean_up_tf_clusters = true;
+    o.bound_history = true;
+    ScheduledJobWatcher watcher(client, o);
+    watcher.Start();
+    // Its four informers (runs, schedules, cluster roots, cluster Jobs) list first.
+    auto lists = [&] {
+      std::vector<std::string> queries;
+      for (const auto& r : fake.requests()) {
+        if (r.method == "GET" && r.query.find("labelSelector=") != std::string::npos &&
+            r.query.find("watch=") == std::string::npos) {
+          queries.push_back(r.path + "?" + r.query);
+        }
+      }
+      return queries;
+    };
+    for (int i = 0; i < 500 && lists().size() < 4; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    watcher.Stop();
+    const auto queries = lists();
+    REQUIRE(queries.size() >= 4);
+    std::set<std::string> paths;
+    for (const auto& q : queries) {
+      CAPTURE(q);
+      CHECK(q.find("team%3Dvision") != std::string::npos);
+      paths.insert(q.substr(0, q.find('?')));
+    }
+    CHECK(paths == std::set<std::string>{"/api/v1/namespaces/team-a/configmaps",
+                                         "/apis/batch/v1/namespaces/team-a/jobs",
+                                         "/apis/batch/v1beta1/namespaces/team-a/cronjobs"});
+  }
+
   TEST_CASE("every workload lists across namespaces with namespace and name, names need one") {
     FakeCluster fake;
     AddTensorFlowNodes(fake);

@@ -151,8 +151,9 @@ void AddControllerManifestFlags(CLI::App* cmd, ControllerManifestFlags& f) {
 }
 
 void PrintControllerManifests(const ControllerManifestFlags& f, const std::string& ns,
-                              const std::string& output) {
+                              const std::string& output, const std::string& selector) {
   ControllerManifestOptions o;
+  o.label_selector = selector;
   if (!ns.empty()) o.namespace_name = ns;
   o.watch_namespaces = SplitList(f.watch_namespaces);
   o.image = f.image;
@@ -184,9 +185,11 @@ void PrintControllerManifests(const ControllerManifestFlags& f, const std::strin
   }
 }
 
-int RunController(const ControllerRunFlags& f, const KubeconfigOptions& kubeconfig) {
+int RunController(const ControllerRunFlags& f, const KubeconfigOptions& kubeconfig,
+                  const std::string& selector) {
   ControllerOptions o;
   o.namespaces = SplitList(f.watch_namespaces);
+  o.label_selector = selector;
   ParseListen(f.listen, o);
   o.election.lease_name = f.lease_name;
   o.election.identity = f.identity.empty() ? DefaultIdentity() : f.identity;

@@ -56,14 +56,17 @@ void AddControllerManifestFlags(CLI::App* cmd, ControllerManifestFlags& flags);
 
 /// The manifests (YAML documents, or a JSON List with `json`) on stdout; ValidationError for
 /// bad flags, before anything is printed.
+/// `selector`: the global -l, passed on to `controller run` in the Deployment.
 void PrintControllerManifests(const ControllerManifestFlags& flags, const std::string& ns,
-                              const std::string& output);
+                              const std::string& output, const std::string& selector);
 
 /// Adds the flags of `controller run` to `cmd`.
 void AddControllerRunFlags(CLI::App* cmd, ControllerRunFlags& flags);
 
 /// Runs the controller until SIGTERM or SIGINT; the exit code. Logs are JSON lines on stderr.
 /// Bad flags are a ValidationError (thrown before anything is sent).
-int RunController(const ControllerRunFlags& flags, const KubeconfigOptions& kubeconfig);
+/// `selector`: the global -l (only workloads with those labels; "" = all).
+int RunController(const ControllerRunFlags& flags, const KubeconfigOptions& kubeconfig,
+                  const std::string& selector);
 
 }  // namespace tfk8s::cli

@@ -1083,7 +1083,7 @@ int Run(int argc, char** argv) {
     o.path = g.kubeconfig;
     o.context = g.context;
     o.namespace_override = g.namespace_name;
-    ExitNow(RunController(controller_flags, o));
+    ExitNow(RunController(controller_flags, o, g.selector));
   });
   ControllerManifestFlags manifest_flags;
   CLI::App* controller_manifests = controller->add_subcommand(
@@ -1092,7 +1092,7 @@ int Run(int argc, char** argv) {
       "-f - (-n: its namespace, default tfk8s-system)");
   AddControllerManifestFlags(controller_manifests, manifest_flags);
   actions.emplace_back(controller_manifests, [&] {
-    PrintControllerManifests(manifest_flags, g.namespace_name, g.output);
+    PrintControllerManifests(manifest_flags, g.namespace_name, g.output, g.selector);
   });
   std::string shell;
   CLI::App* completion =
