@@ -10,7 +10,7 @@ start-up barrier, for 1 and 8 replicas, side by side with
 tfk8s runs in both of its topologies: per-replica (the default: one Job per replica, hostname
 and subdomain set) and statefulset (one StatefulSet per role, podManagementPolicy Parallel).
 A diagnostic contender, "bare pods, tfk8s template", creates the per-replica topology's own pods
-(launcher, ConfigMap volume, barrier, hostname/subdomain, the role's headless Service) directly,
+(launcher and its init container, barrier, hostname/subdomain, the role's headless Service) directly,
 at once, without the Job controller: the difference to tfk8s is what the controller path costs,
 the difference to the floor what the pods' content and the barrier cost.
 
@@ -192,10 +192,12 @@ class Bench:
         return {"placement": {"nodetype": NODETYPE, "pool": ""}, "topology": topology,
                 "worker": {"replicas": n, "resources": SMALL, "command": SLEEP}}
 
-    def tfcluster_object(self, ns: str, n: int, topology: str, name: str) -> tfk8s.TFCluster:
+    def tfcluster_object(self, ns: str, n: int, topology: str, name: str,
+                         launcher_delivery: Optional[str] = None) -> tfk8s.TFCluster:
         return tfk8s.TFCluster(self.client, self.cluster(n, topology), name=name, namespace=ns,
                                cpu_image=IMAGE, image_pull_policy="Never",
-                               strategy="multi-worker-mirrored")
+                               strategy="multi-worker-mirrored",
+                               launcher_delivery=launcher_delivery)
 
     def tfcluster(self, ns: str, n: int, timeline: PodTimeline,
                   topology: str = "per-replica", name: str = "pr") -> Dict[str, float]:
@@ -210,8 +212,10 @@ class Bench:
                       launcher: Optional[str] = None) -> Dict[str, float]:
         """The per-replica topology's root ConfigMap and Service as they are, and its Jobs'
         pod templates created as bare pods, all at once (with `launcher`: that launcher
-        binary, base64, in the ConfigMap instead of the library's)."""
-        objects = self.tfcluster_object(ns, n, "per-replica", "bt").render()
+        binary, base64, in the ConfigMap instead of the library's: the "configmap" delivery,
+        where the default's init container copies the runtime image's launcher)."""
+        objects = self.tfcluster_object(ns, n, "per-replica", "bt",
+                                        "configmap" if launcher is not None else None).render()
         if launcher is not None:
             objects[0]["binaryData"]["tfk8s-launcher"] = launcher
         pods = []

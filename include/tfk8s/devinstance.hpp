@@ -314,6 +314,13 @@ struct DevCreateOptions {
   PodSecurityPreflight pod_security;
 };
 
+/// Options of DevInstance::Start and Restart.
+struct DevStartOptions {
+  /// Quota and placement pre-flight for its pod (mount grants are always checked); false
+  /// starts it whatever the nodes look like now (the scheduler places it when it can).
+  bool preflight = true;
+};
+
 /// Options of DevInstance::Stop.
 struct DevStopOptions {
   bool keep_ports = false;  ///< Keep the external ports (tcp-services entries) while stopped.
@@ -425,7 +432,8 @@ extern template class Workload<DevInstanceKind>;
 /// writes. Render() is the StatefulSet, Services and the home PVC when it is created, never the
 /// Secret, which holds the credentials of a start. Wait() waits until the tools are ready
 /// (`options.until` is always kReady) and fails fast (DevInstanceFailed) when the pod cannot
-/// start (no node could ever take it, image pull failure, crash loop, configuration error,
+/// start (no node could ever take it; one no node can take *yet* is waited for; image pull
+/// failure, crash loop, configuration error,
 /// pods refused by quota) or the instance is stopped.
 class DevInstance : public Workload<DevInstanceKind> {
  public:
@@ -445,13 +453,15 @@ class DevInstance : public Workload<DevInstanceKind> {
   /// Converges an existing instance to the spec (resources, image, tools, mounts, exposure);
   /// keeps its password and running state. A changed pod template restarts the pod.
   void Apply();
-  /// Starts a stopped instance (replicas 1) with a fresh password, after a quota pre-flight for
-  /// its pod; exposes its ports. On a running instance it rotates the password and restarts.
-  DevStartResult Start();
+  /// Starts a stopped instance (replicas 1) with a fresh password, after a quota and placement
+  /// pre-flight for its pod (unless `options.preflight` is false); exposes its ports. On a
+  /// running instance it rotates the password and restarts.
+  DevStartResult Start(const DevStartOptions& options = {});
   /// Stops the instance (replicas 0); volumes are kept, ports released unless kept.
   void Stop(const DevStopOptions& options = {});
-  /// A fresh password and a new pod (the old one is deleted; the StatefulSet recreates it).
-  DevStartResult Restart();
+  /// A fresh password and a new pod (the old one is deleted; the StatefulSet recreates it),
+  /// after the pre-flight Start() runs.
+  DevStartResult Restart(const DevStartOptions& options = {});
   /// Deletes the StatefulSet (cascading to the pod, Services and Secret) and releases the
   /// external ports. PVCs are kept unless asked.
   void Delete(const DevDeleteOptions& options = {});
@@ -467,7 +477,7 @@ class DevInstance : public Workload<DevInstanceKind> {
   DevActivity Activity(std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
  private:
-  DevStartResult Launch();
+  DevStartResult Launch(const DevStartOptions& options);
   // What a start returns: `password` and where to connect (the base addresses when the
   // exposure cannot be read back: the password must reach the caller).
   DevStartResult Started(std::string password);

@@ -92,14 +92,34 @@ FitResult CheckQuotaForPods(Client& client, const std::string& ns, const Json& p
 FitResult EvaluateQuota(const std::vector<Json>& objects, const std::vector<Json>& quotas,
                         const DemandContext& context = {});
 
-/// Checks that every pod the objects would create could *ever* be placed on some node: a node
-/// whose labels satisfy the pod's nodeSelector / required node affinity, whose taints the pod
-/// tolerates, and whose allocatable cpu, memory and extended resources (nvidia.com/gpu) are at
-/// least the pod's requests. Pods that a required pod anti-affinity over kubernetes.io/hostname
-/// keeps apart (a selector that selects the pod itself, as TFClusterSpec::spread "required"
-/// renders) need a node each: more of them than nodes that could take one is a problem too.
-/// Problems name the pod template (or the TFCluster role) and the unmatched label or the
-/// resource and the numbers.
+/// What the placement check holds against a node besides its labels and allocatable.
+enum class PlacementScope {
+  /// The pre-flight: the nodes as they are now. A NotReady node (condition Ready not True), a
+  /// cordoned one (spec.unschedulable) and every NoSchedule/NoExecute taint the pod does not
+  /// tolerate (the node lifecycle's node.kubernetes.io/not-ready, unreachable, … included) keep
+  /// the pod off it, as the scheduler's NodeUnschedulable and TaintToleration filters do (a
+  /// pod tolerating node.kubernetes.io/unschedulable:NoSchedule may go to a cordoned node, one
+  /// tolerating not-ready and unreachable NoSchedule to a NotReady one). A cluster without any
+  /// node fits, with a note: one that adds nodes on demand (a cluster autoscaler scaling from
+  /// zero) places the pods once it has them.
+  kNow,
+  /// Could a node of the cluster *ever* take the pod, whatever state it is in now: only what
+  /// the spec decides counts (labels, allocatable, taints other than node.kubernetes.io/*);
+  /// NotReady and cordoned nodes count as they would be once back. No nodes: fits. What a
+  /// wait asks before it gives up on an unschedulable pod.
+  kEver,
+};
+
+/// Checks that every pod the objects would create could be placed on some node (`scope`: as
+/// the nodes are now, or ever): a node whose labels satisfy the pod's nodeSelector / required
+/// node affinity, whose taints the pod tolerates (and, kNow, that is Ready and not cordoned),
+/// and whose allocatable cpu, memory and extended resources (nvidia.com/gpu) are at least the
+/// pod's requests. Pods that a required pod anti-affinity over kubernetes.io/hostname keeps
+/// apart (a selector that selects the pod itself, as TFClusterSpec::spread "required" renders)
+/// need a node each: more of them than nodes that could take one is a problem too. Problems
+/// name the pod template (or the TFCluster role) and the unmatched label, the resource and the
+/// numbers, or each matching node and why it cannot take the pod ("node n1: NotReady",
+/// "node n2: cordoned", "node n3: taint gpu=yes:NoSchedule not tolerated").
 ///
 /// Pods that name a `priorityClassName`: a class the server does not have is a problem
 /// (`priorityClassName "x": no PriorityClass named x on the server`: the server would refuse
@@ -112,10 +132,12 @@ FitResult EvaluateQuota(const std::vector<Json>& objects, const std::vector<Json
 ///
 /// Reads nodes; with a priority class also the class and (when it may preempt) the pods bound
 /// to nodes, one list; sends no writes.
-FitResult CheckPlacement(Client& client, const std::vector<Json>& objects);
+FitResult CheckPlacement(Client& client, const std::vector<Json>& objects,
+                         PlacementScope scope = PlacementScope::kNow);
 
 /// The pure core of CheckPlacement over the given Node objects.
-FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<Json>& nodes);
+FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<Json>& nodes,
+                            PlacementScope scope = PlacementScope::kNow);
 
 /// Pod Security admission ahead of the server: checks the pod (template) of every object that
 /// carries one (Pod, StatefulSet, Deployment, ReplicaSet, Job, CronJob, …) with

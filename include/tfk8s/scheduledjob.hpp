@@ -142,8 +142,13 @@ struct ScheduledJobRenderOptions {
   /// Whether the server knows CronJob spec.timeZone (Kubernetes ≥ 1.25). When false, a
   /// time_zone other than "" / "UTC" is refused (ValidationError, field "timeZone").
   bool time_zone_supported = true;
-  /// Name of a one-off run's Job; "" = generateName "<name>-" (the server adds 5 characters).
+  /// Name of a one-off run's Job; "" = generateName "<name>-" (the server adds 5 characters),
+  /// or with fixed_run_name a name from the Job's content.
   std::string job_name;
+  /// With no job_name: name the run "<name>-<first 10 hex digits of the SHA-256 of the rest of
+  /// the rendered Job>" instead of generateName, which `kubectl apply` cannot take; the same
+  /// spec renders the same run (what ScheduledJob::RenderForApply() and `tfk8s job render` do).
+  bool fixed_run_name = false;
 };
 
 /// Renders one run of the task as a batch/v1 Job (no CronJob involved). Validates first. Pure.

@@ -107,9 +107,31 @@ struct TFTensorBoardSpec {
   Resources resources;
 };
 
+/// How the launcher reaches a replica (JSON `launcher.delivery`). Either way the replica runs it
+/// as /var/run/tfk8s/launcher/tfk8s-launcher, from a volume mounted read-only there.
+enum class TFLauncherDelivery {
+  /// "image" (default): an init container of `TFLauncherSpec::image` copies the image's
+  /// /opt/tfk8s/bin/tfk8s-launcher into an emptyDir (`tfk8s-launcher --install`), so nothing of
+  /// the launcher is stored in etcd; the nodes must be able to pull that image.
+  kImage,
+  /// "configmap": the library's own build of the launcher, stored in the cluster's root
+  /// ConfigMap as binaryData (~150 KB per cluster in etcd) and mounted from there: for clusters
+  /// whose nodes cannot pull the launcher's image. `image` is not used.
+  kConfigMap,
+};
+/// "image", "configmap".
+std::string ToString(TFLauncherDelivery delivery);
+/// Parses ToString()'s names; throws ValidationError(field "launcher.delivery").
+TFLauncherDelivery ParseTFLauncherDelivery(std::string_view text);
+
+/// The default `TFLauncherSpec::image`: the tfk8s runtime image of this tfk8s version
+/// (images/README.md), whose launcher matches the commands this library renders.
+inline constexpr const char* kDefaultLauncherImage = "tfk8s/runtime:0.1.0";
+
 /// The tfk8s launcher every replica starts through (src/launcher/tfk8s_launcher.c, a small
-/// static C program embedded in the library and delivered in the cluster's root ConfigMap, so it
-/// runs in any image, with or without Python). It reads TF_CONFIG (or TF_CLUSTER / the seed's
+/// static C program, delivered to every replica from the tfk8s runtime image or the cluster's
+/// root ConfigMap (see TFLauncherDelivery), so it runs in any image of the replicas, with or
+/// without Python). It reads TF_CONFIG (or TF_CLUSTER / the seed's
 /// CLUSTER_SPEC with the index from the hostname), waits until every peer address resolves and
 /// accepts a TCP connection, then runs the role's program; ps (and workers under the
 /// parameter-server strategy) get a TensorFlow server when they have no program. A barrier that
@@ -126,6 +148,14 @@ struct TFLauncherSpec {
   /// under the parameter-server strategy, with no command, args or script); they get it as
   /// `--python`, and Validate() rejects an empty one only then.
   std::string python = "python3";
+  /// How the launcher reaches the replicas (see TFLauncherDelivery).
+  TFLauncherDelivery delivery = TFLauncherDelivery::kImage;
+  /// With the "image" delivery: the image the launcher is copied from, which must carry it at
+  /// /opt/tfk8s/bin/tfk8s-launcher (the tfk8s runtime and dev images do). Pulled with the
+  /// pods' `imagePullPolicy` when the spec sets one, else IfNotPresent (Always for an untagged
+  /// or `:latest` image). Naming the replicas' own image, when it is a tfk8s runtime image,
+  /// spares the nodes a second pull.
+  std::string image = kDefaultLauncherImage;
 };
 
 /// What happens once the cluster has finished: its chief (worker 0 without a chief) Succeeded
@@ -331,7 +361,9 @@ extern template class Workload<TFClusterKind>;
 /// ToYaml() (every object, root ConfigMap first) come from Workload. Wait() waits until
 /// `options.until` holds: kReady, every replica Running (or already Succeeded); kFinished, the
 /// cluster Succeeded. It fails fast (throws TFClusterFailed) when a replica cannot start
-/// (unschedulable with no node that could ever fit, image pull failure, crash loop, OOMKilled,
+/// (unschedulable with no node that could ever fit — a pod no node can take *yet*, the
+/// nodes NotReady, cordoned, full or not there at all, is waited for —, image pull failure,
+/// crash loop, OOMKilled,
 /// pods refused by quota) or the cluster failed. Example:
 /// `cluster.Wait({.until = WaitUntil::kFinished, .timeout = std::chrono::minutes(5)})`.
 class TFCluster : public Workload<TFClusterKind> {
@@ -342,8 +374,9 @@ class TFCluster : public Workload<TFClusterKind> {
   /// (pre-flight) or the first object's error; nothing is created when the pre-flight fails.
   /// Returns the applied objects.
   std::vector<Json> Apply(const TFApplyOptions& options = {});
-  /// Changes one role's replica count and applies (adds or removes replicas, updates TF_CONFIG).
-  void Scale(const std::string& role, int replicas);
+  /// Changes one role's replica count and applies (adds or removes replicas, updates TF_CONFIG)
+  /// with `options` (options.preflight false: no quota and placement pre-flight).
+  void Scale(const std::string& role, int replicas, const TFApplyOptions& options = {});
   /// The status of the stored cluster `name` without loading it first: its root (the spec),
   /// pods and Jobs are read at the same time, one round trip instead of Load() then Status().
   /// Throws NotFound like Load().

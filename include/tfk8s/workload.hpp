@@ -107,14 +107,19 @@ struct WorkloadLogOptions {
   std::optional<std::int64_t> tail_lines{};     ///< Only the last N lines (of each container).
   std::optional<std::int64_t> since_seconds{};  ///< Only lines this recent.
   bool timestamps = false;                      ///< RFC 3339 timestamp before each line.
-  /// How long a followed source may wait for its pod to start.
+  /// The previous container of each source (the one before its last restart, as `kubectl logs
+  /// --previous`); a source that never restarted is a BadRequest saying so.
+  bool previous = false;
+  /// How long a followed source may wait for its pod to start. A source that has not started
+  /// says so at once (a line "(not started: Pending — ContainerCreating…)"); without follow it
+  /// is not waited for, and a workload none of whose sources started is an error.
   std::chrono::milliseconds pending_wait = std::chrono::minutes(2);
   /// Asked at least every 200 ms; returning true ends the reading promptly (used to close a
   /// followed stream from another thread, e.g. a Python iterator).
   std::function<bool()> cancelled{};
 
   /// The request for one container of one pod: `container`, and follow, tail_lines,
-  /// since_seconds and timestamps as these options say.
+  /// since_seconds, timestamps and previous as these options say.
   [[nodiscard]] LogOptions ForPod(std::string container = "") const {
     LogOptions o;
     o.container = std::move(container);
@@ -122,6 +127,7 @@ struct WorkloadLogOptions {
     o.tail_lines = tail_lines;
     o.since_seconds = since_seconds;
     o.timestamps = timestamps;
+    o.previous = previous;
     return o;
   }
 };
@@ -223,10 +229,13 @@ class Workload {
   /// ambiguous across namespaces; ListRefs lists every namespace).
   static std::vector<std::string> List(Client client, const std::string& ns);
   /// The workloads of this kind in namespace `ns`, or in every namespace when `ns` is "",
-  /// of `owner` only when given, sorted by namespace then name. Read from the objects' labels
-  /// (what the API server vouches for), one list call per root resource type.
+  /// of `owner` only when given, and of `label_selector` (a Kubernetes label selector on the
+  /// roots' labels, which hold the spec's labels; "" = all) only when given, sorted by namespace
+  /// then name. Read from the objects' labels (what the API server vouches for), one list call
+  /// per root resource type, the selection made by the server.
   static std::vector<WorkloadRef> ListRefs(Client client, const std::string& ns = "",
-                                           const std::string& owner = "");
+                                           const std::string& owner = "",
+                                           const std::string& label_selector = "");
 
   /// Pre-flight checks without creating anything: quota headroom, node placement and the
   /// kind's own (mount grants, Pod Security).
@@ -244,6 +253,15 @@ class Workload {
   [[nodiscard]] std::vector<Json> Render() const;
   /// Render() as a multi-document YAML stream for `kubectl apply -f`.
   [[nodiscard]] std::string ToYaml() const;
+  /// What `kubectl apply` should get for this workload (`tfk8s render` prints it): Render(),
+  /// and, where the root already exists on the server (one GET, checked as Load() checks it,
+  /// and refused with a ValidationError when it is another owner's), every other object with
+  /// an ownerReference to it, so that `kubectl delete` of the root cascades to them as it does
+  /// for what Apply() creates. Objects rendered before the root existed have no owner; Delete()
+  /// removes those too (by their rendered names, labels and absence of any owner). An on-demand
+  /// task's run gets a fixed name from its content ("<name>-<10 hex>") instead of a generated
+  /// one, which `kubectl apply` cannot take: the same spec applied again is the same run.
+  [[nodiscard]] std::vector<Json> RenderForApply() const;
 
  protected:
   Client client_;

@@ -96,8 +96,13 @@ void BindDevLifecycle(py::class_<DevInstance>& cls) {
           "apply", [](DevInstance& d) { CallNoGil([&] { d.Apply(); }); },
           "Converges an existing instance to the spec (keeps its password and state).")
       .def(
-          "start", [](DevInstance& d) { return StartToJson(CallNoGil([&] { return d.Start(); })); },
-          "Starts with a fresh password; returns {password, access}.")
+          "start",
+          [](DevInstance& d, bool preflight) {
+            DevStartOptions options;
+            options.preflight = preflight;
+            return StartToJson(CallNoGil([&] { return d.Start(options); }));
+          },
+          py::arg("preflight") = true, "Starts with a fresh password; returns {password, access}.")
       .def(
           "stop",
           [](DevInstance& d, bool keep_ports) {
@@ -108,7 +113,12 @@ void BindDevLifecycle(py::class_<DevInstance>& cls) {
           py::arg("keep_ports") = false, "Stops the instance (replicas 0); volumes are kept.")
       .def(
           "restart",
-          [](DevInstance& d) { return StartToJson(CallNoGil([&] { return d.Restart(); })); },
+          [](DevInstance& d, bool preflight) {
+            DevStartOptions options;
+            options.preflight = preflight;
+            return StartToJson(CallNoGil([&] { return d.Restart(options); }));
+          },
+          py::arg("preflight") = true,
           "A fresh password and a new pod; returns {password, access}.")
       .def(
           "delete",

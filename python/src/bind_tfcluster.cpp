@@ -67,10 +67,12 @@ void BindTFCluster(py::module_& m) {
           "Creates or updates every object; returns them.")
       .def(
           "scale",
-          [](TFCluster& c, const std::string& role, int replicas) {
-            CallNoGil([&] { c.Scale(role, replicas); });
+          [](TFCluster& c, const std::string& role, int replicas, bool preflight) {
+            TFApplyOptions options;
+            options.preflight = preflight;
+            CallNoGil([&] { c.Scale(role, replicas, options); });
           },
-          py::arg("role"), py::arg("replicas"))
+          py::arg("role"), py::arg("replicas"), py::arg("preflight") = true)
       .def(
           "logs",
           [](TFCluster& c, const std::string& role, int index, bool follow,

@@ -58,13 +58,15 @@ void BindWorkloadSpine(py::class_<W>& cls, const char* noun,
           ("Loads an existing " + a + " from its root object.").c_str())
       .def_static(
           "list_refs",
-          [raise](Client client, const std::string& ns, const std::string& owner) {
-            return ToJsonList(
-                CallWithoutGil([&] { return W::ListRefs(std::move(client), ns, owner); }, raise));
+          [raise](Client client, const std::string& ns, const std::string& owner,
+                  const std::string& label_selector) {
+            return ToJsonList(CallWithoutGil(
+                [&] { return W::ListRefs(std::move(client), ns, owner, label_selector); }, raise));
           },
           py::arg("client"), py::arg("namespace") = "", py::arg("owner") = "",
+          py::arg("label_selector") = "",
           "[{namespace, name, owner}] in a namespace (\"\" = every namespace), of owner only "
-          "when given.")
+          "when given, of the label selector only when given (selected by the server).")
       .def_static(
           "validate_spec", [](const Json& spec) { Spec::FromJson(spec).Validate(); },
           py::arg("spec"), "Raises ValidationError when the spec is invalid.")
@@ -85,6 +87,11 @@ void BindWorkloadSpine(py::class_<W>& cls, const char* noun,
           "render",
           [raise](const W& w) { return CallWithoutGil([&] { return w.Render(); }, raise); },
           "Every object apply sends, as dicts (sends at most discovery requests).")
+      .def(
+          "render_for_apply",
+          [raise](const W& w) { return CallWithoutGil([&] { return w.RenderForApply(); }, raise); },
+          "What kubectl apply should get: render(), owned by the root when it exists (one GET); "
+          "an on-demand run named from its content.")
       .def(
           "to_yaml",
           [raise](const W& w) { return CallWithoutGil([&] { return w.ToYaml(); }, raise); },

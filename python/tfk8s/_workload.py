@@ -156,11 +156,14 @@ class Workload:
         return cls._core_type.list(client.core, namespace or client.namespace)
 
     @classmethod
-    def refs(cls, client: Any, namespace: str = "", owner: str = "") -> List[WorkloadRef]:
+    def refs(cls, client: Any, namespace: str = "", owner: str = "",
+             label_selector: str = "") -> List[WorkloadRef]:
         """The workloads of ``namespace``, or of every namespace when "" (the default), of
-        ``owner`` only when given, as :class:`WorkloadRef` (namespace, name, owner), sorted by
-        namespace then name."""
-        return [WorkloadRef(r) for r in cls._core_type.list_refs(client.core, namespace, owner)]
+        ``owner`` only when given, of ``label_selector`` (on the spec's labels, e.g.
+        ``"team in (a,b)"``) only when given, as :class:`WorkloadRef` (namespace, name, owner),
+        sorted by namespace then name; the server does the selecting."""
+        return [WorkloadRef(r) for r in
+                cls._core_type.list_refs(client.core, namespace, owner, label_selector)]
 
     # ---- links (port-forwards this object keeps open) -------------------------------------
     def _link_forwards(self) -> _links.Forwards:
@@ -192,6 +195,13 @@ class Workload:
     def to_dict(self) -> Object:
         """The spec (the C++ spec's ``ToJson()`` format, every default filled in)."""
         return self._core.spec
+
+    def render_for_apply(self) -> List[Object]:
+        """What ``kubectl apply`` should get (``tfk8s render`` prints it): :meth:`render`, and
+        when the root already exists on the server (one read), every other object with an
+        ownerReference to it, so that deleting the root cascades; an on-demand task's run
+        named from its content instead of a generated name."""
+        return self._core.render_for_apply()
 
     def to_yaml(self) -> str:
         """What :meth:`render` returns, as a multi-document YAML stream (``kubectl apply

@@ -427,18 +427,19 @@ class DevInstance(Workload):
         """Converges an existing instance to the spec (keeps its password)."""
         self._core.apply()
 
-    def start(self) -> DevCredentials:
-        """Starts a stopped instance with a fresh password."""
+    def start(self, preflight: bool = True) -> DevCredentials:
+        """Starts a stopped instance with a fresh password (``preflight=False``: without the
+        quota and placement pre-flight)."""
         with self._failures():
-            return DevCredentials(self._core.start())
+            return DevCredentials(self._core.start(preflight=preflight))
 
     def stop(self, keep_ports: bool = False) -> None:
         self._core.stop(keep_ports=keep_ports)
 
-    def restart(self) -> DevCredentials:
-        """A fresh password and a new pod."""
+    def restart(self, preflight: bool = True) -> DevCredentials:
+        """A fresh password and a new pod (``preflight=False``: without the pre-flight)."""
         with self._failures():
-            return DevCredentials(self._core.restart())
+            return DevCredentials(self._core.restart(preflight=preflight))
 
     def delete(self, delete_home_volume: bool = False, wait: Optional[float] = None) -> None:
         self._core.delete(delete_home_volume=delete_home_volume, wait=wait)

@@ -122,7 +122,12 @@ class TFCluster(Workload):
       ``None``: keep the spec's)
     - ``launcher``: ``False`` runs each role's command as written, without the tfk8s launcher
       and its start-up barrier (``launcher.enabled``); ``barrier_timeout_seconds``: how long
-      the barrier waits for every peer (``launcher.barrierTimeoutSeconds``, default 600)
+      the barrier waits for every peer (``launcher.barrierTimeoutSeconds``, default 600);
+      ``launcher_delivery``: how the launcher reaches the replicas (``launcher.delivery``):
+      ``"image"`` (default: an init container copies it from ``launcher_image``, nothing is
+      stored in etcd) or ``"configmap"`` (the library's copy in the root ConfigMap, for nodes
+      that cannot pull that image); ``launcher_image`` (``launcher.image``, default
+      ``"tfk8s/runtime:<tfk8s version>"``): an image carrying /opt/tfk8s/bin/tfk8s-launcher
     - ``pod_security`` (``podSecurity``): the Pod Security level of the replicas' and
       TensorBoard's pods, ``"restricted"`` (default: user 1000, no privileges) or, for an image
       that must run as root, ``"baseline"`` / ``"privileged"``
@@ -168,6 +173,8 @@ class TFCluster(Workload):
         storage: Optional[str] = None,
         launcher: Optional[bool] = None,
         barrier_timeout_seconds: Optional[int] = None,
+        launcher_delivery: Optional[str] = None,
+        launcher_image: Optional[str] = None,
         pod_security: Optional[str] = None,
         cleanup: Optional[str] = None,
         spread: Optional[str] = None,
@@ -202,6 +209,10 @@ class TFCluster(Workload):
             s.setdefault("launcher", {})["enabled"] = bool(launcher)
         if barrier_timeout_seconds is not None:
             s.setdefault("launcher", {})["barrierTimeoutSeconds"] = int(barrier_timeout_seconds)
+        if launcher_delivery is not None:
+            s.setdefault("launcher", {})["delivery"] = launcher_delivery
+        if launcher_image is not None:
+            s.setdefault("launcher", {})["image"] = launcher_image
         self._core = _core.TFCluster(client.core, s)
 
     # ---- construction -------------------------------------------------------------------
@@ -234,10 +245,11 @@ class TFCluster(Workload):
             return self._core.apply(dry_run=dry_run, preflight=preflight, prune=prune,
                                     pod_security_admission=pod_security_admission)
 
-    def scale(self, role: str, replicas: int) -> None:
-        """Changes one role's replica count and applies."""
+    def scale(self, role: str, replicas: int, preflight: bool = True) -> None:
+        """Changes one role's replica count and applies (``preflight=False``: without the quota
+        and placement pre-flight)."""
         with self._failures():
-            self._core.scale(role, int(replicas))
+            self._core.scale(role, int(replicas), preflight=preflight)
 
     def status(self) -> TFClusterStatus:
         """The status table and condition."""

@@ -2,6 +2,7 @@
  *
  *   tfk8s-launcher [--python PYTHON] [--] PROGRAM [ARGS...]
  *   tfk8s-launcher [--python PYTHON]     the role's default program (a TensorFlow server)
+ *   tfk8s-launcher --install DEST        copies itself to DEST (mode 0555) and exits
  *
  * One C11/POSIX file without dependencies, built static against musl (CMakeLists.txt), so it
  * starts in about a millisecond of CPU in any image (with or without Python or glibc): the C++
@@ -68,6 +69,7 @@ extern char** environ;
 
 static const char USAGE[] =
     "usage: tfk8s-launcher [-h] [--python PYTHON] [--] [PROGRAM [ARGS...]]\n"
+    "       tfk8s-launcher --install DEST\n"
     "\n"
     "The tfk8s launcher: works out this replica's place in the TensorFlow cluster, waits until\n"
     "every peer is reachable (the start-up barrier), then runs PROGRAM as its child.\n"
@@ -79,6 +81,9 @@ static const char USAGE[] =
     "Options:\n"
     "  --python PYTHON           the interpreter of the default TensorFlow server (default\n"
     "                            python3, looked up in PATH)\n"
+    "  --install DEST            copy this executable to the file DEST (mode 0555, replaced\n"
+    "                            atomically) and exit: 0 when done, 1 when not (an init\n"
+    "                            container's way to hand the launcher to its pod's replica)\n"
     "Environment (read):\n"
     "  TF_CONFIG                 {\"cluster\": {...}, \"task\": {\"type\": ROLE, \"index\": I}}\n"
     "  TF_CLUSTER                the cluster map alone; the role is RESOURCE_NAME and the index\n"
@@ -1956,6 +1961,78 @@ static int run_program(char** argv, const Topology* t) {
   return code;
 }
 
+/* ---- --install ------------------------------------------------------------------------------ */
+
+/* Where failure messages go: TFK8S_TERMINATION_LOG (empty: nowhere), else Kubernetes' file. */
+static void choose_termination_log(void) {
+  const char* log = getenv("TFK8S_TERMINATION_LOG");
+  if (log) {
+    termination_log = *log ? log : NULL;
+  } else if (access(DEFAULT_TERMINATION_LOG, W_OK) == 0) {
+    termination_log = DEFAULT_TERMINATION_LOG;
+  }
+}
+
+/* Copies the rest of `in` to `out`: 0, or -1 with errno set. */
+static int copy_fd(int in, int out, long long* copied) {
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t r = read(in, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return r < 0 ? -1 : 0;
+    for (ssize_t done = 0; done < r;) {
+      ssize_t w = write(out, buf + done, (size_t)(r - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return -1;
+      done += w;
+    }
+    *copied += r;
+  }
+}
+
+static int install_failed(const char* dest, const char* step, int e) {
+  return fail(fmt("tfk8s: launcher: cannot install to %s (%s: %s)", dest, step, error_text(e)), 1);
+}
+
+/* `--install DEST`: copies the running executable (/proc/self/exe) to DEST with mode 0555, so an
+ * init container of an image that carries the launcher hands it to its pod's replica through an
+ * emptyDir, with no shell or cp in that image. Written under a temporary name beside DEST and
+ * renamed: DEST is either absent or complete. 0, or 1 with a "tfk8s: " verdict. */
+static int install_self(const char* dest) {
+  int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (in < 0) return install_failed(dest, "open /proc/self/exe", errno);
+  char* tmp = fmt("%s.%ld.tmp", dest, (long)getpid());
+  int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+  if (out < 0) {
+    int e = errno;
+    close(in);
+    free(tmp);
+    return install_failed(dest, "create", e);
+  }
+  long long copied = 0;
+  const char* step = NULL;
+  if (copy_fd(in, out, &copied) != 0) {
+    step = "copy";
+  } else if (fchmod(out, 0555) != 0) {
+    step = "chmod";
+  }
+  int e = errno;
+  if (close(out) != 0 && !step) {
+    step = "close";
+    e = errno;
+  }
+  if (!step && rename(tmp, dest) != 0) {
+    step = "rename";
+    e = errno;
+  }
+  close(in);
+  if (step) unlink(tmp);
+  free(tmp);
+  if (step) return install_failed(dest, step, e);
+  say("installed at %s (%lld bytes)", dest, copied);
+  return 0;
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char** argv) {
@@ -1971,6 +2048,14 @@ int main(int argc, char** argv) {
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       write_all(1, USAGE, sizeof USAGE - 1);
       return 0;
+    }
+    if (strcmp(a, "--install") == 0) {
+      choose_termination_log();
+      if (i != 1 || argc != 3) {
+        return fail("tfk8s: launcher: --install takes one argument, DEST, and nothing else",
+                    EXIT_CONFIG);
+      }
+      return install_self(argv[2]);
     }
     if (strcmp(a, "--python") == 0 && i + 1 < argc) {
       python = argv[i + 1];
@@ -1991,12 +2076,7 @@ int main(int argc, char** argv) {
     program = argv + i;
     break;
   }
-  const char* log = getenv("TFK8S_TERMINATION_LOG");
-  if (log) {
-    termination_log = *log ? log : NULL;
-  } else if (access(DEFAULT_TERMINATION_LOG, W_OK) == 0) {
-    termination_log = DEFAULT_TERMINATION_LOG;
-  }
+  choose_termination_log();
   install_signals();
   char host[256] = "";
   const char* hostname = getenv("HOSTNAME");

@@ -137,6 +137,13 @@ bool WaitForObject(Client client, const ResourceType& type, const std::string& n
                    const std::string& name, std::chrono::milliseconds timeout,
                    const std::function<bool(const Json* object)>& done);
 
+/// Opens the log of one pod for `who` (a replica "worker-1", an attempt, an instance's pod):
+/// the server's refusals become a BadRequest in those terms: `previous` of a container that
+/// never restarted ("worker-1 has no previous container: it has not restarted"), a container
+/// still waiting ("worker-1 has not started: ContainerCreating").
+LogStream OpenPodLogs(Client& client, const std::string& ns, const std::string& pod,
+                      const LogOptions& options, const std::string& who);
+
 }  // namespace tfk8s::internal
 
 /// What a source that reads server objects brings in with one

@@ -18,6 +18,7 @@
 #include "workloads/cron.hpp"
 #include "workloads/devinstance_internal.hpp"
 #include "workloads/start_script.hpp"
+#include "workloads/unowned.hpp"
 #include "workloads/wait.hpp"
 #include "workloads/workload_impl.hpp"
 
@@ -483,13 +484,15 @@ void DevInstance::Apply() {
   if (running) SyncExposure(spec_, true);
 }
 
-DevStartResult DevInstance::Launch() {
+DevStartResult DevInstance::Launch(const DevStartOptions& options) {
   const std::string& ns = spec_.namespace_name;
   CheckGrants(client_, spec_);
   Json sts = GetRoot();
   bool was_running = DesiredReplicas(sts) > 0;
-  ThrowIfNotFit(spec_, PreflightObjects(client_, spec_, &sts, true),
-                was_running ? "restart" : "start");
+  if (options.preflight) {
+    ThrowIfNotFit(spec_, PreflightObjects(client_, spec_, &sts, true),
+                  was_running ? "restart" : "start");
+  }
   DevCredentials credentials = DevCredentials::Generate();
   // The Secret is written before the pod (re)starts, so the pod reads the new password.
   ApplyObjects(was_running, credentials);
@@ -512,9 +515,9 @@ DevStartResult DevInstance::Launch() {
   return Started(std::move(credentials.password));
 }
 
-DevStartResult DevInstance::Start() { return Launch(); }
+DevStartResult DevInstance::Start(const DevStartOptions& options) { return Launch(options); }
 
-DevStartResult DevInstance::Restart() { return Launch(); }
+DevStartResult DevInstance::Restart(const DevStartOptions& options) { return Launch(options); }
 
 void DevInstance::Stop(const DevStopOptions& options) {
   // NotFound when absent, Conflict when replaced since it was loaded.
@@ -550,6 +553,13 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
     }
   }
   root_uid_.clear();  // a later Create makes a new StatefulSet
+  // What `kubectl apply` of `tfk8s render` created before the StatefulSet existed has no
+  // owner, so the garbage collector leaves it: it goes here (never the home volume, which has
+  // no instance label).
+  auto unowned = internal::DeleteUnownedRendered(
+      client_, RenderDevInstance(spec_),
+      {{internal::kInstanceLabel, spec_.name}, {kOwnerLabel, spec_.owner}, {kManagedBy, "tfk8s"}},
+      options.wait ? "Foreground" : "Background");
   if (options.delete_home_volume && spec_.home.enabled) {
     if (auto pvc = GetOptional(client_, kPvcs, ns, home)) {
       if (LabelOf(*pvc, kOwnerLabel) == spec_.owner) {
@@ -571,6 +581,7 @@ void DevInstance::Delete(const DevDeleteOptions& options) {
       deadline - std::chrono::steady_clock::now());
   done = done && internal::WaitForObject(client_, kPods, ns, DevPodName(spec_),
                                          std::max(left, std::chrono::milliseconds(1)), gone);
+  done = done && internal::WaitUntilGone(client_, ns, unowned, deadline);
   if (!done) internal::ThrowStillDeleting("DevInstance", ns, spec_.name, *options.wait);
 }
 
@@ -656,6 +667,14 @@ struct KindOps<DevInstanceKind> {
   static std::string RefSelector() {
     return std::string(kInstanceLabel) + "," + kManagedBy + "=tfk8s";
   }
+  // Every object but the StatefulSet owned by it (the home volume never is: it is the user's).
+  static std::vector<Json> RenderOwned(const DevInstanceSpec& spec, const std::string& root_uid) {
+    DevRenderOptions o;
+    o.root_uid = root_uid;
+    std::vector<Json> objects = RenderDevInstance(spec, o);
+    objects.front()["metadata"].erase("ownerReferences");
+    return objects;
+  }
 
   static FitResult Preflight(Client& client, const DevInstanceSpec& spec) {
     bool home_exists = CheckGrants(client, spec);
@@ -704,7 +723,13 @@ struct KindOps<DevInstanceKind> {
     if (!synced) st.message = "watching";
     if (synced && st.reason.rfind("Unschedulable", 0) == 0) {
       auto never = wait.NeverPlaced([&] { return std::vector{RenderDevInstance(spec).front()}; });
-      if (never) fatal.push_back(st.reason + "; " + *never);
+      if (never) {
+        fatal.push_back(st.reason + "; " + *never);
+      } else {
+        // Not yet: capacity may free up, a node come back or be added; the wait goes on.
+        st.reason = UnschedulableYet(st.reason);
+        st.message = st.reason;
+      }
     }
     // Running and Stopped are read from every watch's first list (a Running pod seen
     // before the StatefulSet is no answer yet, and its message would be "watching").

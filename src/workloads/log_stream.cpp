@@ -8,7 +8,9 @@
 #include <thread>
 #include <utility>
 
+#include "tfk8s/error.hpp"
 #include "tfk8s/workload.hpp"
+#include "workloads/common.hpp"
 
 namespace tfk8s {
 
@@ -119,5 +121,32 @@ void WorkloadLogStream::Cancel() {
   impl_->lines.clear();
   impl_->changed.notify_all();
 }
+
+namespace internal {
+
+LogStream OpenPodLogs(Client& client, const std::string& ns, const std::string& pod,
+                      const LogOptions& options, const std::string& who) {
+  try {
+    return client.StreamLogs(ns, pod, options);
+  } catch (const BadRequest& e) {
+    const std::string& m = e.server_message();
+    std::string what;
+    if (options.previous && m.find("previous terminated container") != std::string::npos) {
+      what = who +
+             " has no previous container: it has not restarted (--previous shows the log of the "
+             "container before its last restart)";
+    } else if (auto at = m.find("is waiting to start"); at != std::string::npos) {
+      std::string reason = m.substr(at + std::string_view("is waiting to start").size());
+      if (reason.starts_with(": ")) reason.erase(0, 2);
+      what = who + " has not started" + (reason.empty() ? "" : ": " + reason);
+    } else {
+      throw;
+    }
+    throw BadRequest(ErrorKind::kBadRequest, what + " (" + e.what() + ")", e.http_code(),
+                     e.reason(), e.server_message(), e.causes());
+  }
+}
+
+}  // namespace internal
 
 }  // namespace tfk8s

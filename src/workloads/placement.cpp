@@ -193,6 +193,40 @@ std::vector<Taint> TaintsOf(const Json& node) {
   return out;
 }
 
+constexpr std::string_view kNotReadyTaint = "node.kubernetes.io/not-ready";
+constexpr std::string_view kUnreachableTaint = "node.kubernetes.io/unreachable";
+constexpr std::string_view kUnschedulableTaint = "node.kubernetes.io/unschedulable";
+
+// Why a node whose labels match cannot take a pod with `tolerations` ("NotReady", "cordoned",
+// "taint k=v:NoSchedule not tolerated"; empty when it can), as the scheduler's
+// NodeUnschedulable and TaintToleration filters judge it. kEver ignores what passes (readiness,
+// the cordon and the node lifecycle's node.kubernetes.io/* taints). A NotReady node carries
+// the not-ready or unreachable taint and a cordoned one the unschedulable taint: those are not
+// named a second time.
+std::vector<std::string> NodeBlockers(const NodeInfo& n, const Json& tolerations,
+                                      PlacementScope scope) {
+  std::vector<std::string> out;
+  const bool now = scope == PlacementScope::kNow;
+  auto tolerates = [&](std::string_view key) {
+    return ToleratedBy(tolerations, Taint{std::string(key), "", "NoSchedule"});
+  };
+  const bool not_ready =
+      now && !n.ready && !(tolerates(kNotReadyTaint) && tolerates(kUnreachableTaint));
+  const bool cordoned = now && !n.schedulable && !tolerates(kUnschedulableTaint);
+  if (not_ready) out.emplace_back("NotReady");
+  if (cordoned) out.emplace_back("cordoned");
+  for (const auto& t : n.taints) {
+    if (!Blocks(t) || ToleratedBy(tolerations, t)) continue;
+    if (IsConditionTaint(t)) {
+      if (!now) continue;
+      if (not_ready && (t.key == kNotReadyTaint || t.key == kUnreachableTaint)) continue;
+      if (cordoned && t.key == kUnschedulableTaint) continue;
+    }
+    out.push_back(fmt::format("taint {} not tolerated", t.ToString()));
+  }
+  return out;
+}
+
 // ---- resources ---------------------------------------------------------------------------------
 
 std::string NodeResourceName(const std::string& name) {
@@ -329,19 +363,19 @@ std::vector<Json> SelfExcludingSelectors(const Json& pod) {
   return out;
 }
 
-// The nodes that could ever take a pod of `spec` (labels, taints, allocatable), as
-// EvaluatePlacement judges one.
-std::set<std::string> NodesThatCouldTake(const Json& spec, const std::vector<NodeInfo>& infos) {
+// The nodes that could take a pod of `spec` (labels, node state and taints as `scope` says,
+// allocatable), as EvaluatePlacement judges one.
+std::set<std::string> NodesThatCouldTake(const Json& spec, const std::vector<NodeInfo>& infos,
+                                         PlacementScope scope) {
   ResourceList need = internal::PodSchedulingRequests(spec);
   need["pods"] += Quantity::FromInt(1);
   const Json& tolerations = At(spec, "tolerations");
   std::set<std::string> out;
   for (const auto& n : infos) {
     if (!SelectorMatches(spec, n.labels, n.name)) continue;
-    const bool blocked = std::any_of(n.taints.begin(), n.taints.end(), [&](const Taint& t) {
-      return Blocks(t) && !IsConditionTaint(t) && !ToleratedBy(tolerations, t);
-    });
-    if (!blocked && ShortOf(need, n.allocatable).empty()) out.insert(n.name);
+    if (NodeBlockers(n, tolerations, scope).empty() && ShortOf(need, n.allocatable).empty()) {
+      out.insert(n.name);
+    }
   }
   return out;
 }
@@ -364,7 +398,8 @@ std::string DescribeSelector(const Json& selector) {
 // groups that select themselves with the same selector) need one node each: more of them than
 // nodes that could take one can never all run. Groups no node can take are reported already.
 void CheckOnePodPerNode(const std::vector<internal::PodGroup>& groups,
-                        const std::vector<NodeInfo>& infos, FitResult* result) {
+                        const std::vector<NodeInfo>& infos, PlacementScope scope,
+                        FitResult* result) {
   struct Apart {
     Json selector;
     std::int64_t pods = 0;
@@ -377,7 +412,7 @@ void CheckOnePodPerNode(const std::vector<internal::PodGroup>& groups,
       Apart& a = by_selector[selector.dump()];
       a.selector = selector;
       a.pods += group.count;
-      const std::set<std::string> nodes = NodesThatCouldTake(At(group.pod, "spec"), infos);
+      const std::set<std::string> nodes = NodesThatCouldTake(At(group.pod, "spec"), infos, scope);
       a.nodes.insert(nodes.begin(), nodes.end());
     }
   }
@@ -785,12 +820,44 @@ std::string FormatInventory(const Inventory& inventory) {
 // ---- could-ever-fit
 // ------------------------------------------------------------------------------
 
-FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<Json>& nodes) {
+namespace {
+
+// "node a: NotReady; node b: cordoned", the first 10 of them (then "… and N more").
+std::string BlockedList(const std::vector<std::string>& blocked) {
+  constexpr std::size_t kShown = 10;
+  std::string out;
+  for (std::size_t i = 0; i < blocked.size() && i < kShown; ++i) {
+    out += (i == 0 ? "" : "; ") + blocked[i];
+  }
+  if (blocked.size() > kShown) out += fmt::format("; … and {} more", blocked.size() - kShown);
+  return out;
+}
+
+}  // namespace
+
+FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<Json>& nodes,
+                            PlacementScope scope) {
   FitResult result;
   std::vector<NodeInfo> infos;
   infos.reserve(nodes.size());
   for (const auto& n : nodes) infos.push_back(NodeFromJson(n));
+  std::sort(infos.begin(), infos.end(),
+            [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
   const std::vector<internal::PodGroup> groups = internal::PodGroupsOf(objects);
+  const char* cannot = scope == PlacementScope::kNow ? "cannot take it now" : "can never take it";
+  if (infos.empty()) {
+    // No node to judge by: a cluster that adds nodes on demand (a cluster autoscaler scaling
+    // from zero) places the pods once it has some, and the server accepts them meanwhile.
+    const bool any_pods = std::any_of(groups.begin(), groups.end(),
+                                      [](const auto& g) { return g.count != 0 && !g.terminated; });
+    if (any_pods && scope == PlacementScope::kNow) {
+      result.notes.emplace_back(
+          "node placement not checked: the cluster has no nodes (one that adds nodes on demand, "
+          "e.g. a cluster autoscaler scaling from zero, places the pods once it has them; until "
+          "then they wait)");
+    }
+    return result;
+  }
   for (const auto& group : groups) {
     if (group.count == 0 || group.terminated) continue;
     const Json& spec = group.pod["spec"];
@@ -800,19 +867,21 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
 
     std::vector<const NodeInfo*> label_ok;
     std::vector<const NodeInfo*> taint_ok;
-    std::set<std::string> untolerated;
+    // The matching nodes that cannot take it, each "node n1: NotReady, taint …".
+    std::vector<std::string> blocked_nodes;
+    bool untolerated = false;  // some of it is a taint the spec could tolerate
     bool placeable = false;
     for (const auto& n : infos) {
       if (!SelectorMatches(spec, n.labels, n.name)) continue;
       label_ok.push_back(&n);
-      bool blocked = false;
-      for (const auto& t : n.taints) {
-        if (Blocks(t) && !IsConditionTaint(t) && !ToleratedBy(tolerations, t)) {
-          blocked = true;
-          untolerated.insert(t.ToString());
-        }
+      const std::vector<std::string> blockers = NodeBlockers(n, tolerations, scope);
+      if (!blockers.empty()) {
+        blocked_nodes.push_back(fmt::format("node {}: {}", n.name, fmt::join(blockers, ", ")));
+        untolerated = untolerated ||
+                      std::any_of(blockers.begin(), blockers.end(),
+                                  [](const std::string& b) { return b.rfind("taint ", 0) == 0; });
+        continue;
       }
-      if (blocked) continue;
       taint_ok.push_back(&n);
       if (ShortOf(need, n.allocatable).empty()) {
         placeable = true;
@@ -859,12 +928,9 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
         reasons.push_back(fmt::format("no node has label {} (of {} nodes)", list, infos.size()));
       }
     } else if (taint_ok.empty()) {
-      std::string list;
-      for (const auto& t : untolerated) list += (list.empty() ? "" : ", ") + t;
-      reasons.push_back(fmt::format(
-          "the {} node(s) matching its selector all have taints it does not tolerate: {} (add a "
-          "toleration)",
-          label_ok.size(), list));
+      reasons.push_back(fmt::format("the {} node(s) matching its selector {}: {}{}",
+                                    label_ok.size(), cannot, BlockedList(blocked_nodes),
+                                    untolerated ? " (add a toleration)" : ""));
     } else {
       // Resources: for each one that no candidate offers, the largest allocatable there is.
       std::vector<std::string> too_big;
@@ -893,6 +959,10 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
             fmt::format("it is bigger than any node it may run on: {} (of {} candidate node(s))",
                         list, taint_ok.size()));
       }
+      if (!blocked_nodes.empty()) {
+        reasons.back() += fmt::format("; the other {} node(s) matching its selector {}: {}",
+                                      blocked_nodes.size(), cannot, BlockedList(blocked_nodes));
+      }
     }
     result.fits = false;
     for (const auto& r : reasons) {
@@ -900,7 +970,7 @@ FitResult EvaluatePlacement(const std::vector<Json>& objects, const std::vector<
           fmt::format("{}: cannot be placed on any node: {}", group.source, r));
     }
   }
-  CheckOnePodPerNode(groups, infos, &result);
+  CheckOnePodPerNode(groups, infos, scope, &result);
   return result;
 }
 
@@ -976,7 +1046,7 @@ void CheckPriorityClasses(Client& client, const std::vector<Json>& objects,
 
 }  // namespace
 
-FitResult CheckPlacement(Client& client, const std::vector<Json>& objects) {
+FitResult CheckPlacement(Client& client, const std::vector<Json>& objects, PlacementScope scope) {
   // Parse first, so bad input fails before any request.
   (void)internal::PodGroupsOf(objects);
   std::vector<Json> nodes;
@@ -991,7 +1061,7 @@ FitResult CheckPlacement(Client& client, const std::vector<Json>& objects) {
         "node placement not checked: these credentials cannot list nodes ({})", e.what()));
     nodes_read = false;
   }
-  if (nodes_read) result = EvaluatePlacement(objects, nodes);
+  if (nodes_read) result = EvaluatePlacement(objects, nodes, scope);
   CheckPriorityClasses(client, objects, nodes_read ? &nodes : nullptr, &result);
   return result;
 }

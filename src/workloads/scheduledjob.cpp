@@ -415,10 +415,10 @@ void ScheduledJob::FollowLogs(const WorkloadLogOptions& options,
     if (next) {
       std::string pod = Name(*next);
       followed.insert(pod);
-      LogOptions lo;
-      lo.container = "task";
+      LogOptions lo = options.ForPod("task");
       lo.follow = true;
-      LogStream stream = client_.StreamLogs(spec_.namespace_name, pod, lo);
+      LogStream stream = internal::OpenPodLogs(client_, spec_.namespace_name, pod, lo,
+                                               fmt::format("attempt-{}", attempt));
       while (true) {
         if (cancelled && cancelled()) {
           stream.Cancel();
@@ -536,6 +536,15 @@ struct KindOps<ScheduledJobKind> {
 
   static std::vector<Json> Render(Client client, const ScheduledJobSpec& spec) {
     return RenderScheduledJob(spec, ServerRenderOptionsOf(client, spec));
+  }
+
+  // A schedule: its CronJob (its runs are the CronJob controller's, owned by it). An on-demand
+  // run: named from its content, so that `kubectl apply` takes it and the same spec applied
+  // again is the same run.
+  static std::vector<Json> RenderForApply(Client client, const ScheduledJobSpec& spec) {
+    ScheduledJobRenderOptions ro = ServerRenderOptionsOf(client, spec);
+    ro.fixed_run_name = true;
+    return RenderScheduledJob(spec, ro);
   }
 };
 

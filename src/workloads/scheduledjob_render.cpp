@@ -7,6 +7,7 @@
 #include <cctype>
 #include <set>
 
+#include "http/crypto.hpp"
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/validation.hpp"
@@ -556,8 +557,15 @@ Json RenderRunJob(const ScheduledJobSpec& spec, const ScheduledJobRenderOptions&
   metadata["namespace"] = spec.namespace_name;
   metadata["labels"] = CommonLabels(spec);
   metadata["annotations"] = {{internal::kSpecAnnotation, spec.ToJson().dump()}};
-  return {
+  Json job = {
       {"apiVersion", "batch/v1"}, {"kind", "Job"}, {"metadata", metadata}, {"spec", JobSpec(spec)}};
+  if (options.job_name.empty() && options.fixed_run_name) {
+    // Named from everything else it holds: the same spec is the same run.
+    std::string digest = internal::HexEncode(internal::Digest("sha256", job.dump()));
+    job["metadata"].erase("generateName");
+    job["metadata"]["name"] = spec.name + "-" + digest.substr(0, 10);
+  }
+  return job;
 }
 
 Json RenderCronJob(const ScheduledJobSpec& spec, const ScheduledJobRenderOptions& options) {

@@ -20,6 +20,7 @@
 #include "workloads/identity.hpp"
 #include "workloads/start_script.hpp"
 #include "workloads/tfcluster_internal.hpp"
+#include "workloads/unowned.hpp"
 #include "workloads/wait.hpp"
 #include "workloads/workload_impl.hpp"
 
@@ -568,11 +569,11 @@ void TFCluster::RecreateJob(const Json& job, const ApplyOptions& apply) {
   client_.Apply(job, apply);
 }
 
-void TFCluster::Scale(const std::string& role, int replicas) {
+void TFCluster::Scale(const std::string& role, int replicas, const TFApplyOptions& options) {
   TFClusterSpec next = spec_;
   internal::MutableRoleOf(next, role).replicas = replicas;
   set_spec(std::move(next));
-  Apply();
+  Apply(options);
 }
 
 namespace {
@@ -601,7 +602,12 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns, const 
   Observed seen;
   internal::ForEachConcurrently(2, [&](std::size_t i) {
     if (i == 0) {
-      root = internal::GetChecked(client, kConfigMaps, ns, name);
+      try {
+        root = internal::GetChecked(client, kConfigMaps, ns, name);
+      } catch (const NotFound& e) {
+        internal::ThrowWorkloadNotFound(e, TFClusterKind::kName, kConfigMaps.kind,
+                                        ns.empty() ? client.default_namespace() : ns, name);
+      }
     } else {
       seen.pods = internal::ListItemsWithout(client, kPods, ns, o, kNotReadByStatus);
     }
@@ -614,6 +620,30 @@ TFClusterStatus TFCluster::StatusOf(Client client, const std::string& ns, const 
     return internal::ListItemsWithout(client, kJobs, ns, o, kNotReadByStatus);
   });
 }
+
+namespace {
+
+// Why a pod's container waits: Status() leaves out the normal waits (ContainerCreating,
+// PodInitializing), which a replica that has not started should still name.
+std::string WaitingReason(Client client, const std::string& ns, const std::string& pod) {
+  try {
+    Json p = client.Get(kPods, ns, pod);
+    const Json& status = p.value("status", Json::object());
+    for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+      for (const auto& cs : status.value(list, Json::array())) {
+        const Json& state = cs.value("state", Json::object());
+        if (auto w = state.find("waiting"); w != state.end() && w->is_object()) {
+          std::string reason = w->value("reason", "");
+          if (!reason.empty()) return reason;
+        }
+      }
+    }
+  } catch (const NotFound&) {
+  }
+  return "";
+}
+
+}  // namespace
 
 void TFCluster::Logs(const WorkloadLogOptions& options,
                      const std::function<bool(const WorkloadLogLine&)>& on_line) {
@@ -642,47 +672,87 @@ void TFCluster::Logs(const WorkloadLogOptions& options,
   std::vector<std::thread> threads;
   std::vector<std::shared_ptr<std::optional<LogStream>>> streams;
 
+  // Replicas whose container has not started: each says so at once (a notice line); without
+  // follow they are not waited for, and a cluster none of whose replicas started is an error.
+  std::vector<std::string> not_started;
+  auto push = [&](WorkloadLogLine line) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return stop || queue.size() < kMaxQueued; });
+    if (stop) return false;
+    queue.push_back(std::move(line));
+    cv.notify_all();
+    return true;
+  };
+
   for (const auto& key : wanted) {
     auto slot = std::make_shared<std::optional<LogStream>>();
     streams.push_back(slot);
     threads.emplace_back([&, key, slot] {
       std::string replica = fmt::format("{}-{}", key.role, key.index);
       try {
-        // Wait until the replica has a pod whose container started.
+        // The replica's pod whose container started.
         std::string pod;
+        bool noticed = false;
         auto until = std::chrono::steady_clock::now() + options.pending_wait;
         while (!stop && std::chrono::steady_clock::now() < until) {
+          std::string phase = "Missing";
+          std::string reason;
+          std::string waiting_pod;
           for (const auto& r : Status().replicas) {
-            if (r.role == key.role && r.index == key.index && !r.pod.empty() &&
+            if (r.role != key.role || r.index != key.index) continue;
+            phase = r.phase;
+            reason = r.reason;
+            waiting_pod = r.pod;
+            if (!r.pod.empty() &&
                 (r.phase == "Running" || r.phase == "Succeeded" || r.phase == "Failed")) {
               pod = r.pod;
             }
           }
           if (!pod.empty()) break;
+          if (!noticed) {
+            noticed = true;
+            if (reason.empty() && !waiting_pod.empty())
+              reason = WaitingReason(client_, spec_.namespace_name, waiting_pod);
+            std::string why = reason.empty() ? phase : fmt::format("{} \u2014 {}", phase, reason);
+            if (!options.follow) {
+              {
+                std::lock_guard lock(mu);
+                not_started.push_back(fmt::format("{} ({})", replica, why));
+              }
+              push({replica, "(not started: " + why + ")"});
+              break;
+            }
+            if (!push({replica, "(not started: " + why + "; its logs follow when it starts)"})) {
+              break;
+            }
+          }
           std::this_thread::sleep_for(std::chrono::milliseconds(500));
         }
-        if (pod.empty()) {
+        if (pod.empty() && options.follow && !stop) {
           throw Timeout(ErrorKind::kTimeout,
                         fmt::format("replica {} has no started pod after {} ms", replica,
                                     options.pending_wait.count()));
         }
-        LogOptions lo = options.ForPod();
-        {
-          std::lock_guard lock(mu);
-          if (stop) return;
-          slot->emplace(client_.StreamLogs(spec_.namespace_name, pod, lo));
-        }
-        while (!stop) {
-          auto line = (*slot)->NextLine(std::chrono::milliseconds(500));
-          if (!line) {
-            if ((*slot)->ended()) break;
-            continue;
+        if (!pod.empty()) {
+          LogOptions lo = options.ForPod();
+          {
+            std::lock_guard lock(mu);
+            if (!stop) {
+              slot->emplace(internal::OpenPodLogs(client_, spec_.namespace_name, pod, lo, replica));
+            }
           }
-          std::unique_lock lock(mu);
-          cv.wait(lock, [&] { return stop || queue.size() < kMaxQueued; });
-          if (stop) break;
-          queue.push_back({replica, std::move(*line)});
-          cv.notify_all();
+          while (!stop && *slot) {
+            auto line = (*slot)->NextLine(std::chrono::milliseconds(500));
+            if (!line) {
+              if ((*slot)->ended()) break;
+              continue;
+            }
+            std::unique_lock lock(mu);
+            cv.wait(lock, [&] { return stop || queue.size() < kMaxQueued; });
+            if (stop) break;
+            queue.push_back({replica, std::move(*line)});
+            cv.notify_all();
+          }
         }
       } catch (...) {
         std::lock_guard lock(mu);
@@ -727,6 +797,15 @@ void TFCluster::Logs(const WorkloadLogOptions& options,
   }
   finish();
   if (first_error) std::rethrow_exception(first_error);
+  if (!not_started.empty() && not_started.size() == wanted.size()) {
+    std::sort(not_started.begin(), not_started.end());
+    std::string which;
+    for (const auto& n : not_started) which += (which.empty() ? "" : ", ") + n;
+    throw Error(ErrorKind::kWorkloadFailed,
+                fmt::format("no replica of TFCluster {}/{} has started, so there are no logs yet: "
+                            "{} (-f waits for them)",
+                            spec_.namespace_name, spec_.name, which));
+  }
 }
 
 void TFCluster::Delete(const TFDeleteOptions& options) {
@@ -756,6 +835,15 @@ void TFCluster::Delete(const TFDeleteOptions& options) {
     return;
   }
   root_uid_.clear();  // a later Apply makes a new root
+  // What `kubectl apply` of `tfk8s render` created before the root existed has no owner, so
+  // the garbage collector leaves it: it goes here (a kept claim stays).
+  std::vector<Json> rendered = RenderTFCluster(spec_);
+  if (options.keep_storage) {
+    std::erase_if(rendered, [](const Json& o) { return o.value("kind", "") == kPvcs.kind; });
+  }
+  auto unowned = internal::DeleteUnownedRendered(
+      client_, rendered, {{kClusterLabel, spec_.name}, {internal::kinds::kManagedBy, "tfk8s"}},
+      del.propagation_policy);
   if (!options.wait) return;
   // Foreground deletion keeps the root until every dependent is gone: its DELETED event is
   // the signal.
@@ -769,7 +857,9 @@ void TFCluster::Delete(const TFDeleteOptions& options) {
     if (ev && ev->type == WatchEventType::kDeleted) present = false;
     if (!ev && root.Snapshot().empty()) present = false;
   }
-  if (present) internal::ThrowStillDeleting("TFCluster", ns, spec_.name, *options.wait);
+  if (present || !internal::WaitUntilGone(client_, ns, unowned, deadline)) {
+    internal::ThrowStillDeleting("TFCluster", ns, spec_.name, *options.wait);
+  }
 }
 
 void TFCluster::CleanUpAfterSuccess() {
@@ -850,6 +940,14 @@ struct KindOps<TFClusterKind> {
   static std::string RefSelector() {
     return std::string(kComponentLabel) + "=root," + kinds::kManagedBySelector;
   }
+  // Every object but the root owned by it (the root itself has no owner).
+  static std::vector<Json> RenderOwned(const TFClusterSpec& spec, const std::string& root_uid) {
+    TFRenderOptions o;
+    o.root_uid = root_uid;
+    std::vector<Json> objects = RenderTFCluster(spec, o);
+    objects.front()["metadata"].erase("ownerReferences");
+    return objects;
+  }
 
   static FitResult Preflight(Client& client, const TFClusterSpec& spec) {
     std::vector<Json> children = ChildrenOf(spec);
@@ -916,12 +1014,19 @@ struct KindOps<TFClusterKind> {
     seen.quota_rejections = QuotaRefusals(snapshot.objects[2], job_uids, "pods");
     std::vector<std::string> fatal;
     TFClusterStatus st = ComputeTFStatus(spec, seen, &fatal);
-    for (const auto& r : st.replicas) {
+    for (auto& r : st.replicas) {
       if (r.reason.rfind("Unschedulable", 0) != 0) continue;
       if (auto never = wait.NeverPlaced([&] { return ChildrenOf(spec); })) {
         fatal.push_back(fmt::format("{}-{}: {}", r.role, r.index, *never));
+        break;
       }
-      break;
+      // Not yet: capacity may free up, a node come back or be added. The wait goes on and
+      // says so (the message names the first replica not ready by its reason).
+      std::string yet = UnschedulableYet(r.reason);
+      if (auto at = st.message.find(r.reason); at != std::string::npos) {
+        st.message.replace(at, r.reason.size(), yet);
+      }
+      r.reason = std::move(yet);
     }
     WaitVerdict verdict;
     if (st.phase == TFClusterPhase::kFailed) {

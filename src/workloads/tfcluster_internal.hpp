@@ -16,7 +16,8 @@ inline constexpr const char* kRoleLabel = "tfk8s.io/role";
 inline constexpr const char* kIndexLabel = "tfk8s.io/index";
 inline constexpr const char* kComponentLabel = "tfk8s.io/component";
 inline constexpr const char* kSpecKey = "spec.json";
-/// The root ConfigMap's copy of the launcher (binaryData: src/launcher/tfk8s_launcher.c built).
+/// The launcher's file name in a replica's launcher volume, and its key in the root ConfigMap's
+/// binaryData with the "configmap" delivery (src/launcher/tfk8s_launcher.c built).
 inline constexpr const char* kLauncherKey = "tfk8s-launcher";
 
 namespace internal {

@@ -158,9 +158,13 @@ Placement PlacementFor(const TFClusterSpec& spec, const std::string& cputype,
   return p;
 }
 
-// The launcher reaches a replica as one executable file of the root ConfigMap, read-only.
+// The launcher reaches a replica as one executable file of a volume mounted read-only at
+// kLauncherDir: an emptyDir an init container copies it into from the launcher's image (the
+// "image" delivery), or the root ConfigMap's binaryData ("configmap").
 constexpr const char* kLauncherVolume = "tfk8s-launcher";
 constexpr const char* kLauncherDir = "/var/run/tfk8s/launcher";
+// Where the images of images/README.md carry the launcher.
+constexpr const char* kImageLauncher = "/opt/tfk8s/bin/tfk8s-launcher";
 
 // Whether a part's pods run through the launcher (the TensorFlow replicas, not the session or
 // TensorBoard).
@@ -171,14 +175,61 @@ Json Volumes(const TFClusterSpec& spec, Launched launched) {
   if (spec.storage) {
     out.push_back({{"name", "data"}, {"persistentVolumeClaim", {{"claimName", ClaimName(spec)}}}});
   }
-  if (launched == Launched::kYes) {
+  if (launched == Launched::kYes && spec.launcher.delivery == TFLauncherDelivery::kConfigMap) {
     out.push_back({{"name", kLauncherVolume},
                    {"configMap",
                     {{"name", spec.name},
                      {"items", Json::array({{{"key", kLauncherKey}, {"path", kLauncherKey}}})},
                      {"defaultMode", 0555}}}});
+  } else if (launched == Launched::kYes) {
+    out.push_back({{"name", kLauncherVolume}, {"emptyDir", Json::object()}});
   }
   return out;
+}
+
+// What the kubelet would pull by default: Always for an untagged or `:latest` image, else
+// IfNotPresent (a tag or a digest).
+std::string DefaultPullPolicy(const std::string& image) {
+  if (image.find('@') != std::string::npos) return "IfNotPresent";
+  const std::size_t colon = image.rfind(':');
+  const std::size_t slash = image.rfind('/');
+  if (colon == std::string::npos || (slash != std::string::npos && colon < slash)) return "Always";
+  return image.substr(colon + 1) == "latest" ? "Always" : "IfNotPresent";
+}
+
+// The installer's cpu and memory: the replica's own (requests and limits), each at most 100m
+// and 32Mi. So the pod's requests (the larger of the replica and the init container) and its
+// QoS class stay the replica's, and a quota that wants limits finds them; copying ~150 KB
+// needs far less. No GPUs.
+Json InstallerResources(const Json& replica) {
+  Json out = Json::object();
+  for (const char* kind : {"requests", "limits"}) {
+    const Json& list = replica.value(kind, Json::object());
+    for (const auto& [name, cap] : {std::pair{"cpu", "100m"}, std::pair{"memory", "32Mi"}}) {
+      auto q = list.find(name);
+      if (q == list.end() || !q->is_string()) continue;
+      const bool over = Quantity::Parse(q->get<std::string>()) > Quantity::Parse(cap);
+      out[kind][name] = over ? std::string(cap) : q->get<std::string>();
+    }
+  }
+  return out;
+}
+
+// With the "image" delivery, the replica's init container: `tfk8s-launcher --install` copies
+// the launcher image's own copy into the emptyDir (no shell or cp needed in that image). The
+// pod's security options apply to it as to the replica.
+Json LauncherInstaller(const TFClusterSpec& spec, const PodOptions& options, const Json& replica) {
+  Json c = {
+      {"name", "tfk8s-launcher"},
+      {"image", spec.launcher.image},
+      {"command",
+       Json::array({kImageLauncher, "--install", std::string(kLauncherDir) + "/" + kLauncherKey})},
+      {"volumeMounts", Json::array({{{"name", kLauncherVolume}, {"mountPath", kLauncherDir}}})}};
+  Json resources = InstallerResources(replica.value("resources", Json::object()));
+  if (!resources.empty()) c["resources"] = resources;
+  internal::AddContainerOptions(&c, options);
+  if (!c.contains("imagePullPolicy")) c["imagePullPolicy"] = DefaultPullPolicy(spec.launcher.image);
+  return c;
 }
 
 Json VolumeMounts(const TFClusterSpec& spec, Launched launched) {
@@ -315,8 +366,13 @@ Json PodSpec(const TFClusterSpec& spec, Json container, bool gpu, const std::str
                                  ? internal::WithSecurityDefaults(spec.pod, spec.pod_security)
                                  : spec.pod;
   internal::AddContainerOptions(&container, options);
+  Json init = Json::array();
+  if (launched == Launched::kYes && spec.launcher.delivery == TFLauncherDelivery::kImage) {
+    init.push_back(LauncherInstaller(spec, options, container));
+  }
   Json pod = {{"restartPolicy", restart_policy},
               {"containers", Json::array({std::move(container)})}};
+  if (!init.empty()) pod["initContainers"] = std::move(init);
   internal::AddPlacement(&pod, PlacementFor(spec, cputype, gputype), gpu);
   internal::AddPodOptions(&pod, options);
   Json volumes = Volumes(spec, launched);
@@ -392,7 +448,7 @@ void RenderRoot(const TFClusterSpec& spec, std::vector<Json>& out) {
                       return l;
                     }()}}},
                  {"data", {{kSpecKey, spec.ToJson().dump(2) + "\n"}}}});
-  if (spec.launcher.enabled) {
+  if (spec.launcher.enabled && spec.launcher.delivery == TFLauncherDelivery::kConfigMap) {
     // Encoded once per process: the binary does not change while it runs.
     static const std::string launcher = internal::Base64Encode(internal::LauncherBinary());
     out.back()["binaryData"] = {{kLauncherKey, launcher}};

@@ -53,6 +53,17 @@ TFSpread ParseTFSpread(std::string_view text) {
   throw ValidationError("spread", std::string(text), "must be none, preferred or required");
 }
 
+std::string ToString(TFLauncherDelivery delivery) {
+  return delivery == TFLauncherDelivery::kConfigMap ? "configmap" : "image";
+}
+
+TFLauncherDelivery ParseTFLauncherDelivery(std::string_view text) {
+  for (auto d : {TFLauncherDelivery::kImage, TFLauncherDelivery::kConfigMap}) {
+    if (text == ToString(d)) return d;
+  }
+  throw ValidationError("launcher.delivery", std::string(text), "must be image or configmap");
+}
+
 // ---- validation -----------------------------------------------------------------------------
 
 namespace {
@@ -210,6 +221,16 @@ void TFClusterSpec::Validate() const {
                           std::to_string(launcher.barrier_timeout_seconds),
                           "must be >= 0 (0: no start-up barrier)");
   }
+  if (launcher.enabled && launcher.delivery == TFLauncherDelivery::kImage) {
+    if (launcher.image.empty()) {
+      throw ValidationError("launcher.image", "",
+                            "must name an image that carries /opt/tfk8s/bin/tfk8s-launcher "
+                            "(or use launcher.delivery configmap)");
+    }
+    if (launcher.image.find_first_of(" \t\r\n") != std::string::npos) {
+      throw ValidationError("launcher.image", launcher.image, "must not contain whitespace");
+    }
+  }
   if (launcher.enabled && launcher.python.empty()) {
     for (const char* role : kTFRoles) {
       if (RoleOf(*this, role).replicas > 0 && RunsDefaultServer(*this, role)) {
@@ -330,10 +351,17 @@ Json TFClusterSpec::ToJson() const {
   const TFLauncherSpec default_launcher;
   if (launcher.enabled != default_launcher.enabled ||
       launcher.barrier_timeout_seconds != default_launcher.barrier_timeout_seconds ||
-      launcher.python != default_launcher.python) {
+      launcher.python != default_launcher.python ||
+      launcher.delivery != default_launcher.delivery || launcher.image != default_launcher.image) {
     j["launcher"] = {{"enabled", launcher.enabled},
                      {"barrierTimeoutSeconds", launcher.barrier_timeout_seconds},
                      {"python", launcher.python}};
+    // These two only when set: a stored spec with the default image follows the library's
+    // version (whose launcher matches what it renders) instead of pinning one.
+    if (launcher.delivery != default_launcher.delivery) {
+      j["launcher"]["delivery"] = ToString(launcher.delivery);
+    }
+    if (launcher.image != default_launcher.image) j["launcher"]["image"] = launcher.image;
   }
   internal::AddToSpecJson(&j, pod);
   if (pod_security != PodSecurityLevel::kRestricted) j["podSecurity"] = ToString(pod_security);
@@ -370,6 +398,9 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
     s.launcher.barrier_timeout_seconds =
         Field<int>(*x, "barrierTimeoutSeconds", "launcher.", s.launcher.barrier_timeout_seconds);
     s.launcher.python = Field<std::string>(*x, "python", "launcher.", s.launcher.python);
+    s.launcher.delivery = ParseTFLauncherDelivery(
+        Field<std::string>(*x, "delivery", "launcher.", ToString(s.launcher.delivery)));
+    s.launcher.image = Field<std::string>(*x, "image", "launcher.", s.launcher.image);
   }
   s.cpu_image = Field<std::string>(j, "cpuImage", "", s.cpu_image);
   s.gpu_image = Field<std::string>(j, "gpuImage", "", s.gpu_image);
@@ -434,8 +465,12 @@ TFClusterSpec TFClusterSpec::FromJson(const Json& j) {
   understood.emplace("podSecurity", "restricted");
   understood.emplace("cleanup", "none");
   understood.emplace("spread", "none");
-  understood.emplace("launcher",
-                     Json{{"enabled", true}, {"barrierTimeoutSeconds", 0}, {"python", ""}});
+  // Every launcher field, also when ToJson left some (or the whole object) out.
+  understood["launcher"] = Json{{"enabled", true},
+                                {"barrierTimeoutSeconds", 0},
+                                {"python", ""},
+                                {"delivery", "image"},
+                                {"image", ""}};
   internal::RefuseUnknownFields(j, understood, "TFCluster");
   return s;
 }

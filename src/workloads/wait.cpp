@@ -47,9 +47,17 @@ void ThrowStillDeleting(std::string_view kind, const std::string& ns, const std:
 
 std::optional<std::string> NeverPlaced(Client& client, std::optional<FitResult>* cache,
                                        const std::function<std::vector<Json>()>& objects) {
-  if (!*cache) *cache = CheckPlacement(client, objects());
+  // Ever, not now: a NotReady or cordoned node, or none at all (a cluster that scales from
+  // zero), may take the pod later; only what the spec rules out is final.
+  if (!*cache) *cache = CheckPlacement(client, objects(), PlacementScope::kEver);
   if ((*cache)->fits) return std::nullopt;
   return (*cache)->Message();
+}
+
+std::string UnschedulableYet(const std::string& reason) {
+  constexpr std::string_view kPrefix = "Unschedulable: ";
+  if (reason.rfind(kPrefix, 0) != 0) return reason;
+  return fmt::format("{}no node can take it yet: {}", kPrefix, reason.substr(kPrefix.size()));
 }
 
 void RunWait(const Client& client, const std::string& ns, const std::vector<WaitWatch>& watches,

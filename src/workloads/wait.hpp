@@ -80,10 +80,17 @@ std::vector<std::string> QuotaRefusals(const std::vector<Json>& events,
 [[noreturn]] void ThrowStillDeleting(std::string_view kind, const std::string& ns,
                                      const std::string& name, std::chrono::milliseconds waited);
 
-/// Why no node could ever take the pods of `objects` (the placement check), or nullopt when
-/// some node could. `cache` holds the check's result, so that one wait checks once.
+/// Why no node could ever take the pods of `objects` (the placement check with
+/// PlacementScope::kEver: NotReady and cordoned nodes, condition taints, and a cluster without
+/// any node, which may add some, are no reason), or nullopt when some node could. `cache`
+/// holds the check's result, so that one wait checks once.
 std::optional<std::string> NeverPlaced(Client& client, std::optional<FitResult>* cache,
                                        const std::function<std::vector<Json>()>& objects);
+
+/// A pod's reason (PodProblem) as a wait that goes on waiting tells it: "Unschedulable: <the
+/// scheduler's message>" becomes "Unschedulable: no node can take it yet: <message>"; any
+/// other reason is returned as it is.
+std::string UnschedulableYet(const std::string& reason);
 
 /// What a kind's judge (KindOps<Kind>::Judge) is given besides the snapshot: the client, the
 /// spec, what is waited for and the workload's name for messages ("TFCluster ns/name").

@@ -13,6 +13,9 @@
 //   RefSelector()               the roots' label selector (before the owner is added)
 //   Preflight(client, spec), Status(client, spec)
 //   Render(client, spec)        only for a kind whose kFacts.render is null
+//   RenderOwned(spec, root_uid) the objects with ownerReferences to the root (kinds whose
+//                               root has children), or RenderForApply(client, spec), or
+//                               neither (then RenderForApply() is Render())
 //   Watches(spec)               what a wait watches, and
 //   Judge(context, snapshot)    the status and its verdict from what the watches hold (a
 //                               JudgeContext: client, spec, until, name); only kinds with
@@ -52,6 +55,17 @@ struct KindFacts {
   std::vector<Json> (*render)(const Spec& spec) = nullptr;
   bool waits_only_until_ready = false;  ///< Every wait is until ready (a DevInstance's).
 };
+
+/// `e` (the root's GET found nothing) in the user's terms: "TFCluster ns/name not found (no
+/// ConfigMap name in namespace ns)", the server's status kept.
+[[noreturn]] inline void ThrowWorkloadNotFound(const NotFound& e, std::string_view kind,
+                                               std::string_view root_kind, const std::string& ns,
+                                               const std::string& name) {
+  throw NotFound(ErrorKind::kNotFound,
+                 fmt::format("{} {}/{} not found (no {} {} in namespace {})", kind, ns, name,
+                             root_kind, name, ns),
+                 e.http_code(), e.reason(), e.server_message(), e.causes());
+}
 
 /// KindOps::LoadSpec of a kind whose root is one object named after the workload, of `type`:
 /// read it (NotFound when absent) and take the spec from it with `from_root` (the identity
@@ -96,8 +110,13 @@ typename Workload<Kind>::SpecType Workload<Kind>::LoadSpec(Client& client, const
   if constexpr (requires { Ops::LoadSpec(client, ns, name, uid); }) {
     return Ops::LoadSpec(client, ns, name, uid);
   } else {
-    return internal::LoadSpecFromRoot(client, *Ops::kFacts.root_type, ns, name, uid,
-                                      Ops::kFacts.from_root);
+    try {
+      return internal::LoadSpecFromRoot(client, *Ops::kFacts.root_type, ns, name, uid,
+                                        Ops::kFacts.from_root);
+    } catch (const NotFound& e) {
+      internal::ThrowWorkloadNotFound(e, Kind::kName, Ops::kFacts.root_type->kind,
+                                      ns.empty() ? client.default_namespace() : ns, name);
+    }
   }
 }
 
@@ -119,10 +138,12 @@ std::vector<std::string> Workload<Kind>::List(Client client, const std::string& 
 
 template <typename Kind>
 std::vector<WorkloadRef> Workload<Kind>::ListRefs(Client client, const std::string& ns,
-                                                  const std::string& owner) {
+                                                  const std::string& owner,
+                                                  const std::string& label_selector) {
   using Ops = internal::KindOps<Kind>;
   ListOptions sel;
   sel.label_selector = internal::WithOwner(Ops::RefSelector(), owner);
+  if (!label_selector.empty()) sel.label_selector += "," + label_selector;
   // (namespace, name) -> owner: a workload may have several roots (a task's CronJob and runs).
   std::map<std::pair<std::string, std::string>, std::string> found;
   std::vector<ResourceType> types;
@@ -191,6 +212,33 @@ std::vector<Json> Workload<Kind>::Render() const {
 template <typename Kind>
 std::string Workload<Kind>::ToYaml() const {
   return ToYamlDocuments(Render());
+}
+
+template <typename Kind>
+std::vector<Json> Workload<Kind>::RenderForApply() const {
+  using Ops = internal::KindOps<Kind>;
+  if constexpr (requires { Ops::RenderOwned(spec_, std::string()); }) {
+    std::string uid;
+    Client client = client_;
+    try {
+      SpecType stored = LoadSpec(client, spec_.namespace_name, spec_.name, &uid);
+      if (stored.owner != spec_.owner) {
+        throw ValidationError(
+            "owner", spec_.owner,
+            fmt::format("{} {}/{} exists and is {}'s: a {} cannot be given away; delete it",
+                        Kind::kName, spec_.namespace_name, spec_.name,
+                        stored.owner.empty() ? std::string("nobody") : stored.owner,
+                        Ops::kFacts.noun));
+      }
+    } catch (const NotFound&) {
+      return Render();
+    }
+    return Ops::RenderOwned(spec_, uid);
+  } else if constexpr (requires { Ops::RenderForApply(client_, spec_); }) {
+    return Ops::RenderForApply(client_, spec_);
+  } else {
+    return Render();
+  }
 }
 
 }  // namespace tfk8s

@@ -210,7 +210,7 @@ def test_tfcluster_lifecycle():
     assert names_with("-l", "!nosuchlabel,team") == ["tfcluster/c1", "tfcluster/c2"]
     assert normalise(run("tfcluster", "get", "c1", "-n", NS).stdout) == normalise("NAMESPACE  NAME\n%s  c1\n" % NS)
     spec = json.loads(run("tfcluster", "get", "c1", "-n", NS, "-o", "json").stdout)
-    assert spec["kind"] == "TFCluster" and spec["worker"]["replicas"] == 1
+    assert spec["kind"] == "TFCluster" and spec["spec"]["worker"]["replicas"] == 1
     assert "tfcluster/c1" in run("tfcluster", "list", "-A", "-o", "name").stdout
     # --owner: one user's clusters (their tfk8s.io/owner label), here or in every namespace.
     assert names_with("--owner", "bob") == ["tfcluster/c2"]
@@ -658,7 +658,10 @@ def test_tfcluster_logs_follow_until_every_replica_finished():
     run("tfcluster", "apply", "-n", NS, "-f", "-", input=spec)
     started = time.monotonic()
     r = run("tfcluster", "logs", "fin", "-n", NS, "-f", timeout=90)
-    lines = sorted(r.stdout.splitlines())
+    # A replica that had not started when the command began is said so at once, then followed.
+    notices = [line for line in r.stdout.splitlines() if "(not started: " in line]
+    assert all(re.match(r"^\[(ps-0|worker-[01])\] \(not started: ", n) for n in notices), notices
+    lines = sorted(line for line in r.stdout.splitlines() if line not in notices)
     assert lines == sorted("[%s] step %d" % (replica, n) for replica in ("ps-0", "worker-0", "worker-1")
                            for n in (1, 2)), r.stdout
     # It followed: it ended only when the replicas exited (3 s after they started), not at once.
@@ -684,3 +687,116 @@ def test_specs_agree_with_the_library(tmp_path):
             assert r.returncode != 0, (case["case"], r.stdout)
             # "<file> document 1: <field>: …" names the refused field.
             assert f"document 1: {case['field']}" in r.stderr, (case["case"], r.stderr)
+
+
+# ---- the placement pre-flight against the nodes as they are now ---------------------------------
+
+PINNED = TFCLUSTER.format(name="pinned", team="pf") + "placement: {pool: unshared, privateName: alice}\n"
+
+
+def test_preflight_sees_cordon_and_taints_and_no_preflight_skips_it():
+    """alice's private node (the only one its placement allows) cordoned and tainted: `fits` says
+    why not, node by node; `apply` refuses and creates nothing; `--no-preflight` applies (the
+    scheduler decides), and `wait` waits for a node that can take the pods, up to its timeout.
+    The node is restored at the end: other tests share it (cordon and a NoSchedule taint evict
+    nothing, they only keep new pods off for a moment)."""
+    node = "sim-private-0"
+    ns = "cli-pf-" + uuid.uuid4().hex[:6]
+    key = "tfk8s-test/" + ns
+    taint = key + "=yes:NoSchedule"
+    kubectl("create", "namespace", ns)
+    try:
+        out = run("tfcluster", "fits", "-n", ns, "-f", "-", input=PINNED).stdout
+        assert out.startswith("tfcluster/pinned: fits"), out
+        kubectl("cordon", node)
+        kubectl("taint", "nodes", node, taint)
+        for flags in ([], ["--no-preflight"]):  # fits always checks
+            r = run(*flags, "tfcluster", "fits", "-n", ns, "-f", "-", input=PINNED, check=False)
+            assert r.returncode == 1 and r.stderr == "", (flags, r.stdout, r.stderr)
+            assert "tfcluster/pinned: does not fit" in r.stdout, r.stdout
+            assert "node %s: cordoned, taint %s not tolerated" % (node, taint) in r.stdout, r.stdout
+        r = run("tfcluster", "apply", "-n", ns, "-f", "-", input=PINNED, check=False)
+        line = one_error_line(r, 1, "WorkloadFailed")
+        assert "nothing was created" in line and "node %s: cordoned" % node in line, line
+        assert names("tfcluster", ns) == []
+
+        out = run("--no-preflight", "tfcluster", "apply", "-n", ns, "-f", "-", input=PINNED).stdout
+        assert out == "tfcluster/pinned applied (5 objects)\n", out
+        assert names("tfcluster", ns) == ["tfcluster/pinned"]
+        # A taint the pods do not tolerate is the spec's to fix: the wait says so at once.
+        r = run("tfcluster", "wait", "pinned", "-n", ns, "--for", "ready", "--timeout", "60s",
+                check=False)
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        line = r.stderr.strip().splitlines()[-1]  # after the progress lines
+        assert line.startswith("error: WorkloadFailed: ") and "cannot start" in line, r.stderr
+        assert "can never take it: node %s: taint %s not tolerated" % (node, taint) in line, line
+        # Cordoned only: no node can take the pods now, but one may later. The wait waits, says
+        # why, and times out saying it too.
+        kubectl("taint", "nodes", node, key + "-")
+        r = run("tfcluster", "wait", "pinned", "-n", ns, "--for", "ready", "--timeout", "6s",
+                check=False)
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert lines[-1].startswith("error: Timeout: "), r.stderr
+        assert "Unschedulable: no node can take it yet: 0/" in lines[-1], lines[-1]
+        assert any("no node can take it yet" in l for l in lines[:-1]), r.stderr
+        r = run("tfcluster", "scale", "pinned", "-n", ns, "--role", "worker", "--replicas", "2",
+                check=False)
+        assert "node %s: cordoned" % node in one_error_line(r, 1, "WorkloadFailed")
+        r = run("--no-preflight", "tfcluster", "scale", "pinned", "-n", ns, "--role", "worker",
+                "--replicas", "2")
+        assert r.stdout == "tfcluster/pinned scaled (worker=2)\n", r.stdout
+    finally:
+        kubectl("uncordon", node)
+        subprocess.run(["kubectl", "--kubeconfig", KUBECONFIG, "taint", "nodes", node, key + "-"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        kubectl("delete", "namespace", ns, "--wait=false")
+    node_json = kubectl_json("get", "node", node)
+    assert not node_json["spec"].get("unschedulable"), node_json["spec"]
+    assert all(t["key"] != key for t in node_json["spec"].get("taints", [])), node_json["spec"]
+
+
+# ---- logs: replicas that have not started, --tail, --since, --previous --------------------------
+
+def test_logs_of_replicas_not_started_say_so_at_once():
+    never = 'podAnnotations: {sim.tfk8s.io/image-pull-error: "true"}'
+    spec = ("name: nostart\n"
+            "ps: {replicas: 1, resources: {cpu: 100m, memory: 128Mi}, " + never + "}\n"
+            "worker: {replicas: 1, resources: {cpu: 100m, memory: 128Mi}, " + never + "}\n")
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=spec)
+    started = time.monotonic()
+    r = run("tfcluster", "logs", "nostart", "-n", NS, check=False, timeout=60)
+    # At once (not after the 120 s pending wait), one notice per replica, then exit 1 saying why.
+    assert time.monotonic() - started < 20, (r.stdout, r.stderr)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert re.search(r"^\[ps-0\] \(not started: ", r.stdout, re.M), r.stdout
+    assert re.search(r"^\[worker-0\] \(not started: ", r.stdout, re.M), r.stdout
+    assert re.match(r"^error: WorkloadFailed: no replica of TFCluster \S+/nostart has started", r.stderr), r.stderr
+    # -f: the notice at once, then it keeps waiting for the replica to start (cut by `timeout`).
+    p = subprocess.run(["timeout", "6", CLI, "--kubeconfig", KUBECONFIG, "tfcluster", "logs", "nostart", "-n", NS,
+                        "--role", "worker", "-f"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=30)
+    assert p.returncode == 124, (p.returncode, p.stdout, p.stderr)
+    assert re.match(r"^\[worker-0\] \(not started: .*its logs follow when it starts\)\n$", p.stdout), p.stdout
+    run("tfcluster", "delete", "nostart", "-n", NS)
+
+
+def test_logs_tail_since_previous():
+    lines = 'podAnnotations: {sim.tfk8s.io/log-lines: "line 1\\nline 2\\nline 3"}'
+    spec = ("name: tails\n"
+            "ps: {replicas: 1, resources: {cpu: 100m, memory: 128Mi}, " + lines + "}\n"
+            "worker: {replicas: 1, resources: {cpu: 100m, memory: 128Mi}, " + lines + "}\n")
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=spec)
+    run("tfcluster", "wait", "tails", "-n", NS, "--timeout", "90s")
+    every = run("tfcluster", "logs", "tails", "-n", NS, "--role", "worker").stdout
+    assert every == "[worker-0] line 1\n[worker-0] line 2\n[worker-0] line 3\n", every
+    assert run("tfcluster", "logs", "tails", "-n", NS, "--role", "worker", "--tail", "1").stdout == \
+        "[worker-0] line 3\n"
+    assert run("tfcluster", "logs", "tails", "-n", NS, "--role", "worker", "--since", "1h").stdout == every
+    one_error_line(run("tfcluster", "logs", "tails", "-n", NS, "--since", "soon", check=False), 1,
+                   "ValidationError")
+    # The container never restarted: the server's refusal, in words.
+    r = run("tfcluster", "logs", "tails", "-n", NS, "--role", "worker", "--previous", check=False)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "worker-0 has no previous container: it has not restarted" in r.stderr, r.stderr
+    run("tfcluster", "delete", "tails", "-n", NS)

@@ -65,6 +65,15 @@ def test_parameter_server_training_end_to_end(client, namespace, real_node) -> N
     assert pods and all(tfk8s.check_pod_security(p, "restricted") == [] for p in pods), pods
     assert status.phase == "Succeeded", status
     assert took < 300
+    # The launcher came from the runtime image (launcher.delivery "image", the default): each
+    # pod's init container copied it into the replica's emptyDir, and the root ConfigMap holds
+    # the spec alone.
+    for pod in pods:
+        (init,) = pod["status"]["initContainerStatuses"]
+        assert init["name"] == "tfk8s-launcher", pod["metadata"]["name"]
+        assert init["state"]["terminated"]["exitCode"] == 0, init
+    root = client.get("v1", "ConfigMap", "train", namespace)
+    assert "binaryData" not in root and len(json.dumps(root)) <= 8192, len(json.dumps(root))
 
     logs = _by_replica(list(cluster.logs()))
     replicas = ["chief-0", "ps-0", "ps-1", "worker-0", "worker-1"]

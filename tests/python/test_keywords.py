@@ -133,6 +133,8 @@ TFCLUSTER: Table = {
     "storage": ("5Gi", ("storage", "size"), "5Gi"),
     "launcher": (False, ("launcher", "enabled"), False),
     "barrier_timeout_seconds": (90, ("launcher", "barrierTimeoutSeconds"), 90),
+    "launcher_delivery": ("configmap", ("launcher", "delivery"), "configmap"),
+    "launcher_image": ("my/runtime:1", ("launcher", "image"), "my/runtime:1"),
     "pod_security": ("baseline", ("podSecurity",), "baseline"),
     "cleanup": ("keep-logs", ("cleanup",), "keep-logs"),
     "spread": ("preferred", ("spread",), "preferred"),

@@ -710,6 +710,53 @@ def test_a_static_executable_that_needs_nothing_from_the_image(runner: Runner) -
                         "CLUSTER_SPEC\n")
 
 
+# ---- --install: what a TFCluster's init container runs (launcher.delivery "image") ----------
+
+
+def test_install_copies_itself_with_mode_0555_and_the_copy_runs(
+        runner: Runner, tmp_path: Path) -> None:
+    folder = tmp_path / "emptydir"
+    folder.mkdir()
+    dest = folder / "tfk8s-launcher"
+    for attempt in range(2):  # again over the first copy (read-only): replaced, as a restart does
+        code, out, err = runner.run(["--install", str(dest)])  # no cluster configuration needed
+        assert (code, out) == (0, ""), (attempt, err)
+        size = Path(LAUNCHER).stat().st_size
+        assert err == f"tfk8s launcher: installed at {dest} ({size} bytes)\n"
+        assert dest.read_bytes() == Path(LAUNCHER).read_bytes()
+        assert dest.stat().st_mode & 0o7777 == 0o555
+        assert sorted(p.name for p in folder.iterdir()) == ["tfk8s-launcher"]  # no temporary left
+        assert runner.termination_log is None
+    p = subprocess.run([str(dest), "--help"], stdout=subprocess.PIPE, text=True, timeout=TIMEOUT)
+    assert p.returncode == 0 and "--install DEST" in p.stdout
+
+
+def test_install_that_cannot_write_is_a_verdict(runner: Runner, tmp_path: Path) -> None:
+    dest = tmp_path / "missing" / "tfk8s-launcher"
+    code, _, err = runner.run(["--install", str(dest)])
+    message = (f"tfk8s: launcher: cannot install to {dest} (create: No such file or "
+               "directory)")
+    assert code == 1 and err == message + "\n"
+    assert runner.termination_log == message
+    assert not dest.parent.exists()
+    # Onto a folder: created beside it, then the rename fails and nothing is left behind.
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "x").mkdir()
+    code, _, err = runner.run(["--install", str(tmp_path / "dir" / "x")])
+    assert code == 1 and "(rename: Is a directory)" in err, err
+    assert sorted(p.name for p in (tmp_path / "dir").iterdir()) == ["x"]
+
+
+@pytest.mark.parametrize("args", [["--install"], ["--install", "a", "b"],
+                                  ["--python", "python3", "--install", "a"]])
+def test_install_takes_one_destination_and_nothing_else(runner: Runner, tmp_path: Path,
+                                                        args: List[str]) -> None:
+    code, _, err = runner.run(args)
+    assert code == 2
+    assert err == "tfk8s: launcher: --install takes one argument, DEST, and nothing else\n"
+    assert not (Path.cwd() / "a").exists()
+
+
 # ---- incarnations: each start's output kept on the shared volume (TFK8S_LOG_DIR) -------------
 
 

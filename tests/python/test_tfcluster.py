@@ -76,6 +76,39 @@ def test_spec_round_trip_render_and_yaml(client: tfk8s.Client) -> None:
     assert tfk8s.TFCluster(client, spec, worker=5).to_dict()["worker"]["replicas"] == 5
 
 
+def test_launcher_comes_from_the_runtime_image_of_this_version_or_the_configmap(
+        client: tfk8s.Client) -> None:
+    """By default an init container copies the launcher from tfk8s/runtime:<this version> and
+    the root holds no binaryData; launcher_delivery="configmap" is the old way."""
+    def pod_of(cluster: tfk8s.TFCluster) -> Dict[str, Any]:
+        job = next(o for o in cluster.render() if o["metadata"]["name"] == "l-worker-0")
+        return job["spec"]["template"]["spec"]
+
+    default = tfk8s.TFCluster(client, name="l", namespace="team-a", worker=1)
+    assert "binaryData" not in default.render()[0]
+    (init,) = pod_of(default)["initContainers"]
+    assert init["image"] == f"tfk8s/runtime:{tfk8s.__version__}"
+    assert init["command"][1:] == ["--install", "/var/run/tfk8s/launcher/tfk8s-launcher"]
+    assert {"name": "tfk8s-launcher", "emptyDir": {}} in pod_of(default)["volumes"]
+    assert "launcher" not in default.to_dict()  # the default image is not pinned in the spec
+
+    mine = tfk8s.TFCluster(client, name="l", namespace="team-a", worker=1,
+                           launcher_image="registry.example/tfk8s/runtime:7",
+                           image_pull_policy="Never")
+    (init,) = pod_of(mine)["initContainers"]
+    assert init["image"] == "registry.example/tfk8s/runtime:7"
+    assert init["imagePullPolicy"] == "Never"
+
+    stored = tfk8s.TFCluster(client, name="l", namespace="team-a", worker=1,
+                             launcher_delivery="configmap")
+    assert len(stored.render()[0]["binaryData"]["tfk8s-launcher"]) > 100_000
+    assert "initContainers" not in pod_of(stored)
+    assert stored.to_dict()["launcher"]["delivery"] == "configmap"
+    with pytest.raises(tfk8s.ValidationError) as info:
+        tfk8s.TFCluster(client, name="l", namespace="team-a", worker=1, launcher_delivery="nfs")
+    assert info.value.field == "launcher.delivery"
+
+
 def test_lifecycle(client: tfk8s.Client, namespace: str) -> None:
     name = "mnist"
     cluster = tfk8s.TFCluster(client, small_spec(namespace, name))

@@ -398,13 +398,15 @@ TEST_SUITE("placement") {
                           {{"requests", {{"cpu", "1"}}}});
     CHECK(EvaluatePlacement({by_name}, SimNodes()).fits);
 
-    // A transient condition taint does not make a pod impossible to place.
+    // A transient condition taint does not make a pod impossible to place (ever), but keeps it
+    // off the nodes now.
     auto nodes = SimNodes();
     for (auto& n : nodes) {
       n["spec"]["taints"] = {{{"key", "node.kubernetes.io/not-ready"}, {"effect", "NoSchedule"}}};
     }
-    CHECK(EvaluatePlacement({Worker("c", Json::object(), {{"requests", {{"cpu", "1"}}}})}, nodes)
-              .fits);
+    const Json c = Worker("c", Json::object(), {{"requests", {{"cpu", "1"}}}});
+    CHECK(EvaluatePlacement({c}, nodes, PlacementScope::kEver).fits);
+    CHECK_FALSE(EvaluatePlacement({c}, nodes).fits);
   }
 
   TEST_CASE("EvaluatePlacement: several objects, only pod-making kinds, zero replicas skipped") {

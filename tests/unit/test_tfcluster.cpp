@@ -321,60 +321,212 @@ TEST_SUITE("tfcluster") {
   }
 
   TEST_CASE(
-      "the launcher: one executable of the root ConfigMap, mounted read-only in every "
-      "replica") {
-    for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
-      CAPTURE(ToString(topology));
-      TFClusterSpec s = GpuExample();
-      s.topology = topology;
-      s.ps.command.clear();  // no program: the launcher's default for the role
-      s.launcher.barrier_timeout_seconds = 90;
-      auto objects = RenderTFCluster(s);
-      const Json& root = objects[0];
-      REQUIRE(root["kind"] == "ConfigMap");
-      CHECK(root["binaryData"]["tfk8s-launcher"] == testing::LauncherFileBase64());
-      CHECK_FALSE(root["data"].contains("tfk8s-launcher"));
-      int replicas = 0;
-      for (const auto& o : objects) {
-        if (o["kind"] != "Job" && o["kind"] != "StatefulSet") continue;
-        const std::string role = o["metadata"]["labels"]["tfk8s.io/role"];
-        const Json& pod = o["spec"]["template"]["spec"];
-        const Json& c = pod["containers"][0];
-        bool launched = role != "session";
-        CAPTURE(role);
-        auto volume = std::find_if(pod["volumes"].begin(), pod["volumes"].end(),
-                                   [](const Json& v) { return v["name"] == "tfk8s-launcher"; });
-        auto mount = std::find_if(c["volumeMounts"].begin(), c["volumeMounts"].end(),
-                                  [](const Json& m) { return m["name"] == "tfk8s-launcher"; });
-        CHECK((volume != pod["volumes"].end()) == launched);
-        CHECK((mount != c["volumeMounts"].end()) == launched);
-        if (!launched) continue;
-        ++replicas;
-        CHECK((*volume)["configMap"]["name"] == "resnet");
-        CHECK((*volume)["configMap"]["items"] ==
-              Json::array({{{"key", "tfk8s-launcher"}, {"path", "tfk8s-launcher"}}}));
-        CHECK((*volume)["configMap"]["defaultMode"] == 0555);
-        CHECK((*mount)["mountPath"] == "/var/run/tfk8s/launcher");
-        CHECK((*mount)["readOnly"] == true);
-        CHECK(EnvOf(c, "TFK8S_BARRIER_TIMEOUT") == "90");
-        CHECK(EnvOf(c, "TFK8S_STRATEGY") == "parameter-server");
-        CHECK_FALSE(c.contains("args"));
-        std::vector<std::string> command = c["command"];
-        if (role == "ps") {
-          // The default program, a TensorFlow server, runs in the named interpreter.
-          CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher",
-                                                    "--python", "python3"});
-        } else if (role == "chief") {
-          CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher", "--",
-                                                    "python", "/data/train.py", "--chief"});
-        } else if (role == "worker") {
-          CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher", "--",
-                                                    "/bin/sh", "-c",
-                                                    "python /data/train.py --epochs 10"});
+      "the launcher: one executable file mounted read-only in every replica, from the image "
+      "(default) or the root ConfigMap") {
+    for (TFLauncherDelivery delivery :
+         {TFLauncherDelivery::kImage, TFLauncherDelivery::kConfigMap}) {
+      for (TFTopology topology : {TFTopology::kPerReplica, TFTopology::kStatefulSet}) {
+        CAPTURE(ToString(delivery));
+        CAPTURE(ToString(topology));
+        TFClusterSpec s = GpuExample();
+        s.topology = topology;
+        s.launcher.delivery = delivery;
+        s.ps.command.clear();  // no program: the launcher's default for the role
+        s.launcher.barrier_timeout_seconds = 90;
+        const bool from_image = delivery == TFLauncherDelivery::kImage;
+        auto objects = RenderTFCluster(s);
+        const Json& root = objects[0];
+        REQUIRE(root["kind"] == "ConfigMap");
+        if (from_image) {
+          CHECK_FALSE(root.contains("binaryData"));  // nothing of the launcher in etcd
+        } else {
+          CHECK(root["binaryData"]["tfk8s-launcher"] == testing::LauncherFileBase64());
         }
+        CHECK_FALSE(root["data"].contains("tfk8s-launcher"));
+        int replicas = 0;
+        for (const auto& o : objects) {
+          if (o["kind"] != "Job" && o["kind"] != "StatefulSet") continue;
+          const std::string role = o["metadata"]["labels"]["tfk8s.io/role"];
+          const Json& pod = o["spec"]["template"]["spec"];
+          const Json& c = pod["containers"][0];
+          bool launched = role != "session";
+          CAPTURE(role);
+          auto volume = std::find_if(pod["volumes"].begin(), pod["volumes"].end(),
+                                     [](const Json& v) { return v["name"] == "tfk8s-launcher"; });
+          auto mount = std::find_if(c["volumeMounts"].begin(), c["volumeMounts"].end(),
+                                    [](const Json& m) { return m["name"] == "tfk8s-launcher"; });
+          CHECK((volume != pod["volumes"].end()) == launched);
+          CHECK((mount != c["volumeMounts"].end()) == launched);
+          CHECK(pod.contains("initContainers") == (launched && from_image));
+          if (!launched) continue;
+          ++replicas;
+          if (from_image) {
+            CHECK((*volume) == Json{{"name", "tfk8s-launcher"}, {"emptyDir", Json::object()}});
+            REQUIRE(pod["initContainers"].size() == 1);
+            const Json& init = pod["initContainers"][0];
+            CHECK(init["name"] == "tfk8s-launcher");
+            CHECK(init["image"] == kDefaultLauncherImage);
+            CHECK(init["imagePullPolicy"] == "IfNotPresent");  // a tag
+            CHECK(init["command"] == Json::array({"/opt/tfk8s/bin/tfk8s-launcher", "--install",
+                                                  "/var/run/tfk8s/launcher/tfk8s-launcher"}));
+            CHECK(init["volumeMounts"] ==
+                  Json::array(
+                      {{{"name", "tfk8s-launcher"}, {"mountPath", "/var/run/tfk8s/launcher"}}}));
+            // The replica's security context (restricted: no privileges, all capabilities
+            // dropped), and its cpu and memory capped at 100m / 32Mi (the evaluator has none).
+            CHECK(init.at("securityContext") == c.at("securityContext"));
+            CHECK(init.value("resources", Json()) ==
+                  (role == "evaluator" ? Json()
+                                       : Json{{"requests", {{"cpu", "100m"}, {"memory", "32Mi"}}},
+                                              {"limits", {{"cpu", "100m"}, {"memory", "32Mi"}}}}));
+            CHECK(CheckPodSecurity(o, PodSecurityLevel::kRestricted).empty());
+          } else {
+            CHECK((*volume)["configMap"]["name"] == "resnet");
+            CHECK((*volume)["configMap"]["items"] ==
+                  Json::array({{{"key", "tfk8s-launcher"}, {"path", "tfk8s-launcher"}}}));
+            CHECK((*volume)["configMap"]["defaultMode"] == 0555);
+          }
+          CHECK((*mount)["mountPath"] == "/var/run/tfk8s/launcher");
+          CHECK((*mount)["readOnly"] == true);
+          CHECK(EnvOf(c, "TFK8S_BARRIER_TIMEOUT") == "90");
+          CHECK(EnvOf(c, "TFK8S_STRATEGY") == "parameter-server");
+          CHECK_FALSE(c.contains("args"));
+          std::vector<std::string> command = c["command"];
+          if (role == "ps") {
+            // The default program, a TensorFlow server, runs in the named interpreter.
+            CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher",
+                                                      "--python", "python3"});
+          } else if (role == "chief") {
+            CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher",
+                                                      "--", "python", "/data/train.py", "--chief"});
+          } else if (role == "worker") {
+            CHECK(command == std::vector<std::string>{"/var/run/tfk8s/launcher/tfk8s-launcher",
+                                                      "--", "/bin/sh", "-c",
+                                                      "python /data/train.py --epochs 10"});
+          }
+        }
+        CHECK(replicas == (topology == TFTopology::kPerReplica ? 6 : 4));
       }
-      CHECK(replicas == (topology == TFTopology::kPerReplica ? 6 : 4));
     }
+  }
+
+  TEST_CASE("the launcher's init container: pull policy, resources and security follow the spec") {
+    TFClusterSpec s = GpuExample();
+    auto init_of = [](const TFClusterSpec& spec, const std::string& job) {
+      auto objects = RenderTFCluster(spec);
+      return (*Find(objects, "Job", job))["spec"]["template"]["spec"]["initContainers"][0];
+    };
+    SUBCASE("the pods' pull policy when the spec sets one") {
+      s.pod.image_pull_policy = "Never";
+      CHECK(init_of(s, "resnet-chief-0")["imagePullPolicy"] == "Never");
+    }
+    SUBCASE("else what the kubelet does for the reference: IfNotPresent for a tag or digest") {
+      const std::vector<std::pair<std::string, std::string>> cases = {
+          {"registry.example:5000/tfk8s/runtime:0.1.0", "IfNotPresent"},
+          {"registry.example:5000/tfk8s/runtime", "Always"},
+          {"tfk8s/runtime:latest", "Always"},
+          {"tfk8s/runtime", "Always"},
+          {"tfk8s/runtime@sha256:0123", "IfNotPresent"}};
+      for (const auto& [image, policy] : cases) {
+        CAPTURE(image);
+        s.launcher.image = image;
+        CHECK(init_of(s, "resnet-chief-0")["image"] == image);
+        CHECK(init_of(s, "resnet-chief-0")["imagePullPolicy"] == policy);
+      }
+    }
+    SUBCASE("cpu and memory: the replica's, each at most 100m / 32Mi; never GPUs") {
+      s.chief.resources = {"50m", "16Mi", "", "", 0};  // smaller than the caps: kept
+      CHECK(init_of(s, "resnet-chief-0")["resources"] ==
+            Json{{"requests", {{"cpu", "50m"}, {"memory", "16Mi"}}},
+                 {"limits", {{"cpu", "50m"}, {"memory", "16Mi"}}}});
+      // Larger requests and limits (8 / 32Gi, 16 / 64Gi): both at the caps.
+      CHECK(init_of(s, "resnet-worker-0")["resources"] ==
+            Json{{"requests", {{"cpu", "100m"}, {"memory", "32Mi"}}},
+                 {"limits", {{"cpu", "100m"}, {"memory", "32Mi"}}}});
+      s.chief.resources = {"20m", "", "", "1Gi", 0};
+      CHECK(init_of(s, "resnet-chief-0")["resources"] ==
+            Json{{"requests", {{"cpu", "20m"}}}, {"limits", {{"cpu", "20m"}, {"memory", "32Mi"}}}});
+      s.chief.resources = {};  // none: none (a BestEffort pod stays BestEffort)
+      CHECK_FALSE(init_of(s, "resnet-chief-0").contains("resources"));
+    }
+    SUBCASE("baseline: the spec's security fields only, like the replica") {
+      s.pod_security = PodSecurityLevel::kBaseline;
+      const Json init = init_of(s, "resnet-chief-0");
+      CHECK_FALSE(init.contains("securityContext"));
+    }
+  }
+
+  TEST_CASE("the root ConfigMap stays small with the default delivery") {
+    // The quickstart's cluster (examples/quickstart.cpp, real training): 2 ps, 2 workers, a
+    // chief, each running the reference trainer.
+    TFClusterSpec s;
+    s.name = "mnist";
+    s.namespace_name = "tfk8s-quickstart";
+    s.ps.replicas = 2;
+    s.worker.replicas = 2;
+    s.chief.replicas = 1;
+    for (TFRoleSpec* role : {&s.ps, &s.worker, &s.chief}) {
+      role->resources = {"100m", "256Mi", "", "", 0};
+      role->command = {"python3", "/opt/tfk8s/examples/trainer/ps_sgd.py"};
+    }
+    s.cpu_image = "tfk8s.local/runtime:1";
+    s.pod.image_pull_policy = "Never";
+    s.storage = TFStorageSpec{};
+    const std::size_t root = RenderTFCluster(s)[0].dump().size();
+    CAPTURE(root);
+    CHECK(root <= 8 * 1024);
+    // The fallback still stores the launcher (~150 KB): what the default saves per cluster.
+    s.launcher.delivery = TFLauncherDelivery::kConfigMap;
+    CHECK(RenderTFCluster(s)[0].dump().size() > root + 100 * 1024);
+  }
+
+  TEST_CASE("launcher.delivery and launcher.image: JSON, defaults and validation") {
+    TFClusterSpec s = GpuExample();
+    CHECK(s.launcher.delivery == TFLauncherDelivery::kImage);
+    CHECK(s.launcher.image == kDefaultLauncherImage);
+    CHECK(std::string(kDefaultLauncherImage).rfind("tfk8s/runtime:", 0) == 0);
+    // Stored only when set: a spec with the default image follows the library's version.
+    CHECK_FALSE(s.ToJson().contains("launcher"));
+    s.launcher.barrier_timeout_seconds = 30;
+    CHECK_FALSE(s.ToJson()["launcher"].contains("image"));
+    CHECK_FALSE(s.ToJson()["launcher"].contains("delivery"));
+    s.launcher.image = "registry.example/tfk8s/runtime:0.1.0";
+    s.launcher.delivery = TFLauncherDelivery::kConfigMap;
+    CHECK(s.ToJson()["launcher"]["image"] == "registry.example/tfk8s/runtime:0.1.0");
+    CHECK(s.ToJson()["launcher"]["delivery"] == "configmap");
+    CHECK(TFClusterSpec::FromJson(s.ToJson()).ToJson() == s.ToJson());
+    // Written out at their defaults they are still fields.
+    Json j = GpuExample().ToJson();
+    j["launcher"] = {{"delivery", "image"}, {"image", kDefaultLauncherImage}};
+    CHECK(TFClusterSpec::FromJson(j).ToJson() == GpuExample().ToJson());
+    j["launcher"] = {{"delivery", "configmap"}};
+    CHECK(TFClusterSpec::FromJson(j).launcher.delivery == TFLauncherDelivery::kConfigMap);
+    CHECK(TFClusterSpec::FromJson(j).launcher.image == kDefaultLauncherImage);
+    auto refused = [&](const Json& launcher, const std::string& field, const std::string& value) {
+      Json bad = GpuExample().ToJson();
+      bad["launcher"] = launcher;
+      try {
+        TFClusterSpec::FromJson(bad).Validate();
+        FAIL("accepted " << launcher.dump());
+      } catch (const ValidationError& e) {
+        CHECK(e.field() == field);
+        CHECK(e.value() == value);
+      }
+    };
+    refused({{"delivery", "volume"}}, "launcher.delivery", "volume");
+    refused({{"delivery", 1}}, "launcher.delivery", "1");
+    refused({{"image", ""}}, "launcher.image", "");
+    refused({{"image", "tfk8s/runtime: 1"}}, "launcher.image", "tfk8s/runtime: 1");
+    refused({{"imag", "x"}}, "launcher.imag", "");
+    // The image matters only to the image delivery of an enabled launcher.
+    TFClusterSpec other = GpuExample();
+    other.launcher.image = "";
+    other.launcher.delivery = TFLauncherDelivery::kConfigMap;
+    CHECK_NOTHROW(other.Validate());
+    other.launcher.delivery = TFLauncherDelivery::kImage;
+    other.launcher.enabled = false;
+    CHECK_NOTHROW(other.Validate());
+    CHECK_FALSE(RenderTFCluster(other)[0].contains("binaryData"));
   }
 
   TEST_CASE("launcher off: no launcher file, volume, command or variables") {

@@ -54,6 +54,43 @@ std::string KindText(const Json& kind) {
   return kind.is_string() ? kind.get<std::string>() : kind.dump();
 }
 
+// A Kubernetes-style object of kObjectApiVersion (its kind already checked and removed) as the
+// spec it describes; any other document unchanged. `where` names it in messages.
+Json FromObject(Json doc, const std::string& where) {
+  if (!doc.contains("apiVersion")) return doc;
+  const Json& version = doc["apiVersion"];
+  if (!version.is_string() || version.get<std::string>() != kObjectApiVersion) {
+    throw ValidationError(where + ": apiVersion", KindText(version),
+                          std::string("must be ") + kObjectApiVersion +
+                              " (a tfk8s workload as `get -o yaml` prints it) or absent (a spec)");
+  }
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "apiVersion" && key != "metadata" && key != "spec" && key != "status") {
+      throw ValidationError(where + ": " + key, "",
+                            "is not a field of a tfk8s object (apiVersion, kind, metadata, spec, "
+                            "status)");
+    }
+  }
+  const Json metadata = doc.value("metadata", Json::object());
+  Json spec = doc.value("spec", Json::object());
+  if (!metadata.is_object() || !spec.is_object()) {
+    throw ValidationError(where + ": " + (metadata.is_object() ? "spec" : "metadata"), "",
+                          "must be a mapping");
+  }
+  for (const auto& [key, value] : metadata.items()) {
+    if (key != "name" && key != "namespace" && key != "labels") {
+      throw ValidationError(where + ": metadata." + key, "",
+                            "is not read (a tfk8s object's metadata has name, namespace and "
+                            "labels)");
+    }
+    if (spec.contains(key)) {
+      throw ValidationError(where + ": spec." + key, "", "belongs in metadata." + key);
+    }
+    spec[key] = value;
+  }
+  return spec;
+}
+
 }  // namespace
 
 std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& origin,
@@ -70,6 +107,7 @@ std::vector<Json> ReadSpecDocuments(std::string_view text, const std::string& or
       }
       doc.erase("kind");
     }
+    doc = FromObject(std::move(doc), origin + " document " + std::to_string(i + 1));
   }
   return documents;
 }
@@ -92,6 +130,7 @@ std::vector<KindedDocument> ReadKindedDocuments(std::string_view text, const std
     }
     KindedDocument d{kind.get<std::string>(), std::move(doc)};
     d.document.erase("kind");
+    d.document = FromObject(std::move(d.document), where.substr(0, where.size() - 6));
     out.push_back(std::move(d));
   }
   return out;

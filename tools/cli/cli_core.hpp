@@ -19,7 +19,13 @@ inline constexpr int kExitOk = 0;     ///< Success.
 inline constexpr int kExitError = 1;  ///< Any error (validation, server, transport, config).
 inline constexpr int kExitUsage = 2;  ///< Bad command line.
 
-/// Every document of a YAML or JSON stream, each a mapping in the spec's own format. A document
+/// The apiVersion of a workload printed as a Kubernetes-style object (`get -o yaml`): a
+/// client-side version, no CRD is involved.
+inline constexpr const char* kObjectApiVersion = "tfk8s.io/v1";
+
+/// Every document of a YAML or JSON stream, each a mapping in the spec's own format, or a
+/// Kubernetes-style object of apiVersion kObjectApiVersion (what `get -o yaml` prints:
+/// metadata.name/namespace/labels and spec become the spec; status is ignored). A document
 /// may carry `kind: <expected_kind>` (removed here); another kind is a ValidationError naming
 /// the document. Malformed YAML is a ValidationError whose message has the line number.
 /// `origin` (a file name or "-") names the source in messages.

@@ -23,6 +23,7 @@
 
 #include "cli_core.hpp"
 #include "controller_cmd.hpp"
+#include "output.hpp"
 #include "tfk8s/client.hpp"
 #include "tfk8s/config.hpp"
 #include "tfk8s/devinstance.hpp"
@@ -54,6 +55,7 @@ struct Globals {
   std::string selector;
   std::string owner;
   bool all_namespaces = false;
+  bool no_preflight = false;  // --no-preflight: apply, scale, start and run skip the pre-flight
 };
 
 class Session {
@@ -94,8 +96,41 @@ std::string ReadInput(const std::string& file) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Objects in the requested format: YAML documents (default) or JSON (one object, or a List).
+// Whether `output` is one of the formats that print objects (json, yaml, jsonpath=,
+// jsonpath-as-json=, custom-columns=), not a table.
+bool Structured(const std::string& output) {
+  return output == "json" || output == "yaml" || output.rfind("jsonpath", 0) == 0 ||
+         output.rfind("custom-columns=", 0) == 0;
+}
+
+// What -o jsonpath= / jsonpath-as-json= / custom-columns= print for `data` (one object, or a
+// List); false for the other formats.
+bool PrintTemplated(const Json& data, const std::string& output) {
+  const std::string_view o = output;
+  if (o.rfind("jsonpath=", 0) == 0 || o.rfind("jsonpath-as-json=", 0) == 0) {
+    bool as_json = o.rfind("jsonpath-as-json=", 0) == 0;
+    // kubectl's command line allows missing keys (an absent field prints nothing).
+    std::cout << JsonPath::Parse(o.substr(o.find('=') + 1))
+                     .Execute(data, /*allow_missing_keys=*/true, as_json);
+    if (as_json) std::cout << "\n";
+    return true;
+  }
+  if (o.rfind("custom-columns=", 0) == 0) {
+    std::cout << CustomColumnsTable(o.substr(o.find('=') + 1), {data});
+    return true;
+  }
+  return false;
+}
+
+// Objects in the requested format: YAML documents (default) or JSON (one object, or a List),
+// or a template's output.
 void PrintObjects(const std::vector<Json>& objects, const std::string& output) {
+  if (PrintTemplated(objects.size() == 1
+                         ? objects.front()
+                         : Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}},
+                     output)) {
+    return;
+  }
   if (output == "json") {
     Json out = objects.size() == 1
                    ? objects.front()
@@ -108,6 +143,7 @@ void PrintObjects(const std::vector<Json>& objects, const std::string& output) {
 
 // A result that has a text table and a JSON form.
 void PrintResult(const std::string& table, const Json& json, const std::string& output) {
+  if (PrintTemplated(json, output)) return;
   if (output == "json") {
     std::cout << json.dump(2) << "\n";
   } else if (output == "yaml") {
@@ -133,33 +169,35 @@ void EndProgress() {
   progress_shown = false;
 }
 
-std::map<std::string, std::string> StringMapOf(const Json& j) {
-  std::map<std::string, std::string> out;
-  if (!j.is_object()) return out;
-  for (const auto& [k, v] : j.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  return out;
-}
-
 // ---- the four kinds ----------------------------------------------------------------------
 
 struct KindFlags {
   std::string file;
   std::string name;
+  std::vector<std::string> names;  // delete
   bool show_password = false;
   bool wait = false;
   std::string timeout = "5m";
   std::string until = "ready";
-  WorkloadLogOptions logs;  // source: --role (a cluster), --run (a task)
+  WorkloadLogOptions logs;      // source: --role (a cluster), --run (a task)
+  std::int64_t logs_tail = -1;  // --tail (-1: every line)
+  std::string logs_since;       // --since
   std::string role;
   int replicas = -1;
   bool delete_namespace = false;
   std::string idle = "2h";
   bool dry_run = false;
   bool policy_only = false;
+  bool offline = false;
 };
 
-// A failure already reported on stdout (fits): exit 1 without an error line.
+// A failure already reported (fits on stdout, delete on stderr): exit 1 without an error line.
 struct Reported {};
+
+// A command line that parses but asks for something that cannot be (exit 2).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Runs a verb; errors become one line and exit code 1.
 using Action = std::function<void()>;
@@ -194,6 +232,13 @@ class Kind {
   virtual bool namespaced() const { return true; }
   // Validates and renders (pure).
   virtual std::vector<Json> Render(const Json& doc) const = 0;
+  // What `render` prints with a cluster: for the server's API versions, owned by an existing
+  // root (Workload::RenderForApply).
+  virtual std::vector<Json> RenderForApply(Session& /*s*/, const Json& doc) const {
+    return Render(doc);
+  }
+  // What `render` prints without one.
+  virtual std::vector<Json> RenderOffline(const Json& doc) const { return Render(doc); }
   // Refuses (ValidationError naming `where`) a checked document that `apply` must not send;
   // called for every document before any is sent.
   virtual void CheckApply(const Json& /*doc*/, const std::string& /*where*/) const {}
@@ -201,6 +246,12 @@ class Kind {
   virtual std::string Apply(Session& s, const Json& doc, bool show_password) const = 0;
   // The stored spec.
   virtual Json Get(Session& s, const std::string& ns, const std::string& name) const = 0;
+  // The workload as a Kubernetes-style object (KubernetesObject): its stored spec and status;
+  // null for a kind that has none (quotas: Get() as it is).
+  virtual Json Object(Session& /*s*/, const std::string& /*ns*/,
+                      const std::string& /*name*/) const {
+    return nullptr;
+  }
   // Rows (header first) of the workloads of `ns` ("" = all).
   virtual Rows List(Session& s, const std::string& ns, bool wide) const = 0;
   virtual void Status(Session& s, const std::string& ns, const std::string& name,
@@ -231,6 +282,21 @@ class Kind {
 // Every document of `file`, checked before anything is sent (defined with the verbs below).
 std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
                                 const std::string& default_ns, const std::string& forced_ns);
+
+// A workload as `-o json|yaml` prints it, the Kubernetes way: apiVersion tfk8s.io/v1 (a
+// client-side version: no CRD is involved), kind, metadata (name, namespace, the spec's labels),
+// spec (the stored spec but those) and status. `apply -f` reads it back (ReadSpecDocuments).
+Json KubernetesObject(const std::string& kind, Json spec, Json status) {
+  Json metadata{{"name", spec.value("name", std::string())}};
+  if (spec.contains("namespace")) metadata["namespace"] = spec["namespace"];
+  if (spec.contains("labels") && !spec["labels"].empty()) metadata["labels"] = spec["labels"];
+  for (const char* key : {"name", "namespace", "labels"}) spec.erase(key);
+  return {{"apiVersion", kObjectApiVersion},
+          {"kind", kind},
+          {"metadata", std::move(metadata)},
+          {"spec", std::move(spec)},
+          {"status", std::move(status)}};
+}
 
 std::vector<Json> RenderSpec(const TFClusterSpec& spec) { return RenderTFCluster(spec); }
 std::vector<Json> RenderSpec(const DevInstanceSpec& spec) { return RenderDevInstance(spec); }
@@ -289,6 +355,10 @@ class WorkloadKind : public SpecKind<typename Workload::SpecType> {
   Json Get(Session& s, const std::string& ns, const std::string& name) const override {
     return Load(s, ns, name).spec().ToJson();
   }
+  Json Object(Session& s, const std::string& ns, const std::string& name) const override {
+    Workload w = Load(s, ns, name);
+    return KubernetesObject(this->doc_kind(), w.spec().ToJson(), w.Status().ToJson());
+  }
   void Delete(Session& s, const std::string& ns, const std::string& name,
               std::optional<std::chrono::milliseconds> wait) const override {
     DeleteOptions o;
@@ -297,6 +367,9 @@ class WorkloadKind : public SpecKind<typename Workload::SpecType> {
   }
   FitResult Fits(Session& s, const Json& doc) const override {
     return Workload(s.client(), SpecKind<Spec>::Read(doc)).Preflight();
+  }
+  std::vector<Json> RenderForApply(Session& s, const Json& doc) const override {
+    return Workload(s.client(), SpecKind<Spec>::Read(doc)).RenderForApply();
   }
 };
 
@@ -336,14 +409,16 @@ class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
   }
   std::string Apply(Session& s, const Json& doc, bool) const override {
     TFCluster cluster(s.client(), Read(doc));
-    auto objects = cluster.Apply();
+    TFApplyOptions options;
+    options.preflight = !s.globals().no_preflight;
+    auto objects = cluster.Apply(options);
     return "tfcluster/" + NameOf(doc) + " applied (" + std::to_string(objects.size()) +
            " objects)\n";
   }
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Client& c = s.client();
     return RefRows(
-        TFCluster::ListRefs(c, ns, s.globals().owner),
+        TFCluster::ListRefs(c, ns, s.globals().owner, s.globals().selector),
         wide ? std::vector<std::string>{"PHASE", "NOT-READY"} : std::vector<std::string>{},
         wide ? std::function<std::vector<std::string>(const WorkloadRef&)>([&c](const WorkloadRef&
                                                                                     r) {
@@ -365,7 +440,9 @@ class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
     KindFlags* f = v.f;
     CLI::App* sc = v.add("scale", "Change one role's replica count and apply", [s, f] {
       TFCluster cluster = TFCluster::Load(s->client(), s->Namespace(), f->name);
-      cluster.Scale(f->role, f->replicas);
+      TFApplyOptions options;
+      options.preflight = !s->globals().no_preflight;
+      cluster.Scale(f->role, f->replicas, options);
       std::cout << "tfcluster/" << f->name << " scaled (" << f->role << "=" << f->replicas << ")\n";
     });
     v.name_arg(sc);
@@ -398,13 +475,16 @@ class DevCommand : public WorkloadKind<DevInstance, DevDeleteOptions> {
       return "dev/" + spec.name + " configured\n";
     } catch (const NotFound&) {
       DevInstance created(s.client(), spec);
-      return "dev/" + spec.name + " created\n" + AccessText(created.Create(), show_password);
+      DevCreateOptions options;
+      options.preflight = !s.globals().no_preflight;
+      return "dev/" + spec.name + " created\n" + AccessText(created.Create(options), show_password);
     }
   }
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Rows rows{{"NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"}};
     if (wide) rows.front().insert(rows.front().end(), {"PHASE", "NODE", "RESTARTS", "REASON"});
-    for (const auto& d : DevInstance::List(s.client(), ns, s.globals().owner)) {
+    for (const auto& d :
+         DevInstance::List(s.client(), ns, s.globals().owner, s.globals().selector)) {
       std::vector<std::string> row{
           d.namespace_name,      d.name, d.owner, d.image, d.running ? "yes" : "no",
           d.ready ? "yes" : "no"};
@@ -427,7 +507,9 @@ class DevCommand : public WorkloadKind<DevInstance, DevDeleteOptions> {
     Session* s = v.s;
     KindFlags* f = v.f;
     CLI::App* start = v.add("start", "Start a stopped instance (a fresh password)", [s, f] {
-      DevStartResult r = DevInstance::Load(s->client(), s->Namespace(), f->name).Start();
+      DevStartOptions options;
+      options.preflight = !s->globals().no_preflight;
+      DevStartResult r = DevInstance::Load(s->client(), s->Namespace(), f->name).Start(options);
       std::cout << "dev/" << f->name << " started\n" << AccessText(r, f->show_password);
     });
     v.name_arg(start);
@@ -492,14 +574,22 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
                           "task is not applied: each run is a new one); start a run with "
                           "`tfk8s job run -f FILE`");
   }
+  // An on-demand run named from its content, as RenderForApply names it.
+  std::vector<Json> RenderOffline(const Json& doc) const override {
+    ScheduledJobRenderOptions o;
+    o.fixed_run_name = true;
+    return RenderScheduledJob(Read(doc), o);
+  }
   std::string Apply(Session& s, const Json& doc, bool) const override {
     ScheduledJob job(s.client(), Read(doc));
-    job.Apply();  // ValidationError without a schedule (CheckApply refused it already)
+    ApplyScheduleOptions options;
+    options.preflight = !s.globals().no_preflight;
+    job.Apply(options);  // ValidationError without a schedule (CheckApply refused it already)
     return "job/" + job.spec().name + " applied (schedule \"" + job.spec().schedule + "\")\n";
   }
   Rows List(Session& s, const std::string& ns, bool wide) const override {
     Client& c = s.client();
-    return RefRows(ScheduledJob::ListRefs(c, ns, s.globals().owner),
+    return RefRows(ScheduledJob::ListRefs(c, ns, s.globals().owner, s.globals().selector),
                    wide ? std::vector<std::string>{"SCHEDULE", "SUSPENDED", "ACTIVE"}
                         : std::vector<std::string>{},
                    wide ? std::function<std::vector<std::string>(const WorkloadRef&)>(
@@ -545,15 +635,17 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
     CLI::App* run_verb = v.add(
         "run", "Start a run now: of the stored task NAME, or of each task of a spec file (-f)",
         [this, s, f] {
+          RunOptions options;
+          options.preflight = !s->globals().no_preflight;
           if (f->file.empty()) {
-            JobRun run = ScheduledJob::Load(s->client(), s->Namespace(), f->name).RunNow();
+            JobRun run = ScheduledJob::Load(s->client(), s->Namespace(), f->name).RunNow(options);
             std::cout << "job/" << f->name << " run " << run.name << " started\n";
             return;
           }
           for (const auto& doc :
                LoadDocuments(*this, f->file, s->Namespace(), s->globals().namespace_name)) {
             ScheduledJob job(s->client(), Read(doc));
-            JobRun run = job.RunNow();
+            JobRun run = job.RunNow(options);
             std::cout << "job/" << job.spec().name << " run " << run.name << " started\n"
                       << std::flush;
           }
@@ -726,34 +818,33 @@ std::vector<std::string> NamesOf(const Kind& kind, const Rows& rows) {
   return names;
 }
 
-// The list (of --owner's workloads only, when given: the kinds filter on the server), filtered
-// by -l on the specs' labels.
+// The list (of --owner's workloads only, when given, and of -l's: the kinds select on the
+// server, by the roots' labels, which hold the specs').
 Rows Listing(Session& s, const Kind& kind, bool wide) {
   if (!kind.namespaced() && !s.globals().owner.empty()) {
     throw ValidationError("owner", s.globals().owner, "quotas belong to a namespace, not a user");
   }
-  Rows rows = kind.List(s, kind.namespaced() ? s.ListNamespace() : "", wide);
-  const std::string& selector = s.globals().selector;
-  if (selector.empty()) return rows;
-  if (!kind.namespaced()) {
-    throw ValidationError("selector", selector, "quota listings are not filtered by labels");
+  if (!kind.namespaced() && !s.globals().selector.empty()) {
+    throw ValidationError("selector", s.globals().selector,
+                          "quota listings are not filtered by labels");
   }
-  auto requirements = ParseLabelSelector(selector);
-  Rows kept{rows.front()};
-  for (std::size_t i = 1; i < rows.size(); ++i) {
-    Json spec = kind.Get(s, rows[i][0], rows[i][1]);
-    if (MatchesSelector(requirements, StringMapOf(spec.value("labels", Json::object())))) {
-      kept.push_back(rows[i]);
-    }
-  }
-  return kept;
+  return kind.List(s, kind.namespaced() ? s.ListNamespace() : "", wide);
 }
 
 void PrintListing(Session& s, const Kind& kind, const Rows& rows) {
   const std::string& output = s.globals().output;
+  Json first =
+      rows.size() > 1 && kind.namespaced() ? kind.Object(s, rows[1][0], rows[1][1]) : Json(nullptr);
   if (output == "name") {
     for (const auto& name : NamesOf(kind, rows)) std::cout << kind.command() << "/" << name << "\n";
-  } else if (output == "json" || output == "yaml") {
+  } else if (Structured(output) && (rows.size() == 1 || !first.is_null())) {
+    // The workloads themselves, as a List (each one read: its spec and status).
+    Json items = Json::array();
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+      items.push_back(i == 1 ? first : kind.Object(s, rows[i][0], rows[i][1]));
+    }
+    PrintResult("", Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}, output);
+  } else if (Structured(output)) {
     Json items = Json::array();
     for (std::size_t i = 1; i < rows.size(); ++i) {
       Json item = Json::object();
@@ -807,6 +898,49 @@ CommandNode TreeOf(const CLI::App& app, const std::vector<std::string>& inherite
   return node;
 }
 
+// `render`: each document's objects, for the server when one answers (API versions, owner
+// references to an existing root), else offline with a note on stderr saying what was assumed.
+void RenderDocuments(Session& s, const Kind& k, const std::string& file, bool offline) {
+  const std::string& forced = s.globals().namespace_name;
+  std::string default_ns = forced;
+  std::string why_offline = offline ? "--offline" : "";
+  if (default_ns.empty()) {
+    try {
+      default_ns = s.Namespace();  // the context's: no request
+    } catch (const ConfigError& e) {
+      default_ns = "default";
+      if (why_offline.empty()) why_offline = "no kubeconfig: " + std::string(e.what());
+    }
+  }
+  auto docs = LoadDocuments(k, file, default_ns, forced);
+  std::vector<Json> objects;
+  for (const auto& doc : docs) {
+    std::vector<Json> rendered;
+    if (why_offline.empty()) {
+      try {
+        rendered = k.RenderForApply(s, doc);
+      } catch (const TransportError& e) {
+        why_offline = std::string("the server did not answer: ") + e.what();
+      } catch (const ConfigError& e) {
+        why_offline = std::string("no kubeconfig: ") + e.what();
+      } catch (const Unauthorized& e) {
+        why_offline = std::string("the server refused the credentials: ") + e.what();
+      } catch (const Forbidden& e) {
+        why_offline = std::string("these credentials may not read it: ") + e.what();
+      }
+    }
+    if (!why_offline.empty() && rendered.empty()) rendered = k.RenderOffline(doc);
+    objects.insert(objects.end(), rendered.begin(), rendered.end());
+  }
+  if (!why_offline.empty() && why_offline != "--offline") {
+    std::string reason = why_offline;
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    std::cerr << "note: rendered offline (" << reason << "): namespace " << default_ns
+              << ", API versions of Kubernetes >= 1.21 (CronJob batch/v1), no ownerReferences\n";
+  }
+  PrintObjects(objects, s.globals().output);
+}
+
 // apply and render: from spec files.
 void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
   Session* s = v.s;
@@ -827,19 +961,15 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
       ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
       ->required();
   kind.AddApplyFlags(actions.back().first, f);
-  v.add("render", "Print the Kubernetes objects of a spec file (YAML, or -o json); sends nothing",
-        [s, k, &f] {
-          const std::string& forced = s->globals().namespace_name;
-          auto docs = LoadDocuments(*k, f.file, forced.empty() ? "default" : forced, forced);
-          std::vector<Json> objects;
-          for (const auto& doc : docs) {
-            auto rendered = k->Render(doc);
-            objects.insert(objects.end(), rendered.begin(), rendered.end());
-          }
-          PrintObjects(objects, s->globals().output);
-        })
-      ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
-      ->required();
+  CLI::App* render = v.add(
+      "render",
+      "Print the Kubernetes objects of a spec file for kubectl apply (YAML, or -o json): for the "
+      "server's API versions, owned by a root that exists; writes nothing",
+      [s, k, &f] { RenderDocuments(*s, *k, f.file, f.offline); });
+  render->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
+  render->add_flag("--offline", f.offline,
+                   "Contact no cluster: the namespace is -n, else the kubeconfig context's, else "
+                   "default; API versions of Kubernetes >= 1.21; no ownerReferences");
 }
 
 // list, get and status.
@@ -855,15 +985,10 @@ void AddReadVerbs(const Verbs& v, const Kind& kind) {
             [s, k, &f, list] {
               if (f.name.empty()) return list();
               std::string ns = k->namespaced() ? s->Namespace() : "";
-              Json spec = k->Get(*s, ns, f.name);
               const std::string& output = s->globals().output;
-              if (output == "json" || output == "yaml") {
-                if (spec.is_object()) {
-                  Json with_kind{{"kind", k->doc_kind()}};
-                  with_kind.update(spec);
-                  spec = std::move(with_kind);
-                }
-                PrintResult("", spec, output);
+              if (Structured(output)) {
+                Json object = k->Object(*s, ns, f.name);
+                PrintResult("", object.is_null() ? k->Get(*s, ns, f.name) : object, output);
               } else if (output == "name") {
                 std::cout << k->command() << "/" << f.name << "\n";
               } else {
@@ -881,20 +1006,56 @@ void AddReadVerbs(const Verbs& v, const Kind& kind) {
   }));
 }
 
+// `delete`: each workload named, selected by -l or described by -f, in turn; one that cannot
+// be deleted (NotFound…) is reported on its own error line and the others still are, then exit
+// 1, as kubectl does.
+void DeleteWorkloads(Session& s, const Kind& k, const KindFlags& f) {
+  const std::string& selector = s.globals().selector;
+  if (int{!f.names.empty()} + int{!f.file.empty()} + int{!selector.empty()} != 1) {
+    throw UsageError("delete takes NAME..., -l SELECTOR or -f FILE (exactly one of them)");
+  }
+  std::optional<std::chrono::milliseconds> wait;
+  if (f.wait) wait = ParseDuration(f.timeout, "--timeout");
+  std::vector<std::pair<std::string, std::string>> targets;  // namespace, name
+  if (!f.file.empty()) {
+    for (const auto& doc : LoadDocuments(k, f.file, k.namespaced() ? s.Namespace() : "",
+                                         s.globals().namespace_name)) {
+      targets.emplace_back(k.namespaced() ? doc.value("namespace", "") : "", NameOf(doc));
+    }
+  } else if (!f.names.empty()) {
+    for (const auto& name : f.names) {
+      targets.emplace_back(k.namespaced() ? s.Namespace() : "", name);
+    }
+  } else {
+    Rows rows = Listing(s, k, false);  // refuses -l for quotas
+    for (std::size_t i = 1; i < rows.size(); ++i) targets.emplace_back(rows[i][0], rows[i][1]);
+    if (targets.empty()) std::cerr << "No " << k.doc_kind() << "s found\n";
+  }
+  bool failed = false;
+  for (const auto& [ns, name] : targets) {
+    try {
+      k.Delete(s, ns, name, wait);
+      std::cout << k.command() << "/" << name << " deleted\n" << std::flush;
+    } catch (const tfk8s::Error& e) {
+      std::cerr << ErrorLine(e) << "\n";
+      failed = true;
+    }
+  }
+  if (failed) throw Reported();  // exit 1; each failure said why
+}
+
 // delete, fits, wait and logs.
 void AddLifeVerbs(const Verbs& v, const Kind& kind) {
   Session* s = v.s;
   KindFlags& f = *v.f;
   const Kind* k = &kind;
 
-  CLI::App* del =
-      v.add("delete", "Delete it (cascading); --wait until everything is gone", [s, k, &f] {
-        std::optional<std::chrono::milliseconds> wait;
-        if (f.wait) wait = ParseDuration(f.timeout, "--timeout");
-        k->Delete(*s, k->namespaced() ? s->Namespace() : "", f.name, wait);
-        std::cout << k->command() << "/" << f.name << " deleted\n";
-      });
-  v.name_arg(del);
+  CLI::App* del = v.add("delete",
+                        "Delete them (cascading): NAME..., -l SELECTOR (with -A: in every "
+                        "namespace) or -f FILE; --wait until everything is gone",
+                        [s, k, &f] { DeleteWorkloads(*s, *k, f); });
+  del->add_option("names", f.names, "The " + kind.doc_kind() + "s' names");
+  del->add_option("-f,--filename", f.file, "Spec file, - for stdin: the workloads it describes");
   if (kind.namespaced()) {
     del->add_flag("--wait", f.wait, "Wait until every object is gone");
     del->add_option("--timeout", f.timeout, "Bound of --wait (e.g. 90s, 5m)")
@@ -933,10 +1094,23 @@ void AddLifeVerbs(const Verbs& v, const Kind& kind) {
     w->add_option("--timeout", f.timeout, "How long at most (e.g. 90s, 5m)")->capture_default_str();
   }
   if (kind.HasLogs()) {
-    CLI::App* l = v.add("logs", "Logs, prefixed by their source (coloured on a terminal)",
-                        [s, k, &f] { StreamLines(k->Logs(*s, s->Namespace(), f.name, f.logs)); });
+    CLI::App* l =
+        v.add("logs", "Logs, prefixed by their source (coloured on a terminal)", [s, k, &f] {
+          if (f.logs_tail >= 0) f.logs.tail_lines = f.logs_tail;
+          if (!f.logs_since.empty()) {
+            auto ms = ParseDuration(f.logs_since, "--since").count();
+            f.logs.since_seconds = std::max<std::int64_t>(1, (ms + 999) / 1000);
+          }
+          StreamLines(k->Logs(*s, s->Namespace(), f.name, f.logs));
+        });
     v.name_arg(l);
-    l->add_flag("-f,--follow", f.logs.follow, "Follow until the workload ends");
+    l->add_flag("-f,--follow", f.logs.follow,
+                "Follow until the workload ends (replicas not started yet: when they start)");
+    l->add_option("--tail", f.logs_tail, "Only the last N lines of each source (-1: all)")
+        ->capture_default_str();
+    l->add_option("--since", f.logs_since, "Only lines newer than this (e.g. 30s, 5m, 1h)");
+    l->add_flag("--previous", f.logs.previous,
+                "The container before its last restart (why a replica crashed)");
     kind.AddLogFlags(l, f);
   }
 }
@@ -1022,14 +1196,41 @@ int Run(int argc, char** argv) {
   app.add_option("--context", g.context, "Kubeconfig context (default: current-context)");
   app.add_option("--kubeconfig", g.kubeconfig,
                  "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config)");
-  app.add_option("-o,--output", g.output, "Output format: json, yaml, wide or name")
-      ->check(CLI::IsMember({"json", "yaml", "wide", "name"}));
+  app.add_option("-o,--output", g.output,
+                 "Output format: json, yaml, wide, name, jsonpath=TEMPLATE, "
+                 "jsonpath-as-json=TEMPLATE or custom-columns=NAME:.path,...")
+      ->check(CLI::Validator(
+          [](std::string& o) -> std::string {
+            for (const char* f : {"json", "yaml", "wide", "name"}) {
+              if (o == f) return {};
+            }
+            for (const char* p : {"jsonpath=", "jsonpath-as-json=", "custom-columns="}) {
+              if (o.rfind(p, 0) == 0) {
+                try {  // checked before any request
+                  if (o[0] == 'c') {
+                    (void)ParseCustomColumns(std::string_view(o).substr(o.find('=') + 1));
+                  } else {
+                    (void)JsonPath::Parse(std::string_view(o).substr(o.find('=') + 1));
+                  }
+                } catch (const ValidationError& e) {
+                  return e.server_message();
+                }
+                return {};
+              }
+            }
+            return "must be json, yaml, wide, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE "
+                   "or custom-columns=SPEC";
+          },
+          "FORMAT"));
   app.add_flag("-A,--all-namespaces", g.all_namespaces, "List across every namespace");
   app.add_option(
       "-l,--selector", g.selector,
       "Label selector on the specs' labels (k=v, k!=v, k in (a,b), k notin (a,b), k, !k)");
   app.add_option("--owner", g.owner,
                  "List only the workloads of this user (their tfk8s.io/owner label)");
+  app.add_flag("--no-preflight", g.no_preflight,
+               "apply, scale, dev start and job run skip the quota and placement pre-flight "
+               "(the server and scheduler still decide); `fits` always checks");
 
   TFClusterCommand tfcluster;
   DevCommand dev;
@@ -1135,6 +1336,10 @@ int Run(int argc, char** argv) {
     }
     std::cerr << "error: usage: no command given (see tfk8s --help)\n";
     return kExitUsage;
+  } catch (const UsageError& e) {
+    std::cout.flush();
+    std::cerr << "error: usage: " << e.what() << " (see tfk8s --help)\n";
+    ExitNow(kExitUsage);
   } catch (const std::exception& e) {
     std::cout.flush();
     EndProgress();  // the error line replaces a progress line instead of following it

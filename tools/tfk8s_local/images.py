@@ -14,7 +14,11 @@ Images (references as seen by the kubelet; pods use `imagePullPolicy: Never`):
   tfk8s.local/pause:1       a static C program; the pod sandbox image
   tfk8s.local/runtime:1     Debian bookworm minbase + python3 + python3-numpy
   tfk8s.local/dev:1         runtime + openssh-server + a Jupyter server (python3-notebook)
-Each is also tagged with its key (tfk8s.local/<name>:<key>).
+Each is also tagged with its key (tfk8s.local/<name>:<key>). The runtime image is also tagged as
+the TFCluster launcher's default image (kDefaultLauncherImage in include/tfk8s/tfcluster.hpp,
+e.g. tfk8s/runtime:0.1.0, as the kubelet normalises it: docker.io/tfk8s/runtime:0.1.0): the
+replicas' init containers copy the launcher from it (launcher.delivery "image", docs/tfcluster.md)
+without a registry, like every other image here.
 
 The tfk8s Python package: `extra_trees(name)` returns host folders (or files) copied into an image
 (and hashed into its key). The runtime and dev images always carry the importable `tfk8s` package
@@ -93,10 +97,31 @@ STAGES = {
     "runtime": {"kind": "debootstrap", "packages": RUNTIME_PACKAGES},
     "dev": {"kind": "apt", "parent": "runtime", "packages": DEV_PACKAGES, "mkdirs": ["/run/sshd"]},
 }
-# Images: name -> definition (its stage + the image config)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def default_launcher_image():
+    """The TFCluster launcher's default image (kDefaultLauncherImage), as the kubelet names it."""
+    with open(os.path.join(REPO, "include", "tfk8s", "tfcluster.hpp")) as f:
+        m = re.search(r'kDefaultLauncherImage = "([^"]+)"', f.read())
+    if not m:
+        raise RuntimeError("kDefaultLauncherImage not found in include/tfk8s/tfcluster.hpp")
+    return normalized_ref(m.group(1))
+
+
+def normalized_ref(ref):
+    """A reference as containerd stores it: docker.io/ (and library/) for Docker Hub names."""
+    first = ref.split("/", 1)[0]
+    if "/" in ref and ("." in first or ":" in first or first == "localhost"):
+        return ref
+    return "docker.io/" + (ref if "/" in ref else "library/" + ref)
+
+
+# Images: name -> definition (its stage + the image config; "also": more tags)
 IMAGES = {
     "pause": {"stage": "pause", "cmd": ["/pause"]},
-    "runtime": {"stage": "runtime", "cmd": ["/usr/bin/python3"]},
+    "runtime": {"stage": "runtime", "cmd": ["/usr/bin/python3"],
+                "also": [default_launcher_image()]},
     "dev": {"stage": "dev", "cmd": ["/bin/bash"]},
 }
 ORDER = ["pause", "runtime", "dev"]
@@ -104,7 +129,6 @@ TFK8S_PACKAGE_ENV = "TFK8S_IMAGE_TFK8S_PACKAGE"
 TFK8S_PACKAGE_DEST = "/usr/local/lib/python3.11/dist-packages/tfk8s"
 TFK8S_CLI_ENV = "TFK8S_IMAGE_TFK8S_CLI"
 TFK8S_CLI_DEST = "/usr/local/bin/tfk8s"
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAINER_SRC = os.path.join(REPO, "examples", "trainer")
 TRAINER_DEST = "/opt/tfk8s/examples/trainer"
 LAUNCHER_SRC = os.path.join(REPO, "src", "launcher", "tfk8s_launcher.c")
@@ -389,7 +413,8 @@ def image_key(name):
 
 
 def refs(name):
-    return ["%s/%s:1" % (REGISTRY, name), "%s/%s:%s" % (REGISTRY, name, image_key(name))]
+    return (["%s/%s:1" % (REGISTRY, name), "%s/%s:%s" % (REGISTRY, name, image_key(name))]
+            + IMAGES[name].get("also", []))
 
 
 def archive(name):

@@ -1,0 +1,216 @@
+"""The GitOps round trip (#40): `tfk8s <kind> render | kubectl apply -f -`, then `tfk8s <kind>
+delete` leaves nothing of the workload; once the root exists, render owns every other object by
+it, so `kubectl delete` of the root cascades. `render` uses the context's namespace and the
+server's API versions, and says what it assumed when no server answers.
+
+CTest sets TFK8S_CLI and TFK8S_TEST_KUBECONFIG (the local cluster's), as for test_cli.py.
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from test_cli import DEV, KUBECONFIG, kubectl, run  # DEV: alice's "lab", no home volume
+
+NS = "gitops-" + uuid.uuid4().hex[:6]
+
+CLUSTER = """\
+kind: TFCluster
+name: {name}
+ps: {{replicas: 1, resources: {{cpu: 100m, memory: 128Mi}}}}
+worker: {{replicas: 2, resources: {{cpu: 100m, memory: 128Mi}}}}
+"""
+
+TASK = """\
+name: {name}
+image: python:3.11-slim
+execCommand: python3
+entryPath: tasks/train.py
+resources: {{cpu: 100m, memory: 128Mi}}
+"""
+
+# Every kind tfk8s renders (and the pods its Jobs and StatefulSets make).
+KINDS = "configmaps,secrets,services,jobs,statefulsets,pods,persistentvolumeclaims,serviceaccounts,roles,rolebindings"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def namespace():
+    run("quota", "apply", "-f", "-", input='name: %s\nhard: {requests.cpu: "8", pods: 40}\n' % NS)
+    yield NS
+    run("quota", "delete", NS, "--delete-namespace")
+
+
+def kubectl_apply(yaml_text):
+    return kubectl("apply", "-n", NS, "-f", "-", input=yaml_text)
+
+
+def left_of(selector, timeout=60):
+    """What carries `selector` in the namespace, once nothing more is going away (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = kubectl("get", KINDS, "-n", NS, "-l", selector, "-o", "name").split()
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(1)
+
+
+def render(kind, text, *args):
+    r = run(kind, "render", "-n", NS, "-f", "-", *args, input=text)
+    assert r.stderr == "", r.stderr  # the server answered: nothing assumed
+    return r.stdout
+
+
+def owners(kind, text):
+    """(kind, name) -> the UIDs of its ownerReferences, for each object `render -o json` prints."""
+    docs = json.loads(render(kind, text, "-o", "json"))
+    items = docs["items"] if docs.get("kind") == "List" else [docs]
+    return {(o["kind"], o["metadata"]["name"]): [r["uid"] for r in o["metadata"].get("ownerReferences", [])]
+            for o in items}
+
+
+def test_tfcluster_render_apply_then_delete_leaves_nothing():
+    rendered = render("tfcluster", CLUSTER.format(name="g1"))
+    assert "ownerReferences" not in rendered  # no root yet: nothing to own them
+    kubectl_apply(rendered)
+    made = kubectl("get", KINDS, "-n", NS, "-l", "tfk8s.io/cluster=g1", "-o", "name").split()
+    assert "job.batch/g1-worker-1" in made and "service/g1-worker" in made, made
+    assert run("tfcluster", "delete", "g1", "-n", NS, "--wait", "--timeout", "90s").stdout == "tfcluster/g1 deleted\n"
+    assert left_of("tfk8s.io/cluster=g1") == []
+
+
+def test_tfcluster_rendered_once_the_root_exists_cascades_with_kubectl_delete():
+    kubectl_apply(render("tfcluster", CLUSTER.format(name="g2")))
+    uid = json.loads(kubectl("get", "configmap", "g2", "-n", NS, "-o", "json"))["metadata"]["uid"]
+    again = render("tfcluster", CLUSTER.format(name="g2"))
+    owned = owners("tfcluster", CLUSTER.format(name="g2"))
+    assert owned.pop(("ConfigMap", "g2")) == []
+    assert owned and all(refs == [uid] for refs in owned.values()), owned
+    kubectl_apply(again)  # the GitOps tool's next sync: every object now owned by the root
+    kubectl("delete", "configmap", "g2", "-n", NS, "--cascade=foreground", "--wait=true", "--timeout=90s")
+    assert left_of("tfk8s.io/cluster=g2") == []
+
+
+def test_dev_render_apply_then_delete_leaves_nothing():
+    rendered = render("dev", DEV)
+    kubectl_apply(rendered)
+    made = kubectl("get", KINDS, "-n", NS, "-l", "tfk8s.io/instance=lab", "-o", "name").split()
+    assert "statefulset.apps/lab" in made and any(m.startswith("service/") for m in made), made
+    assert run("dev", "delete", "lab", "-n", NS, "--wait", "--timeout", "90s").stdout == "dev/lab deleted\n"
+    assert left_of("tfk8s.io/instance=lab") == []
+
+
+def test_job_render_apply_then_delete_leaves_nothing():
+    nightly = TASK.format(name="gnightly") + 'schedule: "0 3 * * *"\n'
+    kubectl_apply(render("job", nightly))
+    assert kubectl("get", "cronjobs", "-n", NS, "-o", "name").split() == ["cronjob.batch/gnightly"]
+    # An on-demand run: a name from its content, so kubectl apply takes it, twice: one run.
+    once = render("job", TASK.format(name="gonce"))
+    assert "generateName" not in once and re.search(r"name: gonce-[0-9a-f]{10}\n", once), once
+    assert render("job", TASK.format(name="gonce")) == once
+    kubectl_apply(once)
+    kubectl_apply(once)
+    assert len(kubectl("get", "jobs", "-n", NS, "-l", "tfk8s.io/scheduledjob=gonce", "-o", "name").split()) == 1
+    assert "gonce" in run("job", "list", "-n", NS, "-o", "name").stdout
+    for task in ("gnightly", "gonce"):
+        assert run("job", "delete", task, "-n", NS).stdout == "job/%s deleted\n" % task
+        assert left_of("tfk8s.io/scheduledjob=" + task) == []
+
+
+def copied_kubeconfig(tmp_path, server=None, namespace=None):
+    """The local cluster's kubeconfig, copied: another server, or the context's namespace set."""
+    with open(KUBECONFIG) as f:
+        text = f.read()
+    base = os.path.dirname(os.path.abspath(KUBECONFIG))
+    text = re.sub(r"^(\s+(?:certificate-authority|client-certificate|client-key|tokenFile): )(?!/)(\S+)$",
+                  lambda m: m.group(1) + os.path.join(base, m.group(2)), text, flags=re.M)
+    if server:
+        text = re.sub(r"server: \S+", "server: " + server, text)
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    if namespace:
+        env = dict(os.environ, KUBECONFIG=str(path))
+        subprocess.run(["kubectl", "config", "set-context", "--current", "--namespace", namespace],
+                       env=env, check=True, stdout=subprocess.DEVNULL, timeout=30)
+    return path
+
+
+def test_render_uses_the_context_namespace_and_says_what_it_assumed_offline(tmp_path):
+    nightly = TASK.format(name="ctx") + 'schedule: "0 3 * * *"\n'
+    (tmp_path / "ns").mkdir()
+    here = copied_kubeconfig(tmp_path / "ns", namespace=NS)
+    r = run("job", "render", "-f", "-", input=nightly, kubeconfig=here)
+    assert r.stderr == "" and "namespace: %s\n" % NS in r.stdout, r
+    # The local cluster is a v1.20 server: it serves CronJob in batch/v1beta1 only.
+    assert json.loads(run("version", "-o", "json").stdout)["serverVersion"]["gitVersion"].startswith("v1.20")
+    assert "apiVersion: batch/v1beta1\nkind: CronJob" in r.stdout, r.stdout
+    # No server answering: rendered anyway, and stderr says for what.
+    (tmp_path / "dead").mkdir()
+    dead = copied_kubeconfig(tmp_path / "dead", server="https://127.0.0.1:9", namespace=NS)
+    r = run("job", "render", "-f", "-", input=nightly, kubeconfig=dead)
+    assert "apiVersion: batch/v1\nkind: CronJob" in r.stdout and "namespace: %s\n" % NS in r.stdout
+    note = r.stderr.strip().splitlines()
+    assert len(note) == 1 and note[0].startswith("note: rendered offline (the server did not answer"), r.stderr
+    assert "namespace %s" % NS in note[0] and "CronJob batch/v1" in note[0], note
+    # --offline: asked for, so nothing to say.
+    r = run("job", "render", "--offline", "-f", "-", input=nightly, kubeconfig=dead)
+    assert r.stderr == "" and "kind: CronJob" in r.stdout
+    # No kubeconfig at all: namespace default, said.
+    r = run("job", "render", "-f", "-", input=nightly, kubeconfig=tmp_path / "none")
+    assert "namespace: default\n" in r.stdout and "note: rendered offline (no kubeconfig" in r.stderr
+
+
+def test_delete_by_names_selector_and_file_reports_each_failure(tmp_path):
+    specs = "---\n".join(CLUSTER.format(name=n) + "labels: {batch: %s}\n" % b
+                         for n, b in (("d1", "x"), ("d2", "x"), ("d3", "y"), ("d4", "z")))
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=specs)
+    # Several names: each deleted; a missing one is its own error line, the rest still go, exit 1.
+    r = run("tfcluster", "delete", "d1", "nosuch", "d4", "-n", NS, check=False)
+    assert r.returncode == 1, r
+    assert r.stdout == "tfcluster/d1 deleted\ntfcluster/d4 deleted\n", r.stdout
+    assert r.stderr.startswith("error: NotFound: ") and "nosuch" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    # -l: what the server selects by the specs' labels.
+    assert run("tfcluster", "delete", "-n", NS, "-l", "batch=x").stdout == "tfcluster/d2 deleted\n"
+    r = run("tfcluster", "delete", "-n", NS, "-l", "batch=nothing")
+    assert r.stdout == "" and r.stderr == "No TFClusters found\n"
+    # -f: the workloads the file describes.
+    spec = tmp_path / "d3.yaml"
+    spec.write_text(CLUSTER.format(name="d3"))
+    assert run("tfcluster", "delete", "-n", NS, "-f", spec).stdout == "tfcluster/d3 deleted\n"
+    assert run("tfcluster", "list", "-n", NS, "-o", "name").stdout == ""
+    # Neither or two of them: a usage error, nothing deleted.
+    for args in ((), ("d9", "-f", spec), ("d9", "-l", "batch=x")):
+        r = run("tfcluster", "delete", "-n", NS, *args, check=False)
+        assert r.returncode == 2 and r.stderr.startswith("error: usage: delete takes"), r
+
+
+def test_get_prints_a_kubernetes_object_that_applies_back_and_templates_read_it():
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=CLUSTER.format(name="obj") + "labels: {team: a}\n")
+    obj = json.loads(run("tfcluster", "get", "obj", "-n", NS, "-o", "json").stdout)
+    assert obj["apiVersion"] == "tfk8s.io/v1" and obj["kind"] == "TFCluster", obj
+    assert obj["metadata"] == {"name": "obj", "namespace": NS, "labels": {"team": "a"}}, obj["metadata"]
+    assert obj["spec"]["worker"]["replicas"] == 2 and "name" not in obj["spec"]
+    assert obj["status"]["phase"] in ("Pending", "Running"), obj["status"]
+    # The round trip: what get prints, apply takes (status ignored), changed or not.
+    as_yaml = run("tfcluster", "get", "obj", "-n", NS, "-o", "yaml").stdout
+    assert run("tfcluster", "apply", "-n", NS, "-f", "-", input=as_yaml).stdout.startswith("tfcluster/obj applied")
+    scaled = as_yaml.replace("replicas: 2", "replicas: 1")
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=scaled)
+    assert json.loads(run("tfcluster", "get", "obj", "-n", NS, "-o", "json").stdout)["spec"]["worker"]["replicas"] == 1
+    # A list is a List of them; templates read the same objects.
+    listed = json.loads(run("tfcluster", "list", "-n", NS, "-o", "json").stdout)
+    assert listed["kind"] == "List" and [i["metadata"]["name"] for i in listed["items"]] == ["obj"]
+    assert run("tfcluster", "list", "-n", NS, "-o", "jsonpath={.items[*].metadata.name}").stdout == "obj"
+    assert run("tfcluster", "get", "obj", "-n", NS, "-o", "jsonpath={.spec.worker.replicas}").stdout == "1"
+    table = run("tfcluster", "list", "-n", NS, "-o", "custom-columns=NAME:.metadata.name,TEAM:.metadata.labels.team").stdout
+    assert table.split() == ["NAME", "TEAM", "obj", "a"], table
+    # A bad template is a usage error before any request; a foreign apiVersion is refused.
+    r = run("tfcluster", "list", "-n", NS, "-o", "jsonpath={.items", check=False)
+    assert r.returncode == 2 and "unclosed action" in r.stderr, r
+    r = run("tfcluster", "apply", "-n", NS, "-f", "-", input=as_yaml.replace("tfk8s.io/v1", "v1"), check=False)
+    assert r.returncode == 1 and "apiVersion" in r.stderr and "tfk8s.io/v1" in r.stderr, r
+    run("tfcluster", "delete", "obj", "-n", NS)
