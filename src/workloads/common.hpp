@@ -140,7 +140,8 @@ bool WaitForObject(Client client, const ResourceType& type, const std::string& n
 /// Opens the log of one pod for `who` (a replica "worker-1", an attempt, an instance's pod):
 /// the server's refusals become a BadRequest in those terms: `previous` of a container that
 /// never restarted ("worker-1 has no previous container: it has not restarted"), a container
-/// still waiting ("worker-1 has not started: ContainerCreating").
+/// still waiting ("worker-1 has not started: ContainerCreating") or a pod not scheduled yet
+/// ("worker-1 has not started: not scheduled on a node yet").
 LogStream OpenPodLogs(Client& client, const std::string& ns, const std::string& pod,
                       const LogOptions& options, const std::string& who);
 

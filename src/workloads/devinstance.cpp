@@ -634,9 +634,50 @@ WorkloadLogStream DevInstance::StreamLogs(WorkloadLogOptions options) const {
   LogOptions lo = options.ForPod(internal::kDevContainer);
   return WorkloadLogStream::WithOptions(
       std::move(options),
-      [client = client_, ns = spec_.namespace_name, pod, lo](
+      [client = client_, ns = spec_.namespace_name, name = spec_.name, pod, lo](
           const WorkloadLogOptions& o, const WorkloadLogStream::Emit& emit) mutable {
-        LogStream stream = client.StreamLogs(ns, pod, lo);
+        // A pod whose container has not started (or no pod: a stopped instance) is said at
+        // once: an error without follow; with it a notice line, then its log once it starts
+        // (at most pending_wait).
+        std::optional<LogStream> opened;
+        bool noticed = false;
+        const auto until = std::chrono::steady_clock::now() + o.pending_wait;
+        while (!opened) {
+          std::string why;
+          try {
+            opened.emplace(internal::OpenPodLogs(client, ns, pod, lo, pod));
+            break;
+          } catch (const NotFound&) {
+            if (!o.follow) {
+              throw NotFound(ErrorKind::kNotFound,
+                             fmt::format("DevInstance {}/{} has no pod {} (stopped, or not "
+                                         "created yet): no logs (-f waits for them)",
+                                         ns, name, pod),
+                             404, "NotFound");
+            }
+            why = "no pod yet";
+          } catch (const BadRequest& e) {
+            // OpenPodLogs words a container that has not started as "<pod> has not started…".
+            const std::string what = e.what();
+            const std::string started = pod + " has not started";
+            if (!o.follow || what.rfind(started, 0) != 0) throw;
+            why = what.substr(started.size());
+            if (why.starts_with(": ")) why.erase(0, 2);
+            why = why.substr(0, why.find(" ("));
+          }
+          if (!noticed) {
+            noticed = true;
+            if (!emit({pod, "(not started: " + why + "; its logs follow when it starts)"})) return;
+          }
+          if (o.cancelled()) return;
+          if (std::chrono::steady_clock::now() >= until) {
+            throw Timeout(ErrorKind::kTimeout,
+                          fmt::format("DevInstance {}/{}: pod {} has not started after {} ms", ns,
+                                      name, pod, o.pending_wait.count()));
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        }
+        LogStream& stream = *opened;
         while (!o.cancelled()) {
           auto line = stream.NextLine(std::chrono::milliseconds(500));
           if (line) {

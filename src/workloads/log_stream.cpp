@@ -135,6 +135,8 @@ LogStream OpenPodLogs(Client& client, const std::string& ns, const std::string& 
       what = who +
              " has no previous container: it has not restarted (--previous shows the log of the "
              "container before its last restart)";
+    } else if (m.find("does not have a host assigned") != std::string::npos) {
+      what = who + " has not started: not scheduled on a node yet";
     } else if (auto at = m.find("is waiting to start"); at != std::string::npos) {
       std::string reason = m.substr(at + std::string_view("is waiting to start").size());
       if (reason.starts_with(": ")) reason.erase(0, 2);

@@ -461,7 +461,24 @@ WorkloadLogStream ScheduledJob::StreamLogs(WorkloadLogOptions options) {
           self.FollowLogs(o, emit);
           return;
         }
-        for (const AttemptLog& a : self.Logs(o)) {
+        // An attempt whose container has not started is said at once (a notice line); a run
+        // none of whose attempts started is an error saying so, not an empty success.
+        std::vector<AttemptLog> attempts = self.Logs(o);
+        bool any_started = false;
+        for (const AttemptLog& a : attempts) any_started = any_started || a.phase != "Pending";
+        if (!any_started) {
+          std::string run = o.source.empty() ? self.NewestRun() : o.source;
+          throw Error(ErrorKind::kWorkloadFailed,
+                      fmt::format("no attempt of run {}/{} has started, so there are no logs yet"
+                                  "{} (-f waits for them)",
+                                  self.spec().namespace_name, run,
+                                  attempts.empty() ? ": it has no pod yet" : ": Pending"));
+        }
+        for (const AttemptLog& a : attempts) {
+          if (a.phase == "Pending") {
+            if (!emit({fmt::format("attempt-{}", a.attempt), "(not started: Pending)"})) return;
+            continue;
+          }
           std::size_t start = 0;
           while (start < a.text.size()) {
             std::size_t end = a.text.find('\n', start);

@@ -183,9 +183,9 @@ def test_quota_render_list_status_usage():
     one_error_line(run("quota", "status", "no-such-queue-" + NS, check=False), 1, "NotFound")
     wide = run("quota", "list", "-o", "wide").stdout.splitlines()
     assert wide[0].split() == ["QUEUE", "RESOURCES", "READY", "CPU", "MEMORY", "GPU", "PODS"], wide
-    # used/hard in human units: CPU in cores, memory in binary units ("0 B/16 GiB")
+    # used/hard in Kubernetes' notation, as kubectl prints quantities ("500m/8", "0/16Gi")
     row = next(l for l in wide if l.split()[0] == NS)
-    assert re.match(r"^\S+ +\d+ +\S+ +[\d.]+/8 +[\d.]+ [KMGT]?i?B/16 GiB +- +\d+/40$", row), row
+    assert re.match(r"^\S+ +\d+ +\S+ +\d+m?/8 +\d+(Ki|Mi|Gi|k|M|G)?/16Gi +- +\d+/40$", row), row
 
 
 # ---- tfcluster ---------------------------------------------------------------------------------

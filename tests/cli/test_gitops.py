@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from test_cli import DEV, KUBECONFIG, kubectl, run  # DEV: alice's "lab", no home volume
+from test_cli import CLI, DEV, KUBECONFIG, kubectl, run  # DEV: alice's "lab", no home volume
 
 NS = "gitops-" + uuid.uuid4().hex[:6]
 
@@ -214,3 +214,64 @@ def test_get_prints_a_kubernetes_object_that_applies_back_and_templates_read_it(
     r = run("tfcluster", "apply", "-n", NS, "-f", "-", input=as_yaml.replace("tfk8s.io/v1", "v1"), check=False)
     assert r.returncode == 1 and "apiVersion" in r.stderr and "tfk8s.io/v1" in r.stderr, r
     run("tfcluster", "delete", "obj", "-n", NS)
+
+
+def test_a_directory_of_specs_applies_renders_and_deletes(tmp_path):
+    (tmp_path / "a.yaml").write_text(CLUSTER.format(name="da"))
+    (tmp_path / "b.yml").write_text(CLUSTER.format(name="db") + "---\n" + CLUSTER.format(name="dc"))
+    (tmp_path / "notes.txt").write_text("not a spec: not read\n")
+    assert run("tfcluster", "render", "-n", NS, "-f", tmp_path).stdout.count("kind: ConfigMap") == 3
+    out = run("tfcluster", "apply", "-n", NS, "-f", tmp_path).stdout
+    assert [line.split()[0] for line in out.splitlines()] == ["tfcluster/da", "tfcluster/db", "tfcluster/dc"]
+    # A bad document anywhere in the directory: named with its file, nothing sent.
+    (tmp_path / "c.json").write_text('{"name": "dd", "worker": {"replicas": -1}}')
+    r = run("tfcluster", "delete", "-n", NS, "-f", tmp_path, check=False)
+    assert r.returncode == 1 and str(tmp_path / "c.json") in r.stderr and r.stdout == "", r
+    assert len(run("tfcluster", "list", "-n", NS, "-o", "name").stdout.split()) == 3
+    (tmp_path / "c.json").unlink()
+    assert run("tfcluster", "delete", "-n", NS, "-f", tmp_path).stdout.count(" deleted\n") == 3
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run("tfcluster", "apply", "-n", NS, "-f", empty, check=False)
+    assert r.returncode == 1 and "is a directory without .yaml, .yml or .json files" in r.stderr, r
+
+
+def test_dev_and_job_logs_say_at_once_that_nothing_started():
+    never = 'podAnnotations: {sim.tfk8s.io/image-pull-error: "true"}\n'
+    run("dev", "apply", "-n", NS, "-f", "-", input=DEV.replace("name: lab", "name: nolog") + never)
+    started = time.monotonic()
+    r = run("dev", "logs", "nolog", "-n", NS, check=False, timeout=60)
+    assert time.monotonic() - started < 20 and r.returncode == 1, r
+    assert re.match(r"^error: \w+: nolog-0 has not started", r.stderr) or "has no pod" in r.stderr, r.stderr
+    p = subprocess.run(["timeout", "6", CLI, "--kubeconfig", KUBECONFIG, "dev", "logs", "nolog",
+                        "-n", NS, "-f"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+    assert p.returncode == 124, (p.returncode, p.stdout, p.stderr)
+    assert re.match(r"^\[nolog-0\] \(not started: .*its logs follow when it starts\)\n$", p.stdout), p.stdout
+    run("dev", "delete", "nolog", "-n", NS)
+
+    run("job", "run", "-n", NS, "-f", "-", input=TASK.format(name="nolog") + never)
+    r = run("job", "logs", "nolog", "-n", NS, check=False, timeout=60)
+    assert r.returncode == 1 and r.stdout in ("", "[attempt-1] (not started: Pending)\n"), r
+    assert re.match(r"^error: WorkloadFailed: no attempt of run \S+/nolog-\S+ has started", r.stderr), r.stderr
+    run("job", "delete", "nolog", "-n", NS)
+
+
+def test_describe_shows_the_status_and_the_events_of_its_objects():
+    never = 'podAnnotations: {sim.tfk8s.io/image-pull-error: "true"}'
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=CLUSTER.format(name="desc").replace(
+        "worker: {replicas: 2, resources: {cpu: 100m, memory: 128Mi}}",
+        "worker: {replicas: 1, resources: {cpu: 100m, memory: 128Mi}, " + never + "}") + "labels: {team: a}\n")
+    deadline = time.monotonic() + 60
+    while True:
+        out = run("tfcluster", "describe", "desc", "-n", NS).stdout
+        if re.search(r"^\S+ +Normal +Scheduled +pod/desc-worker-0-\S+ ", out, re.M) or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert out.startswith("Name:       desc\nNamespace:  %s\nKind:       TFCluster\n" % NS), out
+    assert "Labels:     team=a\n" in out and "\nStatus:\nPending" in out, out
+    assert re.search(r"^LAST SEEN +TYPE +REASON +OBJECT +MESSAGE$", out, re.M), out
+    assert re.search(r"^\S+ +Normal +SuccessfulCreate +job/desc-ps-0 +Created pod: desc-ps-0-", out, re.M), out
+    assert re.search(r"^\S+ +Normal +Scheduled +pod/desc-worker-0-\S+ ", out, re.M), out
+    run("tfcluster", "delete", "desc", "-n", NS)
+    r = run("tfcluster", "describe", "desc", "-n", NS, check=False)
+    assert r.returncode == 1 and "TFCluster %s/desc not found" % NS in r.stderr, r

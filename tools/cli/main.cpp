@@ -7,15 +7,18 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -246,6 +249,9 @@ class Kind {
   virtual std::string Apply(Session& s, const Json& doc, bool show_password) const = 0;
   // The stored spec.
   virtual Json Get(Session& s, const std::string& ns, const std::string& name) const = 0;
+  // The label naming the workload on every object it renders and on its pods ("": none, no
+  // describe).
+  virtual std::string NameLabel() const { return ""; }
   // The workload as a Kubernetes-style object (KubernetesObject): its stored spec and status;
   // null for a kind that has none (quotas: Get() as it is).
   virtual Json Object(Session& /*s*/, const std::string& /*ns*/,
@@ -281,7 +287,8 @@ class Kind {
 
 // Every document of `file`, checked before anything is sent (defined with the verbs below).
 std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
-                                const std::string& default_ns, const std::string& forced_ns);
+                                const std::string& default_ns, const std::string& forced_ns,
+                                bool for_apply = false);
 
 // A workload as `-o json|yaml` prints it, the Kubernetes way: apiVersion tfk8s.io/v1 (a
 // client-side version: no CRD is involved), kind, metadata (name, namespace, the spec's labels),
@@ -403,6 +410,7 @@ Rows RefRows(const std::vector<WorkloadRef>& refs, const std::vector<std::string
 class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
  public:
   TFClusterCommand() : WorkloadKind("tfcluster", "TFCluster") {}
+  std::string NameLabel() const override { return "tfk8s.io/cluster"; }
   void AddLogFlags(CLI::App* logs, KindFlags& f) const override {
     logs->add_option("--role", f.logs.source,
                      "Only this role (ps, worker, chief, evaluator) or replica (worker-1)");
@@ -463,6 +471,7 @@ std::string AccessText(const DevStartResult& started, bool show_password) {
 class DevCommand : public WorkloadKind<DevInstance, DevDeleteOptions> {
  public:
   DevCommand() : WorkloadKind("dev", "DevInstance") {}
+  std::string NameLabel() const override { return "tfk8s.io/instance"; }
   void AddApplyFlags(CLI::App* apply, KindFlags& f) const override {
     apply->add_flag("--show-password", f.show_password, "Print a created instance's password");
   }
@@ -562,6 +571,7 @@ std::string TimeText(const std::optional<std::chrono::system_clock::time_point>&
 class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> {
  public:
   JobCommand() : WorkloadKind("job", "ScheduledJob") {}
+  std::string NameLabel() const override { return "tfk8s.io/scheduledjob"; }
   void AddLogFlags(CLI::App* logs, KindFlags& f) const override {
     logs->add_option("--run", f.logs.source, "This run (default: the newest)");
   }
@@ -654,7 +664,8 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
         run_verb->add_option("name", f->name, "The stored ScheduledJob's name (or -f)");
     run_verb
         ->add_option("-f,--filename", f->file,
-                     "Spec file, - for stdin: a run of each task (a task with a schedule runs "
+                     "Spec file, a directory of them, - for stdin: a run of each task (a task with "
+                     "a schedule runs "
                      "from its applied CronJob)")
         ->excludes(name);
     run_verb->require_option(1);
@@ -705,8 +716,8 @@ class QuotaCommand : public SpecKind<QuotaSpec> {
       if (wide) {
         for (const auto& [column, resource] : kWideResources) {
           std::optional<ResourceUsage> r = u.Find(resource);
-          row.push_back(r ? FormatAmount(resource, r->used) + "/" + FormatAmount(resource, r->hard)
-                          : "-");
+          // In Kubernetes' notation, as kubectl prints quantities (2700m, 16Gi).
+          row.push_back(r ? r->used.ToString() + "/" + r->hard.ToString() : "-");
         }
       }
       rows.push_back(std::move(row));
@@ -778,16 +789,46 @@ void CheckDocument(const Kind& kind, Json& doc, const std::string& where,
 
 std::string Origin(const std::string& file) { return file == "-" ? "stdin" : file; }
 
-// Every document of `file`, checked before anything is sent.
-std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
-                                const std::string& default_ns, const std::string& forced_ns) {
-  std::string origin = Origin(file);
-  std::vector<Json> docs = ReadSpecDocuments(ReadInput(file), origin, kind.doc_kind());
-  for (std::size_t i = 0; i < docs.size(); ++i) {
-    CheckDocument(kind, docs[i], origin + " document " + std::to_string(i + 1), default_ns,
-                  forced_ns);
+// What `-f` names, each input with its name for messages: stdin ("-"), a file, or the .yaml,
+// .yml and .json files of a directory (not its subdirectories), sorted by name, as `kubectl
+// apply -f DIR` reads them.
+std::vector<std::pair<std::string, std::string>> ReadInputs(const std::string& file) {
+  if (file == "-" || !std::filesystem::is_directory(file)) {
+    return {{Origin(file), ReadInput(file)}};
   }
-  return docs;
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(file)) {
+    const std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) {
+      paths.push_back(entry.path().string());
+    }
+  }
+  if (paths.empty()) {
+    throw ValidationError("file", file, "is a directory without .yaml, .yml or .json files");
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& path : paths) inputs.emplace_back(path, ReadInput(path));
+  return inputs;
+}
+
+// Every document of `file` (a directory: of each of its spec files), checked before anything
+// is sent; `for_apply`: also what `apply` must not send (Kind::CheckApply).
+std::vector<Json> LoadDocuments(const Kind& kind, const std::string& file,
+                                const std::string& default_ns, const std::string& forced_ns,
+                                bool for_apply) {
+  std::vector<Json> all;
+  for (const auto& [origin, text] : ReadInputs(file)) {
+    std::vector<Json> docs = ReadSpecDocuments(text, origin, kind.doc_kind());
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      const std::string where = origin + " document " + std::to_string(i + 1);
+      CheckDocument(kind, docs[i], where, default_ns, forced_ns);
+      if (for_apply) kind.CheckApply(docs[i], where);
+    }
+    all.insert(all.end(), std::make_move_iterator(docs.begin()),
+               std::make_move_iterator(docs.end()));
+  }
+  return all;
 }
 
 // One document's pre-flight: "NOUN/NAME: fits" or "does not fit" and why, then the notes (or
@@ -951,14 +992,12 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
   v.add("apply",
         "Create or update from a spec file (YAML or JSON, several documents; -f - for stdin)",
         [s, k, &f] {
-          auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name);
-          for (std::size_t i = 0; i < docs.size(); ++i) {
-            k->CheckApply(docs[i], Origin(f.file) + " document " + std::to_string(i + 1));
-          }
+          auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name,
+                                    /*for_apply=*/true);
           for (const auto& doc : docs)
             std::cout << k->Apply(*s, doc, f.show_password) << std::flush;
         })
-      ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
+      ->add_option("-f,--filename", f.file, "Spec file, a directory of them, - for stdin")
       ->required();
   kind.AddApplyFlags(actions.back().first, f);
   CLI::App* render = v.add(
@@ -966,13 +1005,16 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
       "Print the Kubernetes objects of a spec file for kubectl apply (YAML, or -o json): for the "
       "server's API versions, owned by a root that exists; writes nothing",
       [s, k, &f] { RenderDocuments(*s, *k, f.file, f.offline); });
-  render->add_option("-f,--filename", f.file, "Spec file, - for stdin")->required();
+  render->add_option("-f,--filename", f.file, "Spec file, a directory of them, - for stdin")
+      ->required();
   render->add_flag("--offline", f.offline,
                    "Contact no cluster: the namespace is -n, else the kubeconfig context's, else "
                    "default; API versions of Kubernetes >= 1.21; no ownerReferences");
 }
 
-// list, get and status.
+void Describe(Session& s, const Kind& k, const std::string& name);  // below
+
+// list, get, status and describe.
 void AddReadVerbs(const Verbs& v, const Kind& kind) {
   Session* s = v.s;
   KindFlags& f = *v.f;
@@ -1004,6 +1046,84 @@ void AddReadVerbs(const Verbs& v, const Kind& kind) {
   v.name_arg(v.add("status", "Status table (-o json|yaml for the fields)", [s, k, &f] {
     k->Status(*s, k->namespaced() ? s->Namespace() : "", f.name, s->globals().output);
   }));
+  if (!kind.NameLabel().empty()) {
+    v.name_arg(v.add("describe",
+                     "Name, labels, the status table and the recent events of its objects",
+                     [s, k, &f] { Describe(*s, *k, f.name); }));
+  }
+}
+
+// `describe`: the workload (name, namespace, labels), its status table, then the recent events
+// of its objects (those its stored spec renders, and its pods), oldest first, as kubectl
+// describe ends with them.
+// A string field of a server object ("" when absent, null or not a string: events leave
+// fields null).
+std::string Text(const Json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+std::string Text(const Json& value) { return value.is_string() ? value.get<std::string>() : ""; }
+
+void Describe(Session& s, const Kind& k, const std::string& name) {
+  const std::string ns = s.Namespace();
+  Json object = k.Object(s, ns, name);  // NotFound in the user's terms
+  const Json& metadata = object["metadata"];
+  std::string labels;
+  const Json label_map = metadata.value("labels", Json::object());  // kept: items() borrows
+  for (const auto& [key, value] : label_map.items()) {
+    labels += (labels.empty() ? "" : ",") + key + "=" + Text(value);
+  }
+  std::cout << "Name:       " << name << "\nNamespace:  " << ns << "\nKind:       " << k.doc_kind()
+            << "\nOwner:      " << Text(object["spec"], "owner")
+            << "\nLabels:     " << (labels.empty() ? "<none>" : labels) << "\n\nStatus:\n"
+            << std::flush;
+  k.Status(s, ns, name, "");
+  // Which objects are the workload's: what its spec renders, and its pods.
+  Json spec = k.Get(s, ns, name);
+  std::set<std::pair<std::string, std::string>> mine;  // kind, name
+  for (const auto& o : k.Render(spec)) {
+    mine.emplace(Text(o, "kind"), Text(o["metadata"], "name"));
+  }
+  ListOptions by_label;
+  by_label.label_selector = k.NameLabel() + "=" + name;
+  Json pods = s.client().ListAll({"", "v1", "Pod", "pods", true}, ns, by_label);
+  for (const auto& pod : pods["items"]) mine.emplace("Pod", Text(pod["metadata"], "name"));
+  Json events = s.client().ListAll({"", "v1", "Event", "events", true}, ns);
+  struct Row {
+    std::string when;
+    std::vector<std::string> cells;
+  };
+  std::vector<Row> rows;
+  const auto now = std::chrono::system_clock::now();
+  for (const auto& e : events["items"]) {
+    const Json about = e.contains("involvedObject") ? e["involvedObject"] : Json::object();
+    if (!mine.count({Text(about, "kind"), Text(about, "name")})) continue;
+    std::string when = Text(e, "lastTimestamp");
+    if (when.empty()) when = Text(e, "eventTime");
+    if (when.empty()) when = Text(e["metadata"], "creationTimestamp");
+    std::string kind = Text(about, "kind");
+    std::transform(kind.begin(), kind.end(), kind.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string message = Text(e, "message");
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    rows.push_back({when,
+                    {Age(when, now), Text(e, "type"), Text(e, "reason"),
+                     kind + "/" + Text(about, "name"), message}});
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.when < b.when; });
+  constexpr std::size_t kShown = 20;  // the most recent
+  std::cout << "\nEvents:";
+  if (rows.empty()) {
+    std::cout << " <none>\n";
+    return;
+  }
+  Rows table{{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}};
+  for (std::size_t i = rows.size() > kShown ? rows.size() - kShown : 0; i < rows.size(); ++i) {
+    table.push_back(rows[i].cells);
+  }
+  std::cout << "\n" << FormatTextTable(table);
 }
 
 // `delete`: each workload named, selected by -l or described by -f, in turn; one that cannot
@@ -1055,7 +1175,8 @@ void AddLifeVerbs(const Verbs& v, const Kind& kind) {
                         "namespace) or -f FILE; --wait until everything is gone",
                         [s, k, &f] { DeleteWorkloads(*s, *k, f); });
   del->add_option("names", f.names, "The " + kind.doc_kind() + "s' names");
-  del->add_option("-f,--filename", f.file, "Spec file, - for stdin: the workloads it describes");
+  del->add_option("-f,--filename", f.file,
+                  "Spec file, a directory of them, - for stdin: the workloads they describe");
   if (kind.namespaced()) {
     del->add_flag("--wait", f.wait, "Wait until every object is gone");
     del->add_option("--timeout", f.timeout, "Bound of --wait (e.g. 90s, 5m)")
@@ -1078,7 +1199,7 @@ void AddLifeVerbs(const Verbs& v, const Kind& kind) {
               PrintResult("", records.size() == 1 ? records.front() : records, output);
             if (!all) throw Reported();  // exit 1; the report above says why
           })
-        ->add_option("-f,--filename", f.file, "Spec file, - for stdin")
+        ->add_option("-f,--filename", f.file, "Spec file, a directory of them, - for stdin")
         ->required();
   }
   if (!kind.WaitConditions().empty()) {
@@ -1132,16 +1253,19 @@ void RunFits(Session& session, const std::vector<const Kind*>& kinds,
              const std::string& fits_file) {
   std::vector<std::string> names;
   for (const Kind* k : kinds) names.push_back(k->doc_kind());
-  std::string origin = Origin(fits_file);
-  std::vector<KindedDocument> docs = ReadKindedDocuments(ReadInput(fits_file), origin, names);
+  std::vector<KindedDocument> docs;
   std::vector<const Kind*> kind_of;
-  for (std::size_t i = 0; i < docs.size(); ++i) {  // every document checked before any request
-    const Kind* k = *std::find_if(kinds.begin(), kinds.end(),
-                                  [&](const Kind* c) { return c->doc_kind() == docs[i].kind; });
-    const std::string& forced = session.globals().namespace_name;
-    CheckDocument(*k, docs[i].document, origin + " document " + std::to_string(i + 1),
-                  k->namespaced() ? session.Namespace() : "", forced);
-    kind_of.push_back(k);
+  for (const auto& [origin, text] : ReadInputs(fits_file)) {
+    std::vector<KindedDocument> read = ReadKindedDocuments(text, origin, names);
+    for (std::size_t i = 0; i < read.size(); ++i) {  // every document checked before any request
+      const Kind* k = *std::find_if(kinds.begin(), kinds.end(),
+                                    [&](const Kind* c) { return c->doc_kind() == read[i].kind; });
+      const std::string& forced = session.globals().namespace_name;
+      CheckDocument(*k, read[i].document, origin + " document " + std::to_string(i + 1),
+                    k->namespaced() ? session.Namespace() : "", forced);
+      kind_of.push_back(k);
+      docs.push_back(std::move(read[i]));
+    }
   }
   bool all = true;
   Json records = Json::array();
@@ -1247,7 +1371,8 @@ int Run(int argc, char** argv) {
   CLI::App* fits = app.add_subcommand("fits",
                                       "Would each document of a file (mixed kinds, each with "
                                       "kind:) fit now? Exit 1 when one does not");
-  fits->add_option("-f,--filename", fits_file, "Spec file, - for stdin")->required();
+  fits->add_option("-f,--filename", fits_file, "Spec file, a directory of them, - for stdin")
+      ->required();
   actions.emplace_back(fits, [&] {
     RunFits(session, {&tfcluster, &dev, &job, &quota}, fits_file);
   });
