@@ -275,3 +275,22 @@ def test_describe_shows_the_status_and_the_events_of_its_objects():
     run("tfcluster", "delete", "desc", "-n", NS)
     r = run("tfcluster", "describe", "desc", "-n", NS, check=False)
     assert r.returncode == 1 and "TFCluster %s/desc not found" % NS in r.stderr, r
+
+
+def test_diff_shows_what_apply_would_change_with_kubectl_diffs_exit_codes(tmp_path):
+    spec = tmp_path / "dif.yaml"
+    spec.write_text(CLUSTER.format(name="dif"))
+    r = run("tfcluster", "diff", "-n", NS, "-f", spec, check=False)
+    assert r.returncode == 1, r  # differences: everything is new
+    assert re.search(r"^\+kind: ConfigMap$", r.stdout, re.M) and "+++ MERGED/batch.v1.Job.%s.dif-worker-1" % NS in r.stdout
+    assert run("tfcluster", "list", "-n", NS, "-o", "name").stdout.split().count("tfcluster/dif") == 0  # dry run only
+    run("tfcluster", "apply", "-n", NS, "-f", spec)
+    r = run("tfcluster", "diff", "-n", NS, "-f", spec, check=False)
+    assert (r.returncode, r.stdout) == (0, ""), r
+    spec.write_text(CLUSTER.format(name="dif").replace("worker: {replicas: 2", "worker: {replicas: 3"))
+    r = run("tfcluster", "diff", "-n", NS, "-f", spec, check=False)
+    assert r.returncode == 1 and "dif-worker-2.dif-worker:2222" in r.stdout, r
+    assert "note: Job/dif-ps-0 changes a field that cannot be updated: apply replaces it" in r.stderr, r.stderr
+    r = run("tfcluster", "diff", "-n", NS, "-f", tmp_path / "missing.yaml", check=False)
+    assert r.returncode == 2 and r.stderr.startswith("error: ValidationError"), r
+    run("tfcluster", "delete", "dif", "-n", NS)

@@ -3,6 +3,7 @@
 // client of the public library API only (like any user's program); the pure parts live in
 // cli_core.cpp. See docs/cli.md.
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -982,6 +983,103 @@ void RenderDocuments(Session& s, const Kind& k, const std::string& file, bool of
   PrintObjects(objects, s.globals().output);
 }
 
+[[noreturn]] void ExitNow(int code);  // below
+
+// An object as `diff` compares it: without what the server alone writes (managedFields,
+// resourceVersion, generation, status).
+Json ForDiff(Json object) {
+  if (object.contains("metadata") && object["metadata"].is_object()) {
+    for (const char* k : {"managedFields", "resourceVersion", "generation"}) {
+      object["metadata"].erase(k);
+    }
+  }
+  object.erase("status");
+  return object;
+}
+
+// `live` cut down to the fields `desired` has (recursively; arrays of the same length element by
+// element), so that comparing it with `desired` shows only what `desired` changes.
+Json ProjectOnto(const Json& live, const Json& desired) {
+  if (live.is_object() && desired.is_object()) {
+    Json out = Json::object();
+    for (const auto& [key, value] : desired.items()) {
+      if (live.contains(key)) out[key] = ProjectOnto(live[key], value);
+    }
+    return out;
+  }
+  if (live.is_array() && desired.is_array() && live.size() == desired.size()) {
+    Json out = Json::array();
+    for (std::size_t i = 0; i < live.size(); ++i) out.push_back(ProjectOnto(live[i], desired[i]));
+    return out;
+  }
+  return live;
+}
+
+// `diff -f FILE`: what `apply` would change, as `kubectl diff` shows it. Each object of
+// RenderForApply() goes through a server-side dry-run apply (the server merges, defaults and
+// admits it; nothing is stored); the live objects and the merged ones are written to two
+// directories and compared with `diff -u -N`. Exit 0: no differences; 1: differences; 2: an
+// error (kubectl diff's codes).
+int DiffDocuments(Session& s, const Kind& k, const std::string& file) {
+  auto docs = LoadDocuments(k, file, s.Namespace(), s.globals().namespace_name);
+  namespace fs = std::filesystem;
+  char pattern[] = "/tmp/tfk8s-diff-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("cannot create a temporary directory");
+  const fs::path dir = pattern;
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } cleanup{dir};
+  fs::create_directory(dir / "LIVE");
+  fs::create_directory(dir / "MERGED");
+  Client& client = s.client();
+  for (const auto& doc : docs) {
+    for (const auto& object : k.RenderForApply(s, doc)) {
+      const std::string api_version = object.value("apiVersion", "");
+      const std::string kind = object.value("kind", "");
+      const std::string ns = object["metadata"].value("namespace", "");
+      const std::string name = object["metadata"].value("name", "");
+      ResourceType type = client.Resolve(api_version, kind);
+      std::string file_name = api_version + "." + kind + "." + ns + "." + name;
+      std::replace(file_name.begin(), file_name.end(), '/', '.');
+      ApplyOptions dry;
+      dry.dry_run = true;
+      dry.force = true;
+      std::optional<Json> live;
+      try {
+        live = ForDiff(client.Get(type, ns, name));
+      } catch (const NotFound&) {
+        // New: diff -N shows it whole.
+      }
+      Json merged;
+      try {
+        merged = ForDiff(client.Apply(object, dry));
+      } catch (const Invalid& e) {
+        // A field the server does not let change (a Job's pod template): apply replaces the
+        // object. Compared on the fields tfk8s renders, so the server's defaults are no noise.
+        if (!live || std::string(e.what()).find("field is immutable") == std::string::npos) throw;
+        std::cerr << "note: " << kind << "/" << name
+                  << " changes a field that cannot be updated: apply replaces it\n";
+        live = ProjectOnto(*live, object);
+        merged = object;
+      }
+      std::ofstream(dir / "MERGED" / file_name) << ToYaml(merged);
+      if (live) std::ofstream(dir / "LIVE" / file_name) << ToYaml(*live);
+    }
+  }
+  std::cout.flush();
+  const std::string command =
+      "cd '" + dir.string() + "' && diff -u -N -r LIVE MERGED";  // the path has no quote
+  int status = std::system(command.c_str());
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+    throw std::runtime_error("diff -u -N failed (is diffutils installed?)");
+  }
+  return WEXITSTATUS(status);
+}
+
 // apply and render: from spec files.
 void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
   Session* s = v.s;
@@ -1000,6 +1098,24 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
       ->add_option("-f,--filename", f.file, "Spec file, a directory of them, - for stdin")
       ->required();
   kind.AddApplyFlags(actions.back().first, f);
+  if (kind.HasLogs()) {  // the three workloads
+    CLI::App* diff = v.add(
+        "diff",
+        "What apply -f FILE would change (server-side dry run, then diff -u); exit 0: none, 1: "
+        "differences, 2: an error",
+        [s, k, &f] {
+          int code = 2;
+          try {
+            code = DiffDocuments(*s, *k, f.file);
+          } catch (const std::exception& e) {
+            std::cout.flush();
+            std::cerr << ErrorLine(e) << "\n";
+          }
+          ExitNow(code);
+        });
+    diff->add_option("-f,--filename", f.file, "Spec file, a directory of them, - for stdin")
+        ->required();
+  }
   CLI::App* render = v.add(
       "render",
       "Print the Kubernetes objects of a spec file for kubectl apply (YAML, or -o json): for the "
