@@ -269,7 +269,7 @@ TEST_SUITE("placement") {
   }
 
   TEST_CASE(
-      "TFCluster: applies with no nodes; a NotReady node refuses apply and scale unless "
+      "TFCluster: applies with no nodes, a NotReady node refuses apply and scale unless "
       "preflight is off") {
     FakeCluster fake;
     Client client = fake.client("team-a");
@@ -386,7 +386,7 @@ TEST_SUITE("placement") {
   }
 
   TEST_CASE(
-      "wait: NotReady and cordoned nodes are waited for; a pod bigger than every node "
+      "wait: NotReady and cordoned nodes are waited for, a pod bigger than every node "
       "still fails at once") {
     FakeCluster fake;
     fake.AddNode("n1", kSharedLabels, "4", "16Gi");

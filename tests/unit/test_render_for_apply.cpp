@@ -163,7 +163,7 @@ TEST_SUITE("render_for_apply") {
                                         "Job/" + foreign_name});
   }
 
-  TEST_CASE("DevInstance: owned once the StatefulSet exists; delete removes unowned leftovers") {
+  TEST_CASE("DevInstance: owned once the StatefulSet exists, delete removes unowned leftovers") {
     FakeCluster fake;
     AddNodes(fake);
     Client client = fake.client("team-a");
@@ -185,7 +185,7 @@ TEST_SUITE("render_for_apply") {
     CHECK(Present(client, {kStatefulSets, kServices, kServiceAccounts}).empty());
   }
 
-  TEST_CASE("ScheduledJob: the server's CronJob version; an on-demand run named by content") {
+  TEST_CASE("ScheduledJob: the server's CronJob version, an on-demand run named by content") {
     FakeCluster fake;
     AddNodes(fake);
     Client client = fake.client("team-a");

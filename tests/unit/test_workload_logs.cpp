@@ -167,7 +167,7 @@ TEST_SUITE("workload_logs") {
     CHECK(o.ForPod("c").previous == true);
   }
 
-  TEST_CASE("a replica not started says so at once; none started is an error") {
+  TEST_CASE("a replica not started says so at once and none started is an error") {
     tfk8s::testing::FakeCluster fake;
     fake.Add(ReplicaPod("ps", 0, "Running"));
     fake.Add(ReplicaPod("worker", 0, "Pending", "ContainerCreating"));
