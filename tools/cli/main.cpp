@@ -875,8 +875,11 @@ Rows Listing(Session& s, const Kind& kind, bool wide) {
 
 void PrintListing(Session& s, const Kind& kind, const Rows& rows) {
   const std::string& output = s.globals().output;
-  Json first =
-      rows.size() > 1 && kind.namespaced() ? kind.Object(s, rows[1][0], rows[1][1]) : Json(nullptr);
+  // The first workload as an object (only for the formats that print objects): null for a
+  // kind that has none (quotas print their records).
+  Json first = Structured(output) && rows.size() > 1 && kind.namespaced()
+                   ? kind.Object(s, rows[1][0], rows[1][1])
+                   : Json(nullptr);
   if (output == "name") {
     for (const auto& name : NamesOf(kind, rows)) std::cout << kind.command() << "/" << name << "\n";
   } else if (Structured(output) && (rows.size() == 1 || !first.is_null())) {
