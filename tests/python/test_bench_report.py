@@ -35,14 +35,33 @@ def test_benchmarks_md_is_the_stored_results_rendered() -> None:
                              report.fleet_markdown(_stored("fleet.json")))
     text = report.with_block(text, report.CONTROLLER_BLOCK,
                              report.controller_markdown(_stored("controller.json")))
+    text = report.with_block(text, report.CLI_COMMANDS_BLOCK,
+                             report.cli_commands_markdown(_stored("cli_commands.json")))
     assert doc.rstrip("\n") == text.rstrip("\n"), (
         "docs/benchmarks.md differs from bench/results rendered: run bench/report.py "
-        "--markdown docs/benchmarks.md --results ... --import ... --fleet ... --controller ...")
+        "--markdown docs/benchmarks.md --results ... --import ... --fleet ... --controller ... "
+        "--cli-commands ...")
 
 
 def test_cli_md_shows_the_stored_cli_run() -> None:
     block = report.block_of(_doc("cli.md"), report.CLI_STATUS_BLOCK)
     assert block == report.cli_status_markdown(_stored("cli_status.json"))
+
+
+def test_stored_cli_commands_run_is_medians_of_interleaved_pairs() -> None:
+    stored = _stored("cli_commands.json")
+    assert stored["repeat"] >= 5 and stored["clusters"] == 100
+    assert set(stored["pairs"]) == {"list", "list -l", "get -o yaml", "status"}
+    for name, row in stored["pairs"].items():
+        for side in ("tfk8s", "kubectl"):
+            r = row[side]
+            assert r["command"].startswith(side + " "), name
+            assert len(r["samples_ms"]) == len(r["cpu_samples_ms"]) == stored["repeat"], name
+            assert r["median_ms"] == statistics.median(r["samples_ms"]), name
+            assert r["cpu_median_ms"] == statistics.median(r["cpu_samples_ms"]), name
+        assert row["ratio_tfk8s_over_kubectl"] == \
+            row["tfk8s"]["median_ms"] / row["kubectl"]["median_ms"], name
+    assert stored["date"] and stored["versions"]["kubectl"]
 
 
 def _with_import_peak(stored: Dict[str, Any], over_kb: int) -> Dict[str, Any]:
