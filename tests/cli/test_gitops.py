@@ -294,3 +294,12 @@ def test_diff_shows_what_apply_would_change_with_kubectl_diffs_exit_codes(tmp_pa
     r = run("tfcluster", "diff", "-n", NS, "-f", tmp_path / "missing.yaml", check=False)
     assert r.returncode == 2 and r.stderr.startswith("error: ValidationError"), r
     run("tfcluster", "delete", "dif", "-n", NS)
+
+
+def test_an_unknown_or_missing_command_is_named_with_the_commands_there_are():
+    r = run("-n", NS, "tfcluster", "frobnicate", check=False)
+    assert r.returncode == 2 and r.stderr.startswith(
+        'error: usage: unknown command "frobnicate" for "tfk8s tfcluster" (one of: apply, diff, render, '), r.stderr
+    r = run("-n", NS, "dev", check=False)
+    assert r.returncode == 2 and r.stderr.startswith('error: usage: "tfk8s dev" needs a command (one of: '), r.stderr
+    assert "describe" in r.stderr and "start" in r.stderr, r.stderr

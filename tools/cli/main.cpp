@@ -1429,6 +1429,42 @@ void PrintCompletion(const CLI::App& app, const std::string& shell) {
   std::_Exit(code);
 }
 
+// What CLI11's "A subcommand is required" means, in kubectl's words: the first word that is
+// not a command of the command reached ("unknown command \"frob\" for \"tfk8s tfcluster\""),
+// or that a command is missing; both with the commands there are. Global options and their
+// values are skipped.
+std::string MissingCommand(const CLI::App& app, int argc, char** argv) {
+  static const std::set<std::string> kTakesValue = {"-n",           "--namespace", "--context",
+                                                    "--kubeconfig", "-o",          "--output",
+                                                    "-l",           "--selector",  "--owner"};
+  const CLI::App* at = &app;
+  std::string path = "tfk8s";
+  auto commands = [&at] {
+    std::string names;
+    for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    return names;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.rfind('-', 0) == 0) {
+      if (kTakesValue.count(word)) ++i;  // its value
+      continue;
+    }
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* c : at->get_subcommands([](const CLI::App*) { return true; })) {
+      if (c->get_name() == word) sub = c;
+    }
+    if (sub == nullptr) {
+      return "unknown command \"" + word + "\" for \"" + path + "\" (one of: " + commands() + ")";
+    }
+    at = sub;
+    path += " " + word;
+  }
+  return "\"" + path + "\" needs a command (one of: " + commands() + ")";
+}
+
 int Run(int argc, char** argv) {
   Globals g;
   Session session(g);
@@ -1556,6 +1592,7 @@ int Run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
+    if (message == "A subcommand is required") message = MissingCommand(app, argc, argv);
     std::cerr << "error: usage: " << message << " (see tfk8s --help)\n";
     return kExitUsage;
   }
