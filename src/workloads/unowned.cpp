@@ -52,7 +52,12 @@ std::vector<DeletedObject> DeleteUnownedRendered(Client& client, const std::vect
     const Json& metadata = At(rendered[i], "metadata");
     const std::string ns = StringAt(metadata, "namespace");
     const std::string name = StringAt(metadata, "name");
-    std::optional<Json> current = GetOptional(client, *type, ns, name);
+    std::optional<Json> current;
+    try {
+      current = GetOptional(client, *type, ns, name);
+    } catch (const Forbidden&) {
+      continue;  // credentials that may not read this kind (a launching Role): not theirs
+    }
     if (!current || !Unowned(*current, labels)) continue;
     DeleteOptions del;
     del.propagation_policy = propagation;

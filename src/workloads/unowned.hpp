@@ -24,7 +24,8 @@ struct DeletedObject {
 /// and kind, and counts only when it carries every label of `labels` (the workload's name label
 /// and managed-by) and has no ownerReferences at all: neither a name nor labels alone make an
 /// object the workload's (whoever may edit an object may label it), and an object with an owner
-/// is left to that owner. Secrets are never read (Render() has none). Each is deleted with its
+/// is left to that owner. Secrets are never read (Render() has none); a kind these credentials
+/// may not read (Forbidden) is skipped. Each is deleted with its
 /// UID as precondition and `propagation` (its pods go with a Job or StatefulSet); one gone or
 /// re-created meanwhile is skipped. Returns what was deleted.
 std::vector<DeletedObject> DeleteUnownedRendered(Client& client, const std::vector<Json>& rendered,

@@ -12,6 +12,7 @@
 #include "tfk8s/scheduledjob.hpp"
 #include "tfk8s/testing/fake_cluster.hpp"
 #include "tfk8s/tfcluster.hpp"
+#include "workloads/unowned.hpp"
 
 using namespace tfk8s;
 using tfk8s::testing::FakeCluster;
@@ -161,6 +162,23 @@ TEST_SUITE("render_for_apply") {
     std::set<std::string> left = Present(client, {kConfigMaps, kJobs, kServices, kStatefulSets});
     CHECK(left == std::set<std::string>{"ConfigMap/other", "Service/" + worker_service,
                                         "Job/" + foreign_name});
+  }
+
+  TEST_CASE("unowned objects these credentials may not read are skipped, the others deleted") {
+    FakeCluster fake;
+    AddNodes(fake);
+    Client client = fake.client("team-a");
+    std::vector<Json> objects = TFCluster(client, Cluster()).Render();
+    KubectlApply(client, objects);
+    fake.FailNext(403, "Forbidden", "may not get it");  // the first child's GET
+    auto deleted = internal::DeleteUnownedRendered(
+        client, objects, {{"tfk8s.io/cluster", "mnist"}, {"app.kubernetes.io/managed-by", "tfk8s"}},
+        "Background");
+    CHECK(deleted.size() == objects.size() - 2);  // not the root, not the unreadable one
+    const Json& first = objects[1];
+    CHECK(fake.Find(first["apiVersion"].get<std::string>(), first["kind"].get<std::string>(),
+                    "team-a", first["metadata"]["name"].get<std::string>())
+              .has_value());
   }
 
   TEST_CASE("DevInstance: owned once the StatefulSet exists, delete removes unowned leftovers") {
