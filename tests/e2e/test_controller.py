@@ -296,8 +296,17 @@ def test_installed_controller_is_scraped_and_culls_by_policy(
                                  f"targets {prometheus.target_health()}")
         assert _by_owner(prometheus.query(gpu_query)) == {
             k: float(v) for k, v in expected_gpus.items()}
-        assert _by_owner(prometheus.query(
-            "tfk8s_cull_decisions_total{outcome='stopped'}")) == {"": 1.0}
+        # Leader-only counters start from zero at each leadership term: the cull is counted
+        # only while the replica that made it still leads. A machine loaded enough for a renew
+        # to miss its deadline hands the Lease over; then the logs below still show the one
+        # decision, made by whichever replica led then.
+        now = client.get("coordination.k8s.io/v1", "Lease", "tfk8s-controller", CONTROLLER_NS)
+        failed_over = now["spec"].get("leaseTransitions", 0) != lease["spec"].get("leaseTransitions", 0)
+        if failed_over:
+            print(f"e2e: the Lease changed hands during the test: {now['spec']}")
+        else:
+            assert _by_owner(prometheus.query(
+                "tfk8s_cull_decisions_total{outcome='stopped'}")) == {"": 1.0}, now["spec"]
 
         # Exactly one "stopped" decision across both replicas' logs, the leader's.
         culls = [(line, pod) for pod in _controller_pods(client)
@@ -307,7 +316,8 @@ def test_installed_controller_is_scraped_and_culls_by_policy(
         stopped = [(line, pod) for line, pod in culls if line["decision"]["outcome"] == "stopped"]
         assert len(stopped) == 1, culls
         assert stopped[0][0]["decision"]["name"] == "carol-idle"
-        assert stopped[0][1]["metadata"]["name"] == leader
+        if not failed_over:
+            assert stopped[0][1]["metadata"]["name"] == leader
         assert all(set(line) >= {"time", "level", "msg"} for line in _log_lines(client))
     finally:
         if prometheus is not None:
