@@ -183,7 +183,13 @@ std::int64_t IntField(const Json& object, std::string_view key, std::int64_t fal
 }
 
 std::string SourceOf(const Json& object) {
-  return fmt::format("{}/{}", StringAt(object, "kind"), StringAt(At(object, "metadata"), "name"));
+  const Json& metadata = At(object, "metadata");
+  std::string name = StringAt(metadata, "name");
+  // An object the server names (an on-demand run's Job): its prefix, marked as such.
+  if (name.empty() && !StringAt(metadata, "generateName").empty()) {
+    name = StringAt(metadata, "generateName") + "<generated>";
+  }
+  return fmt::format("{}/{}", StringAt(object, "kind"), name);
 }
 
 bool IsExtendedResourceName(std::string_view name) {

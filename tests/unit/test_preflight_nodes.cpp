@@ -183,6 +183,17 @@ TEST_SUITE("placement") {
               .fits);
   }
 
+  TEST_CASE("a placement problem of an object the server names says its prefix, not 'Job/'") {
+    Json run = Pods();
+    run["kind"] = "Job";
+    run["apiVersion"] = "batch/v1";
+    run["metadata"] = {{"generateName", "nightly-"}};
+    run["spec"].erase("replicas");
+    FitResult r = EvaluatePlacement({run}, {NodeJson("n1", false)});
+    REQUIRE(r.problems.size() == 1);
+    CHECK(r.problems[0].rfind("Job/nightly-<generated>: cannot be placed on any node: ", 0) == 0);
+  }
+
   TEST_CASE("pre-flight now: taints against tolerations as the TaintToleration filter has it") {
     const std::vector<Json> gpu = {
         NodeJson("n1", true, false, Json::array({TaintJson("gpu", "yes", "NoSchedule")}))};
