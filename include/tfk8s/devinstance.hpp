@@ -304,6 +304,7 @@ struct DevInstanceSummary {
   std::string image;           ///< Container image.
   bool running = false;        ///< Desired replicas is 1.
   bool ready = false;          ///< The pod is Ready.
+  std::string created;         ///< The StatefulSet's creationTimestamp (RFC 3339; "" when unknown).
 };
 
 /// Options of DevInstance::Create.

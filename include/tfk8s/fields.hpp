@@ -20,6 +20,7 @@
 /// vector as an array.
 
 #include <chrono>
+#include <ctime>
 #include <optional>
 #include <ratio>
 #include <string>
@@ -46,8 +47,52 @@ namespace tfk8s {
 
 template <class S>
 Json FieldsToJson(const S& s);
+template <class S>
+Json FieldsToKubernetesJson(const S& s);
 
 namespace internal {
+
+/// "not_ready" -> "notReady"; a key that is not a snake_case identifier ([a-z0-9_]) as it is.
+inline std::string LowerCamelCase(const std::string& key) {
+  for (char c : key) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return key;
+  }
+  std::string out;
+  bool upper = false;
+  for (char c : key) {
+    if (c == '_') {
+      upper = !out.empty();
+    } else {
+      out += upper && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+      upper = false;
+    }
+  }
+  return out;
+}
+
+/// `value` with every object key in LowerCamelCase, recursively.
+inline Json CamelCaseKeys(const Json& value) {
+  if (value.is_array()) {
+    Json out = Json::array();
+    for (const auto& v : value) out.push_back(CamelCaseKeys(v));
+    return out;
+  }
+  if (!value.is_object()) return value;
+  Json out = Json::object();
+  for (const auto& [k, v] : value.items()) out[LowerCamelCase(k)] = CamelCaseKeys(v);
+  return out;
+}
+
+/// A time as Kubernetes writes it: RFC 3339 in UTC, whole seconds ("2024-05-01T10:00:00Z").
+inline std::string Rfc3339Utc(std::chrono::system_clock::time_point t) {
+  const std::time_t seconds =
+      std::chrono::system_clock::to_time_t(std::chrono::floor<std::chrono::seconds>(t));
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
 
 template <class T>
 struct IsOptional : std::false_type {};
@@ -90,7 +135,42 @@ Json FieldJson(const T& value) {
   }
 }
 
+/// One field's value as a Kubernetes object's status has it: FieldJson's, but a struct by its
+/// fields (FieldsToKubernetesJson) rather than its ToJson (whose extras, e.g. a text table, are
+/// for the bindings), keys in lowerCamelCase, and a time point as an RFC 3339 string.
+template <class T>
+Json KubernetesFieldJson(const T& value) {
+  if constexpr (requires { T::kDeclaresFields; }) {
+    return FieldsToKubernetesJson(value);
+  } else if constexpr (requires { value.ToJson(); }) {
+    return CamelCaseKeys(value.ToJson());
+  } else if constexpr (std::is_same_v<T, std::chrono::system_clock::time_point>) {
+    return Rfc3339Utc(value);
+  } else if constexpr (IsOptional<T>::value) {
+    return value ? KubernetesFieldJson(*value) : Json(nullptr);
+  } else if constexpr (IsVector<T>::value) {
+    Json out = Json::array();
+    for (const typename T::value_type& v : value) out.push_back(KubernetesFieldJson(v));
+    return out;
+  } else {
+    return FieldJson(value);
+  }
+}
+
 }  // namespace internal
+
+/// Every field of a struct declared with TFK8S_FIELDS as a Kubernetes object's status writes
+/// it (what `tfk8s get -o yaml` prints under `status`): keys in lowerCamelCase ("ready_tools"
+/// -> "readyTools"), times as RFC 3339 strings in UTC, nested structs likewise, an empty
+/// optional as null; only the declared fields.
+template <class S>
+Json FieldsToKubernetesJson(const S& s) {
+  Json out = Json::object();
+  s.VisitFields([&out](const char* key, const auto& value) {
+    out[internal::LowerCamelCase(key)] = internal::KubernetesFieldJson(value);
+  });
+  return out;
+}
 
 /// Every field of a struct declared with TFK8S_FIELDS, as a JSON object keyed by the list's keys.
 template <class S>

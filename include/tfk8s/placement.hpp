@@ -184,8 +184,8 @@ PreemptionPlan PlanPreemption(const std::vector<Json>& objects, const std::vecto
                               bool may_preempt = true);
 
 /// The inventory as text: a table of the nodes (NODE, STATE Ready/Cordoned/NotReady, the seed
-/// labels, PODS, then requested/allocatable CPU in cores, memory in binary units and GPUs, as
-/// FormatAmount shows them), then one line per group with what is free.
+/// labels, PODS, then requested/allocatable CPU, memory and GPUs in Kubernetes' notation,
+/// Quantity::ToString: 4500m/32, 16Gi/128Gi), then one line per group with what is free.
 std::string FormatInventory(const Inventory& inventory);
 
 }  // namespace tfk8s

@@ -100,7 +100,8 @@ class Quantity {
 /// limits.cpu) in cores (FormatCores); memory, storage, ephemeral-storage (and their
 /// requests./limits. forms, and <class>.storageclass.storage.k8s.io/requests.storage) in
 /// binary units (FormatBytes); anything else (pods, GPUs, object counts) as a whole number, or
-/// its canonical text when it is not whole. Every C++ text table shows amounts through this.
+/// its canonical text when it is not whole. (The text tables print Kubernetes' notation instead,
+/// Quantity::ToString, as kubectl does.)
 [[nodiscard]] std::string FormatAmount(std::string_view resource, const Quantity& amount);
 
 }  // namespace tfk8s

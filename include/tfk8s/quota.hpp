@@ -232,6 +232,24 @@ QuotaSpec OverCommitted(QuotaSpec spec, double ratio);
 /// ResourceQuotas. Validates first. Pure.
 std::vector<Json> RenderQuota(const QuotaSpec& spec);
 
+/// The spec of a queue as its objects on the server say (the inverse of RenderQuota for the
+/// queue's own namespace; pure): `name` from the Namespace; `labels` and `annotations` are the
+/// Namespace's but those tfk8s or the server add (managed-by, tfk8s.io/queue, tfk8s.io/team,
+/// kubernetes.io/metadata.name, kubectl's last-applied-configuration); `hard` from the
+/// ResourceQuota's spec; `limit_range` from the LimitRange's Container item; `members` from the
+/// ResourceQuota's kTeamNamespacesAnnotation (`<name>-<member>` after the queue's own). A null
+/// `resource_quota` or `limit_range` is one the queue does not have. Throws DecodeError on an
+/// object of another shape.
+QuotaSpec QuotaSpecOf(const Json& namespace_object, const Json& resource_quota,
+                      const Json& limit_range);
+
+/// The spec of queue `name` as it stands on the server (QuotaSpecOf of its Namespace,
+/// ResourceQuota and LimitRange, all named `name`): what `tfk8s quota get -o yaml` prints and
+/// ApplyQuota takes back. NotFound ("quota/NAME not found") when the namespace has neither a
+/// ResourceQuota nor a LimitRange of that name. A team queue without hard limits carries no
+/// record of its members: they are then not in the result.
+QuotaSpec GetQuotaSpec(Client& client, const std::string& name);
+
 /// Options of ApplyQuota.
 struct ApplyQuotaOptions {
   bool wait_ready = true;  ///< Wait until the quota controller has computed usage.
@@ -288,9 +306,9 @@ std::vector<QuotaUsage> GetQuotaUsage(Client& client, const std::string& ns);
 /// tfk8s.io/queue, all namespaces), sorted by namespace.
 std::vector<QuotaUsage> ListQueues(Client& client);
 
-/// Table rows for people: a header ("NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD",
-/// "REMAINING", "USE%") then one row per resource, amounts in human units (FormatAmount: CPU in
-/// cores, memory and storage in KiB/MiB/GiB/TiB). The exact quantities are the QuotaUsage's.
+/// Table rows: a header ("NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "REMAINING",
+/// "USE%") then one row per resource, amounts in Kubernetes' notation as kubectl describe quota
+/// prints them (Quantity::ToString: 2700m, 16Gi). (Jupyter's HTML tables use human units.)
 std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& usages);
 /// The rows as an aligned text table.
 std::string FormatUsageTable(const std::vector<QuotaUsage>& usages);

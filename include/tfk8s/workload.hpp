@@ -65,8 +65,15 @@ struct WorkloadRef {
   std::string namespace_name;  ///< The team's namespace.
   std::string name;            ///< The workload's name in it.
   std::string owner;           ///< The user it belongs to ("" when the workload has none).
-  bool operator==(const WorkloadRef&) const = default;
-  /// {"namespace", "name", "owner"}.
+  /// When it was created: the oldest of its roots' metadata.creationTimestamp (RFC 3339, as
+  /// the server wrote it; "" when unknown). What `tfk8s list` prints as AGE.
+  std::string created;
+  /// Two refs are equal when they name the same workload (namespace, name, owner); `created`
+  /// describes it and is not compared.
+  bool operator==(const WorkloadRef& other) const {
+    return namespace_name == other.namespace_name && name == other.name && owner == other.owner;
+  }
+  /// {"namespace", "name", "owner", "created" (null when unknown)}.
   [[nodiscard]] Json ToJson() const;
 };
 

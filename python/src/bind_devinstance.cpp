@@ -66,7 +66,8 @@ py::class_<DevInstance> BindDevInstanceClass(py::module_& m) {
                          {"owner", r.owner},
                          {"image", r.image},
                          {"running", r.running},
-                         {"ready", r.ready}});
+                         {"ready", r.ready},
+                         {"created", r.created}});
         }
         return out;
       },

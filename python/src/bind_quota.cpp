@@ -63,6 +63,12 @@ void BindQuota(py::module_& m) {
         "tfk8s created: else ValidationError, nothing deleted). Missing objects are not an "
         "error: returns whether there was anything to delete.");
   m.def(
+      "get_quota",
+      [](Client& client, const std::string& name) { return GetQuotaSpec(client, name).ToJson(); },
+      py::arg("client"), py::arg("name"), NoGil(),
+      "The queue's spec as the server holds it (what apply_quota takes); NotFound when the "
+      "namespace has neither its ResourceQuota nor its LimitRange.");
+  m.def(
       "quota_usage",
       [](Client& client, const std::string& ns) { return UsagesToJson(GetQuotaUsage(client, ns)); },
       py::arg("client"), py::arg("namespace"), NoGil(),

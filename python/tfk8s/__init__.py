@@ -72,6 +72,7 @@ from tfk8s.quota import (  # noqa: F401 (exported by quota.__all__)
     check_placement,
     check_quota,
     delete_quota,
+    get_quota,
     inventory,
     list_queues,
     quota_demand,

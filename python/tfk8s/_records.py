@@ -201,15 +201,17 @@ class MappingRecord(Record, Mapping[str, Any]):
 
 
 class WorkloadRef(Record):
-    """One workload found by ``refs()``: ``namespace``, ``name`` and ``owner`` ("" when the
-    workload has none). Listing every namespace returns these, since names alone would be
-    ambiguous."""
+    """One workload found by ``refs()``: ``namespace``, ``name``, ``owner`` ("" when the
+    workload has none) and ``created`` (when its oldest root object was created, a UTC
+    datetime; None when unknown). Listing every namespace returns these, since names alone
+    would be ambiguous."""
 
     __slots__ = ()
 
     namespace: str = field(text)
     name: str = field(text)
     owner: str = field(text)
+    created: Optional[_dt.datetime] = field(optional_rfc3339)
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"

@@ -395,8 +395,9 @@ class DevInstance(Workload):
     def list(
         client: Any, namespace: Optional[str] = None, owner: Optional[str] = None
     ) -> List[Object]:
-        """Instances as dicts (namespace, name, owner, image, running, ready). ``namespace``
-        "" lists every namespace; None is the client's."""
+        """Instances as dicts (namespace, name, owner, image, running, ready, created: the
+        StatefulSet's creationTimestamp, RFC 3339). ``namespace`` "" lists every namespace;
+        None is the client's."""
         ns = client.namespace if namespace is None else namespace
         return _core.DevInstance.list(client.core, ns or "", owner or "")
 

@@ -25,6 +25,7 @@ __all__ = [
     "apply_quota",
     "render_quota",
     "delete_quota",
+    "get_quota",
     "quota_usage",
     "list_queues",
     "check_quota",
@@ -265,6 +266,14 @@ def delete_quota(client: Any, name: str, delete_namespace: bool = False) -> bool
     was anything to delete: ``False`` when neither the quota nor the LimitRange exists (with
     ``delete_namespace``: no such namespace; one already being deleted counts as deleted)."""
     return _core.delete_quota(client.core, name, delete_namespace)
+
+
+def get_quota(client: Any, name: str) -> Dict[str, Any]:
+    """The spec of the queue ``name`` as the server holds it: ``{name, labels, annotations,
+    hard, limit_range, members}`` (without the labels tfk8s adds), what :func:`apply_quota`
+    takes back (``apply_quota(client, **get_quota(client, name))``). NotFound when the
+    namespace has neither the queue's ResourceQuota nor its LimitRange."""
+    return _core.get_quota(client.core, name)
 
 
 def quota_usage(client: Any, namespace: Optional[str] = None) -> QuotaUsage:

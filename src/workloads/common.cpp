@@ -68,7 +68,10 @@ void SortRefs(std::vector<WorkloadRef>* refs) {
 namespace tfk8s {
 
 Json WorkloadRef::ToJson() const {
-  return {{"namespace", namespace_name}, {"name", name}, {"owner", owner}};
+  return {{"namespace", namespace_name},
+          {"name", name},
+          {"owner", owner},
+          {"created", created.empty() ? Json(nullptr) : Json(created)}};
 }
 
 std::string FormatTextTable(const std::vector<std::vector<std::string>>& rows) {

@@ -306,6 +306,7 @@ std::vector<DevInstanceSummary> DevInstance::List(Client client, const std::stri
     const Json& md = sts.value("metadata", Json::object());
     s.namespace_name = md.value("namespace", "");
     s.name = md.value("name", "");
+    s.created = md.value("creationTimestamp", "");
     s.owner = LabelOf(sts, kOwnerLabel);
     const Json& containers = sts.value("spec", Json::object())
                                  .value("template", Json::object())

@@ -787,8 +787,9 @@ PreemptionPlan PlanPreemption(const std::vector<Json>& objects, const std::vecto
 }
 
 std::string FormatInventory(const Inventory& inventory) {
+  // Kubernetes' notation, as kubectl describe node prints them (2700m, 16Gi).
   auto amount = [](const ResourceList& list, const char* key) {
-    return FormatAmount(key, Amount(list, key));
+    return Amount(list, key).ToString();
   };
   auto of = [&](const NodeInfo& n, const char* key) {
     return amount(n.requested, key) + "/" + amount(n.allocatable, key);

@@ -483,6 +483,20 @@ bool DeleteQuota(Client& client, const std::string& name, bool delete_namespace)
   return deleted;
 }
 
+QuotaSpec GetQuotaSpec(Client& client, const std::string& name) {
+  validation::RequireDns1123Label("name", name);
+  const std::optional<Json> quota = internal::GetOptional(client, kResourceQuotas, name, name);
+  const std::optional<Json> limits = internal::GetOptional(client, kLimitRanges, name, name);
+  if (!quota && !limits) {
+    throw NotFound(ErrorKind::kNotFound,
+                   "quota/" + name + " not found (no ResourceQuota or LimitRange " + name +
+                       " in namespace " + name + ")",
+                   404, "NotFound");
+  }
+  return QuotaSpecOf(internal::GetChecked(client, kNamespaces, "", name),
+                     quota ? *quota : Json(nullptr), limits ? *limits : Json(nullptr));
+}
+
 // ---- usage --------------------------------------------------------------------------------------
 
 double ResourceUsage::Fraction() const {
@@ -552,9 +566,9 @@ std::vector<std::vector<std::string>> UsageRows(const std::vector<QuotaUsage>& u
   rows.push_back({"NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "REMAINING", "USE%"});
   for (const auto& q : usages) {
     for (const auto& r : q.resources) {
-      rows.push_back({q.ns, q.name, r.resource, FormatAmount(r.resource, r.used),
-                      FormatAmount(r.resource, r.hard), FormatAmount(r.resource, r.remaining),
-                      Percent(r)});
+      // Kubernetes' notation, as kubectl describe quota prints them (2700m, 16Gi).
+      rows.push_back({q.ns, q.name, r.resource, r.used.ToString(), r.hard.ToString(),
+                      r.remaining.ToString(), Percent(r)});
     }
   }
   return rows;

@@ -476,4 +476,73 @@ std::vector<Json> RenderQuota(const QuotaSpec& spec) {
   return out;
 }
 
+namespace {
+
+// The string values of a server object's map field ({} when absent); DecodeError when it is
+// not a map of strings.
+std::map<std::string, std::string> ServerStringMap(const Json& object, std::string_view key,
+                                                   const std::string& field) {
+  std::map<std::string, std::string> out;
+  const Json& map = At(object, key);
+  if (map.is_null()) return out;
+  if (!map.is_object()) throw DecodeError(field + " is not a map", field);
+  for (const auto& [k, v] : map.items()) {
+    if (!v.is_string()) throw DecodeError(fmt::format("{}[{}] is not a string", field, k), field);
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace
+
+QuotaSpec QuotaSpecOf(const Json& namespace_object, const Json& resource_quota,
+                      const Json& limit_range) {
+  QuotaSpec spec;
+  const Json& metadata = At(namespace_object, "metadata");
+  spec.name = StringAt(metadata, "name");
+  if (spec.name.empty()) throw DecodeError("the Namespace has no metadata.name", "metadata.name");
+  spec.labels = ServerStringMap(metadata, "labels", "metadata.labels");
+  // What RenderQuota adds, and what the server (v1.21+) and kubectl add, are not the spec's.
+  for (std::string_view added : {kManagedByLabel, kQueueLabel, kTeamLabel,
+                                 std::string_view("kubernetes.io/metadata.name")}) {
+    spec.labels.erase(std::string(added));
+  }
+  spec.annotations = ServerStringMap(metadata, "annotations", "metadata.annotations");
+  spec.annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
+  if (!resource_quota.is_null()) {
+    spec.hard = ServerStringMap(At(resource_quota, "spec"), "hard", "ResourceQuota spec.hard");
+    const std::string team =
+        StringAt(At(At(resource_quota, "metadata"), "annotations"), kTeamNamespacesAnnotation);
+    const std::string prefix = spec.name + "-";
+    std::size_t start = 0;
+    while (!team.empty() && start <= team.size()) {
+      std::size_t end = team.find(',', start);
+      if (end == std::string::npos) end = team.size();
+      std::string ns = team.substr(start, end - start);
+      if (ns.size() > prefix.size() && ns.compare(0, prefix.size(), prefix) == 0) {
+        spec.members.push_back(ns.substr(prefix.size()));
+      }
+      start = end + 1;
+    }
+  }
+  if (!limit_range.is_null()) {
+    const Json& limits = At(At(limit_range, "spec"), "limits");
+    if (!limits.is_null() && !limits.is_array()) {
+      throw DecodeError("LimitRange spec.limits is not a list", "spec.limits");
+    }
+    for (const Json& item : limits.is_array() ? limits : Json::array()) {
+      if (StringAt(item, "type") != "Container") continue;
+      LimitRangeSpec lr;
+      lr.default_limits = ServerStringMap(item, "default", "LimitRange spec.limits[].default");
+      lr.default_requests =
+          ServerStringMap(item, "defaultRequest", "LimitRange spec.limits[].defaultRequest");
+      lr.max = ServerStringMap(item, "max", "LimitRange spec.limits[].max");
+      lr.min = ServerStringMap(item, "min", "LimitRange spec.limits[].min");
+      spec.limit_range = std::move(lr);
+      break;
+    }
+  }
+  return spec;
+}
+
 }  // namespace tfk8s

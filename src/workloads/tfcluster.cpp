@@ -496,15 +496,20 @@ std::vector<Json> TFCluster::Apply(const TFApplyOptions& options) {
   std::vector<Json> applied{root};
   for (std::size_t i = 0; i < results.size(); ++i) {
     auto& r = results[i];
-    if (!r.ok() && !options.dry_run && children[i].value("kind", "") == "Job") {
+    if (!r.ok() && children[i].value("kind", "") == "Job") {
       // A Job's pod template is immutable: a changed replica (new TF_CONFIG after a scale, a
-      // new image) is replaced, which restarts it with the new configuration.
+      // new image) is replaced, which restarts it with the new configuration. A dry run would
+      // replace it too: the Job as rendered stands for the one the replacement would create.
       try {
         std::rethrow_exception(r.error);
       } catch (const Invalid&) {
-        RecreateJob(children[i], apply);
-        r.object = internal::GetChecked(client_, kJobs, spec_.namespace_name,
-                                        internal::NameOf(children[i]));
+        if (options.dry_run) {
+          r.object = children[i];
+        } else {
+          RecreateJob(children[i], apply);
+          r.object = internal::GetChecked(client_, kJobs, spec_.namespace_name,
+                                          internal::NameOf(children[i]));
+        }
         r.error = nullptr;
       } catch (...) {
       }

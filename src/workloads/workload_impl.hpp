@@ -144,8 +144,9 @@ std::vector<WorkloadRef> Workload<Kind>::ListRefs(Client client, const std::stri
   ListOptions sel;
   sel.label_selector = internal::WithOwner(Ops::RefSelector(), owner);
   if (!label_selector.empty()) sel.label_selector += "," + label_selector;
-  // (namespace, name) -> owner: a workload may have several roots (a task's CronJob and runs).
-  std::map<std::pair<std::string, std::string>, std::string> found;
+  // (namespace, name) -> (owner, created): a workload may have several roots (a task's
+  // CronJob and runs); it was created with the oldest (RFC 3339 in UTC sorts as text).
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> found;
   std::vector<ResourceType> types;
   if constexpr (requires { Ops::RefTypes(client); }) {
     types = Ops::RefTypes(client);
@@ -157,15 +158,22 @@ std::vector<WorkloadRef> Workload<Kind>::ListRefs(Client client, const std::stri
       const Json& metadata = internal::At(o, "metadata");
       const Json& labels = internal::At(metadata, "labels");
       std::string name = internal::StringAt(labels, Ops::kFacts.name_label);
-      if (!name.empty()) {
-        found.emplace(std::make_pair(internal::StringAt(metadata, "namespace"), std::move(name)),
-                      internal::StringAt(labels, kOwnerLabel));
+      if (name.empty()) continue;
+      std::string created = internal::StringAt(metadata, "creationTimestamp");
+      auto [it, added] = found.try_emplace(
+          std::make_pair(internal::StringAt(metadata, "namespace"), std::move(name)),
+          internal::StringAt(labels, kOwnerLabel), created);
+      if (!added && !created.empty() &&
+          (it->second.second.empty() || created < it->second.second)) {
+        it->second.second = std::move(created);
       }
     }
   }
   std::vector<WorkloadRef> refs;
   refs.reserve(found.size());
-  for (auto& [where, who] : found) refs.push_back({where.first, where.second, who});
+  for (auto& [where, what] : found) {
+    refs.push_back({where.first, where.second, what.first, what.second});
+  }
   return refs;  // sorted by the map: namespace, then name
 }
 

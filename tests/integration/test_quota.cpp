@@ -235,9 +235,15 @@ TEST_SUITE("quota") {
       CHECK(described[r.resource].first == r.used.ToString());
       CHECK(described[r.resource].second == r.hard.ToString());
     }
-    const std::string table = FormatUsageTable({usage});
-    CHECK(table.find("requests.cpu") != std::string::npos);
-    CHECK(table.find("2.7") != std::string::npos);  // 2700m of CPU, in cores
+    // The table prints the quantities kubectl describe quota prints, row by row.
+    const auto rows = UsageRows({usage});
+    REQUIRE(rows.size() == usage.resources.size() + 1);
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+      INFO(rows[i][2]);
+      CHECK(rows[i][3] == described[rows[i][2]].first);   // USED
+      CHECK(rows[i][4] == described[rows[i][2]].second);  // HARD
+    }
+    CHECK(FormatUsageTable({usage}).find(" 2700m ") != std::string::npos);  // CPU used
   }
 
   TEST_CASE("pre-flight agrees with the apiserver in both directions") {

@@ -72,6 +72,17 @@ def test_apply_usage_and_check(client: tfk8s.Client, queue: str) -> None:
     assert len(usage) == 1 and usage.rows[0]["namespace"] == queue
     assert any(u["namespace"] == queue for u in tfk8s.list_queues(client).usages)
 
+    # The spec as the server holds it applies back unchanged.
+    spec = tfk8s.get_quota(client, queue)
+    assert spec == {"name": queue, "labels": {"team": "py"}, "annotations": {},
+                    "hard": {"requests.cpu": "4", "requests.memory": "8Gi", "pods": "5"},
+                    "limit_range": {"default_requests": {"cpu": "100m", "memory": "128Mi"},
+                                    "default_limits": {}, "max": {}, "min": {}}}, spec
+    tfk8s.apply_quota(client, **spec)
+    assert tfk8s.get_quota(client, queue) == spec
+    with pytest.raises(tfk8s.NotFound):
+        tfk8s.get_quota(client, queue + "-none")
+
     fits = tfk8s.check_quota(client, queue, [gpu_pod("small", "1")])
     assert fits.fits and fits.shortfalls == []
     too_big = tfk8s.check_quota(client, queue, gpu_pod("big", "6"))

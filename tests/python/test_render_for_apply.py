@@ -37,3 +37,5 @@ def test_refs_select_by_label_on_the_server() -> None:
     nlp = tfk8s.TFCluster.refs(client, "team-a", label_selector="team=nlp")
     assert [r.name for r in nlp] == ["a2"]
     assert [r.name for r in tfk8s.TFCluster.refs(client, "team-a")] == ["a1", "a2"]
+    # When the root was created (what `tfk8s list` prints as AGE), as a UTC datetime.
+    assert nlp[0].created is not None and nlp[0].created.tzinfo is not None

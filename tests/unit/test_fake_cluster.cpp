@@ -926,7 +926,14 @@ TEST_SUITE("fake_cluster") {
           std::vector<WorkloadRef>{{"team-a", "lab", "alice"}, {"team-b", "lab", "bob"}});
     CHECK(DevInstance::ListRefs(client, "", "bob") ==
           std::vector<WorkloadRef>{{"team-b", "lab", "bob"}});
-    CHECK(clusters[0].ToJson() == Json{{"namespace", "team-a"}, {"name", "mnist"}, {"owner", ""}});
+    CHECK(clusters[0].ToJson() ==
+          Json{{"namespace", "team-a"}, {"name", "mnist"}, {"owner", ""}, {"created", nullptr}});
+    // A listed ref says when its root was created (what `tfk8s list` prints as AGE); equality
+    // is by identity alone.
+    const WorkloadRef listed = TFCluster::ListRefs(client, "team-a").at(0);
+    CHECK(listed.created.size() == 20);  // 2024-05-01T10:00:00Z
+    CHECK(listed.created.back() == 'Z');
+    CHECK(listed == clusters[0]);
     // Names alone would be ambiguous across namespaces: refused before anything is sent.
     fake.ClearRequests();
     CHECK_THROWS_WITH_AS(TFCluster::List(client, ""), doctest::Contains("namespace"),

@@ -69,6 +69,37 @@ TEST_SUITE("fields") {
     CHECK(j.at("when") == 1500.25);
   }
 
+  TEST_CASE("a Kubernetes object's status: camelCase keys, RFC 3339 times, only the fields") {
+    Toy t;
+    t.inner.n = 7;
+    t.rows = {Row{"a"}};
+    t.when = std::chrono::system_clock::time_point(std::chrono::seconds(1714557600)) +
+             std::chrono::milliseconds(250);
+    Json j = FieldsToKubernetesJson(t);
+    CHECK(j.at("when") == "2024-05-01T10:00:00Z");
+    CHECK(j.at("namespace") == "team-a");
+    CHECK(j.at("inner") == Json{{"n", 7}, {"by", "ToJson"}});
+    CHECK(j.at("rows") == Json::array({{{"label", "a"}}}));
+    CHECK(j.at("maybe") == nullptr);
+
+    DevInstanceStatus dev;
+    dev.ready_tools = {"ssh"};
+    dev.started_at = std::chrono::system_clock::time_point(std::chrono::seconds(0));
+    j = FieldsToKubernetesJson(dev);
+    CHECK(j.at("readyTools") == Json::array({"ssh"}));
+    CHECK(j.at("startedAt") == "1970-01-01T00:00:00Z");
+    CHECK_FALSE(j.contains("ready_tools"));
+    TFClusterStatus tf;
+    tf.replicas.push_back({"worker", 0, "m-worker-0", "Running", "n1", 1, ""});
+    j = FieldsToKubernetesJson(tf);
+    CHECK_FALSE(j.contains("table"));  // the bindings' text table is not a field
+    CHECK(j.at("replicas")[0].at("pod") == "m-worker-0");
+    ScheduleStatus sched;
+    j = FieldsToKubernetesJson(sched);
+    CHECK(j.contains("lastScheduleTime"));
+    CHECK(j.contains("apiVersion"));
+  }
+
   TEST_CASE("every workload status's JSON holds each of its fields under its key") {
     auto keys = [](const auto& s) {
       std::vector<std::string> out;

@@ -246,7 +246,7 @@ TEST_SUITE("placement") {
     CHECK(inv.by_pool[0].value == "shared");
     CHECK(inv.by_pool[1].value == "unshared/alice");
     CHECK(inv.by_pool[1].nodes == std::vector<std::string>{"sim-private-0"});
-    // The text: upper-case headers, amounts for people (cores, binary units), one state word.
+    // The text: upper-case headers, amounts in Kubernetes' notation, one state word.
     const std::vector<std::string> lines = Lines(FormatInventory(inv));
     REQUIRE(lines.size() == 1 + 5 + 2 + 1 + 2);
     CHECK(Cells(lines[0]) == std::vector<std::string>{"NODE", "STATE", "NODETYPE", "GPUTYPE",
@@ -254,12 +254,12 @@ TEST_SUITE("placement") {
                                                       "MEMORY REQ/ALLOC", "GPU REQ/ALLOC"});
     CHECK(Cells(lines[2]) == std::vector<std::string>{"sim-cpu-1", "Ready", "tensorflow", "-",
                                                       "xeon-gold", "shared", "1", "1/32",
-                                                      "1 GiB/128 GiB", "0/0"});
+                                                      "1Gi/128Gi", "0/0"});
     CHECK(Cells(lines[3]) == std::vector<std::string>{"sim-gpu-0", "Ready", "tensorflow", "v100",
-                                                      "xeon-gold", "shared", "2", "4.5/32",
-                                                      "16 GiB/128 GiB", "2/4"});
+                                                      "xeon-gold", "shared", "2", "4500m/32",
+                                                      "16Gi/128Gi", "2/4"});
     CHECK(Cells(lines[5])[5] == "unshared/alice");
-    CHECK(lines[7] == "gputype=v100: 2 node(s), free cpu 59.5, memory 240 GiB, nvidia.com/gpu 6");
+    CHECK(lines[7] == "gputype=v100: 2 node(s), free cpu 59500m, memory 240Gi, nvidia.com/gpu 6");
     auto nodes = SimNodes();
     nodes[0]["status"]["conditions"][0]["status"] = "False";
     nodes[1]["spec"]["unschedulable"] = true;

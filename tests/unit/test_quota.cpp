@@ -573,6 +573,38 @@ TEST_SUITE("quota") {
           }).field() == "members[1]");
   }
 
+  TEST_CASE("QuotaSpecOf reads back what RenderQuota wrote, without what tfk8s and servers add") {
+    QuotaSpec spec;
+    spec.name = "vision";
+    spec.labels = {{"team-lead", "dana"}, {"pod-security.kubernetes.io/enforce", "restricted"}};
+    spec.annotations = {{"note", "gpu queue"}};
+    spec.hard = {{"requests.cpu", "32"}, {"requests.memory", "64Gi"}, {"pods", "10"}};
+    spec.limit_range = LimitRangeSpec{{{"cpu", "500m"}}, {{"memory", "2Gi"}}, {}, {}};
+    spec.members = {"alice", "bob"};
+    const std::vector<Json> objects = RenderQuota(spec);
+    Json ns = objects[0];
+    // What a v1.21+ server and kubectl add to a Namespace.
+    ns["metadata"]["labels"]["kubernetes.io/metadata.name"] = "vision";
+    ns["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}";
+    REQUIRE(objects[1]["kind"] == "ResourceQuota");
+    REQUIRE(objects[2]["kind"] == "LimitRange");
+    const QuotaSpec back = QuotaSpecOf(ns, objects[1], objects[2]);
+    CHECK(back.ToJson() == spec.ToJson());
+    CHECK(RenderQuota(back) == objects);
+    // A queue with only a LimitRange, or only a quota.
+    const QuotaSpec no_quota = QuotaSpecOf(ns, nullptr, objects[2]);
+    CHECK(no_quota.hard.empty());
+    CHECK(no_quota.members.empty());  // recorded only on the quota
+    REQUIRE(no_quota.limit_range);
+    CHECK(no_quota.limit_range->default_requests == spec.limit_range->default_requests);
+    CHECK_FALSE(QuotaSpecOf(ns, objects[1], nullptr).limit_range);
+    // Shapes that are not a server's.
+    Json bad = objects[1];
+    bad["spec"]["hard"]["pods"] = 10;
+    CHECK_THROWS_AS(QuotaSpecOf(ns, bad, nullptr), DecodeError);
+    CHECK_THROWS_AS(QuotaSpecOf(Json::object(), nullptr, nullptr), DecodeError);
+  }
+
   TEST_CASE("ValidateQuotaSpec: members") {
     QuotaSpec spec;
     spec.name = "vision";
@@ -711,18 +743,18 @@ TEST_SUITE("quota") {
     REQUIRE(rows.size() == 4);
     CHECK(rows[0] == std::vector<std::string>{"NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD",
                                               "REMAINING", "USE%"});
-    // Amounts for people: CPU in cores, memory in GiB (the usage keeps the exact quantities).
+    // Amounts in Kubernetes' notation, as kubectl describe quota prints them.
     CHECK(rows[1] == std::vector<std::string>{"team-a", "team-a", "pods", "2", "10", "8", "20%"});
-    CHECK(rows[2] ==
-          std::vector<std::string>{"team-a", "team-a", "requests.cpu", "1.5", "4", "2.5", "38%"});
-    CHECK(rows[3] == std::vector<std::string>{"team-a", "team-a", "requests.memory", "9 GiB",
-                                              "8 GiB", "-1 GiB", "113%"});
+    CHECK(rows[2] == std::vector<std::string>{"team-a", "team-a", "requests.cpu", "1500m", "4",
+                                              "2500m", "38%"});
+    CHECK(rows[3] == std::vector<std::string>{"team-a", "team-a", "requests.memory", "9Gi", "8Gi",
+                                              "-1Gi", "113%"});
     const std::string table = FormatUsageTable({UsageOf(q)});
     CHECK(table ==
-          "NAMESPACE  QUOTA   RESOURCE         USED   HARD   REMAINING  USE%\n"
-          "team-a     team-a  pods             2      10     8          20%\n"
-          "team-a     team-a  requests.cpu     1.5    4      2.5        38%\n"
-          "team-a     team-a  requests.memory  9 GiB  8 GiB  -1 GiB     113%\n");
+          "NAMESPACE  QUOTA   RESOURCE         USED   HARD  REMAINING  USE%\n"
+          "team-a     team-a  pods             2      10    8          20%\n"
+          "team-a     team-a  requests.cpu     1500m  4     2500m      38%\n"
+          "team-a     team-a  requests.memory  9Gi    8Gi   -1Gi       113%\n");
   }
 
   TEST_CASE("quota-exceeded messages: more cases") {
