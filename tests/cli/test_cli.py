@@ -95,7 +95,7 @@ def names_with(*args):
 def normalise(table):
     """Times and durations vary between runs: replace them before comparing tables."""
     table = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", table)
-    table = re.sub(r"\b\d+(ms|s|m|h)\b", "<dur>", table)
+    table = re.sub(r"\b(\d+(ms|s|m|h|d|y))+\b", "<dur>", table)
     return re.sub(r" +", " ", table)
 
 
@@ -201,14 +201,14 @@ def test_tfcluster_lifecycle():
     out = run("tfcluster", "apply", "-n", NS, "-f", "-", input=docs).stdout
     assert out.splitlines() == ["tfcluster/c1 applied (5 objects)", "tfcluster/c2 applied (5 objects)"], out
     assert normalise(run("tfcluster", "list", "-n", NS).stdout) == normalise(
-        "NAMESPACE  NAME\n%s  c1\n%s  c2\n" % (NS, NS))
+        "NAMESPACE  NAME  AGE\n%s  c1  1s\n%s  c2  1s\n" % (NS, NS))
     assert run("tfcluster", "list", "-n", NS, "-l", "team=b", "-o", "name").stdout == "tfcluster/c2\n"
     # Set-based selectors, as kubectl reads them.
     assert names_with("-l", "team in (a, b)") == ["tfcluster/c1", "tfcluster/c2"]
     assert names_with("-l", "team notin (a)") == ["tfcluster/c2"]
     assert names_with("-l", "team in (c),!team") == []
     assert names_with("-l", "!nosuchlabel,team") == ["tfcluster/c1", "tfcluster/c2"]
-    assert normalise(run("tfcluster", "get", "c1", "-n", NS).stdout) == normalise("NAMESPACE  NAME\n%s  c1\n" % NS)
+    assert normalise(run("tfcluster", "get", "c1", "-n", NS).stdout) == normalise("NAMESPACE  NAME  AGE\n%s  c1  1s\n" % NS)
     spec = json.loads(run("tfcluster", "get", "c1", "-n", NS, "-o", "json").stdout)
     assert spec["kind"] == "TFCluster" and spec["spec"]["worker"]["replicas"] == 1
     assert "tfcluster/c1" in run("tfcluster", "list", "-A", "-o", "name").stdout
@@ -234,7 +234,7 @@ def test_tfcluster_lifecycle():
     assert lines[-1].startswith("error: Timeout: "), r.stderr
     assert lines[:-1] and all(re.match(r"^(Pending|Running), \d+ not ready", l) for l in lines[:-1]), r.stderr
     wide = run("tfcluster", "list", "-n", NS, "-o", "wide").stdout
-    assert re.search(r"^%s +c1 +Running +0$" % NS, wide, re.M), wide
+    assert re.search(r"^%s +c1 +\d+[smh]\S* +Running +0$" % NS, wide, re.M), wide
     # The stored spec, as YAML, applies back unchanged.
     stored = run("tfcluster", "get", "c1", "-n", NS, "-o", "yaml").stdout
     assert "\nkind: TFCluster\n" in "\n" + stored, stored
@@ -274,13 +274,13 @@ def test_dev_lifecycle_and_no_password_unless_asked():
     assert out.startswith("dev/lab created\n") and "password: (not shown" in out, out
     assert "jupyter" in out
     rows = run("dev", "list", "-n", NS).stdout.splitlines()
-    assert rows[0].split() == ["NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"]
+    assert rows[0].split() == ["NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY", "AGE"]
     assert rows[1].split()[:3] == [NS, "lab", "alice"]
     run("dev", "wait", "lab", "-n", NS, "--timeout", "60s")
     wide = run("dev", "list", "-n", NS, "-o", "wide").stdout.splitlines()
-    assert wide[0].split() == ["NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY", "PHASE", "NODE",
-                               "RESTARTS", "REASON"], wide
-    assert re.match(r"^%s +lab +alice +\S+ +yes +yes +Running +sim-\S+ +0 +-$" % NS, wide[1]), wide
+    assert wide[0].split() == ["NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY", "AGE", "PHASE",
+                               "NODE", "RESTARTS", "REASON"], wide
+    assert re.match(r"^%s +lab +alice +\S+ +yes +yes +\d+[smh]\S* +Running +sim-\S+ +0 +-$" % NS, wide[1]), wide
     assert "Running" in run("dev", "status", "lab", "-n", NS).stdout
     assert re.search(r"^\[lab-0\] ", run("dev", "logs", "lab", "-n", NS).stdout, re.M)
     access = run("dev", "access", "lab", "-n", NS).stdout
@@ -410,7 +410,7 @@ def test_job_schedule_suspend_resume_run():
     out = run("job", "run", "nightly", "-n", NS).stdout
     assert re.match(r"^job/nightly run nightly-\S+ started\n$", out), out
     wide = run("job", "list", "-n", NS, "-o", "wide").stdout
-    assert re.search(r"nightly +0 3 \* \* \* +no", wide), wide
+    assert re.search(r"nightly +\d+[smh]\S* +0 3 \* \* \* +no", wide), wide
     run("job", "delete", "nightly", "-n", NS, "--wait", "--timeout", "60s")
     assert "job/nightly" not in names("job")
 

@@ -303,3 +303,145 @@ def test_an_unknown_or_missing_command_is_named_with_the_commands_there_are():
     r = run("-n", NS, "dev", check=False)
     assert r.returncode == 2 and r.stderr.startswith('error: usage: "tfk8s dev" needs a command (one of: '), r.stderr
     assert "describe" in r.stderr and "start" in r.stderr, r.stderr
+
+
+def test_dry_run_client_and_server_on_apply_scale_and_delete(tmp_path):
+    spec = tmp_path / "dry.yaml"
+    spec.write_text(CLUSTER.format(name="dry"))
+
+    def created():
+        return kubectl("get", KINDS, "-n", NS, "-l", "tfk8s.io/cluster=dry", "-o", "name").split()
+
+    # client: checked and rendered here, nothing sent; -o yaml prints what apply would send.
+    r = run("tfcluster", "apply", "-n", NS, "-f", spec, "--dry-run=client")
+    assert r.stdout == "tfcluster/dry applied (dry run)\n", r
+    objects = run("tfcluster", "apply", "-n", NS, "-f", spec, "--dry-run", "client", "-o", "yaml").stdout
+    assert "kind: ConfigMap" in objects and "name: dry-worker-1" in objects, objects
+    # server: the server validates and admits every object and stores none.
+    r = run("tfcluster", "apply", "-n", NS, "-f", spec, "--dry-run=server")
+    assert r.stdout == "tfcluster/dry applied (server dry run)\n", r
+    merged = json.loads(run("tfcluster", "apply", "-n", NS, "-f", spec, "--dry-run=server", "-o", "json").stdout)
+    assert all(o["metadata"].get("uid") for o in merged["items"]), merged  # as the server would store them
+    assert created() == []
+    # What the server refuses in a dry run is an error, as it would be for apply.
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(CLUSTER.format(name="huge").replace(
+        "worker: {replicas: 2, resources: {cpu: 100m", "worker: {replicas: 2, resources: {cpu: \"7\""))
+    r = run("tfcluster", "apply", "-n", NS, "-f", huge, "--dry-run=server", check=False)
+    assert r.returncode == 1 and "does not fit; nothing was sent" in r.stderr, r
+    r = run("tfcluster", "apply", "-n", NS, "-f", spec, "--dry-run=maybe", check=False)
+    assert r.returncode == 2 and "--dry-run" in r.stderr, r
+
+    run("tfcluster", "apply", "-n", NS, "-f", spec)
+    before = created()
+    assert "job.batch/dry-worker-1" in before, before
+    for mode in ("client", "server"):
+        r = run("tfcluster", "scale", "dry", "-n", NS, "--role", "worker", "--replicas", "3", "--dry-run=" + mode)
+        assert r.stdout == "tfcluster/dry scaled (worker=3) (%s)\n" % ("dry run" if mode == "client" else "server dry run"), r
+    r = run("tfcluster", "scale", "dry", "-n", NS, "--role", "boss", "--replicas", "3", "--dry-run=client", check=False)
+    assert r.returncode == 1 and "role" in r.stderr, r
+    assert json.loads(run("tfcluster", "get", "dry", "-n", NS, "-o", "json").stdout)["spec"]["worker"]["replicas"] == 2
+    for mode in ("client", "server"):
+        r = run("tfcluster", "delete", "dry", "nosuch", "-n", NS, "--dry-run=" + mode, check=False)
+        assert r.returncode == 1 and r.stdout == "tfcluster/dry deleted (%s)\n" % (
+            "dry run" if mode == "client" else "server dry run"), r
+        assert "NotFound" in r.stderr and "nosuch" in r.stderr, r
+    assert sorted(created()) == sorted(before)
+    run("tfcluster", "delete", "dry", "-n", NS, "--wait", "--timeout", "60s")
+    assert left_of("tfk8s.io/cluster=dry") == []
+
+
+def test_quota_get_prints_the_spec_that_applies_back(tmp_path):
+    name = NS + "-q"
+    spec = ("name: %s\nlabels: {team: vision}\nhard: {requests.cpu: \"4\", requests.memory: 8Gi, pods: \"20\"}\n"
+            "limit_range: {default_requests: {cpu: 250m}, default_limits: {memory: 1Gi}}\n" % name)
+    run("quota", "apply", "-f", "-", input=spec)
+    try:
+        got = json.loads(run("quota", "get", name, "-o", "json").stdout)
+        assert got["apiVersion"] == "tfk8s.io/v1" and got["kind"] == "Quota", got
+        assert got["metadata"] == {"name": name, "labels": {"team": "vision"}}, got
+        assert got["spec"]["hard"] == {"requests.cpu": "4", "requests.memory": "8Gi", "pods": "20"}, got
+        # As the server stores it: a default limit without a default request is defaulted to
+        # it (the API server's LimitRange defaulting), which applies back the same.
+        assert got["spec"]["limit_range"]["default_requests"] == {"cpu": "250m", "memory": "1Gi"}, got
+        assert got["spec"]["limit_range"]["default_limits"] == {"memory": "1Gi"}, got
+        assert got["status"]["usage"][0]["namespace"] == name, got
+        # The YAML applies back, and changes nothing.
+        stored = run("quota", "get", name, "-o", "yaml").stdout
+        (tmp_path / "q.yaml").write_text(stored)
+        run("quota", "apply", "-f", tmp_path / "q.yaml")
+        assert json.loads(run("quota", "get", name, "-o", "json").stdout)["spec"] == got["spec"]
+        assert run("quota", "list", "-o", "jsonpath={.items[*].metadata.name}").stdout.split().count(name) == 1
+        r = run("quota", "delete", name, "--dry-run=server")
+        assert r.stdout == "quota/%s deleted (server dry run)\n" % name, r
+        assert json.loads(run("quota", "get", name, "-o", "json").stdout)["spec"] == got["spec"]
+    finally:
+        run("quota", "delete", name, "--delete-namespace")
+    r = run("quota", "get", name + "-none", "-o", "yaml", check=False)
+    assert r.returncode == 1 and "NotFound: quota/%s-none not found" % name in r.stderr, r
+
+
+def test_list_watch_prints_the_list_then_a_row_per_change():
+    """`list --watch` as kubectl get -w: the table now, then a row each time a workload changes
+    (here: created, running, deleted), until the process is ended (by its pid, here)."""
+    env = dict(os.environ)
+    env.pop("KUBECONFIG", None)
+    proc = subprocess.Popen([CLI, "--kubeconfig", KUBECONFIG, "tfcluster", "list", "-n", NS, "--watch"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    try:
+        def read_until(pattern, timeout=90):
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                lines.append(line.rstrip("\n"))
+                if re.search(pattern, lines[-1]):
+                    return lines[-1]
+            raise AssertionError("no line matching %r in %r (stderr %r)" % (
+                pattern, lines, proc.stderr.read() if proc.poll() is not None else ""))
+
+        assert read_until(r"^NAMESPACE +NAME +OWNER +PHASE +AGE$").split() == ["NAMESPACE", "NAME", "OWNER", "PHASE", "AGE"]
+        run("tfcluster", "apply", "-n", NS, "-f", "-", input=CLUSTER.format(name="wat"))
+        if "Running" not in read_until(r"^%s +wat +- +(Pending|Running) +\S+$" % NS):
+            read_until(r"^%s +wat +- +Running +\S+$" % NS)
+        run("tfcluster", "delete", "wat", "-n", NS)
+        read_until(r"^%s +wat +- +Deleted +\S+$" % NS)
+        assert proc.poll() is None  # it goes on watching
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    rows = [line for line in lines[1:] if line.split()[1] == "wat"]
+    assert len(rows) == len(set(rows)), lines  # a row the same as the one before is not repeated
+    r = run("quota", "list", "--watch", check=False)
+    assert r.returncode == 2, r  # no such flag for quotas
+    r = run("tfcluster", "list", "-n", NS, "--watch", "-o", "yaml", check=False)
+    assert r.returncode == 2 and "--watch" in r.stderr, r
+
+
+def test_bash_completion_completes_workload_names_from_the_cluster():
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=CLUSTER.format(name="cmp-one"))
+    try:
+        script = run("completion", "bash").stdout
+
+        def complete(*words):
+            line = " ".join("'%s'" % w for w in (CLI, "--kubeconfig", KUBECONFIG) + words)
+            probe = script + "\nCOMP_WORDS=(%s); COMP_CWORD=%d; _tfk8s_complete; echo \"${COMPREPLY[*]}\"\n" % (
+                line, 2 + len(words))
+            env = dict(os.environ)
+            env.pop("KUBECONFIG", None)
+            return subprocess.run(["bash", "-c", probe], stdout=subprocess.PIPE, text=True, check=True,
+                                  env=env, timeout=60).stdout.split()
+
+        # The names of the namespace given on the line, for the verbs that take names.
+        assert complete("-n", NS, "tfcluster", "get", "cmp") == ["cmp-one"]
+        assert sorted(w for w in complete("-n", NS, "tfcluster", "delete", "") if not w.startswith("-")) == sorted(
+            n.split("/", 1)[1] for n in run("tfcluster", "list", "-n", NS, "-o", "name").stdout.split())
+        assert complete("-n", NS, "tfcluster", "logs", "cmp-o") == ["cmp-one"]
+        assert complete("-n", "default", "tfcluster", "get", "cmp") == []  # another namespace
+        # Not for verbs without names, nor for flags.
+        assert complete("-n", NS, "tfcluster", "apply", "cmp") == []
+        assert "--wait" in complete("-n", NS, "tfcluster", "delete", "--w")
+    finally:
+        run("tfcluster", "delete", "cmp-one", "-n", NS)

@@ -77,10 +77,14 @@ struct CommandNode {
   std::string name;
   std::vector<std::string> flags;  ///< e.g. "-n", "--namespace".
   std::vector<CommandNode> children;
+  /// A verb that takes workload names: the noun whose `list -o name` completes them ("" none).
+  std::string names_of;
 };
 
 /// A bash completion script (`source <(tfk8s completion bash)`) for the tree: subcommands by
-/// position, then the flags of the command reached.
+/// position, then the flags of the command reached; for a verb that takes names (`get`,
+/// `delete`, `logs` …), also the names `NOUN list -o name` prints, asked of the cluster with
+/// the -n/--namespace, --context and --kubeconfig of the line being completed.
 std::string BashCompletion(const CommandNode& root);
 /// A zsh completion script (`source <(tfk8s completion zsh)`), through bashcompinit.
 std::string ZshCompletion(const CommandNode& root);

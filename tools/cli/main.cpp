@@ -10,14 +10,18 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -32,6 +36,8 @@
 #include "tfk8s/config.hpp"
 #include "tfk8s/devinstance.hpp"
 #include "tfk8s/error.hpp"
+#include "tfk8s/fields.hpp"
+#include "tfk8s/fleet.hpp"
 #include "tfk8s/placement.hpp"
 #include "tfk8s/quantity.hpp"
 #include "tfk8s/quota.hpp"
@@ -190,9 +196,11 @@ struct KindFlags {
   int replicas = -1;
   bool delete_namespace = false;
   std::string idle = "2h";
-  bool dry_run = false;
+  bool dry_run = false;               // dev cull --dry-run (report only)
+  std::string dry_run_mode = "none";  // --dry-run=none|client|server of apply, delete, scale
   bool policy_only = false;
   bool offline = false;
+  bool watch = false;  // list/get --watch
 };
 
 // A failure already reported (fits on stdout, delete on stderr): exit 1 without an error line.
@@ -265,6 +273,13 @@ class Kind {
                       const std::string& output) const = 0;
   virtual void Delete(Session& s, const std::string& ns, const std::string& name,
                       std::optional<std::chrono::milliseconds> wait) const = 0;
+  // The objects a delete removes, as (type, namespace, name): what `delete --dry-run=server`
+  // sends dry-run DELETEs for. The workloads: the objects of their stored spec.
+  virtual std::vector<Json> DeletedObjects(Session& s, const std::string& ns,
+                                           const std::string& name) const {
+    Json doc = Get(s, ns, name);
+    return RenderForApply(s, doc);
+  }
   virtual FitResult Fits(Session& /*s*/, const Json& /*doc*/) const {
     throw ValidationError("kind", doc_kind(), "has no pre-flight");
   }
@@ -273,6 +288,8 @@ class Kind {
                     const std::string& /*until*/, std::chrono::milliseconds /*timeout*/,
                     const std::string& /*output*/) const {}
   virtual bool HasLogs() const { return false; }
+  // Whether `list --watch` can follow it (the workloads: a Fleet's kinds are their doc kinds).
+  virtual bool Watchable() const { return false; }
   virtual WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
                                  const WorkloadLogOptions& request) const = 0;
   // The kind's own flags of `logs` (--role, --run) and of `apply` (--show-password).
@@ -342,6 +359,7 @@ class WorkloadKind : public SpecKind<typename Workload::SpecType> {
     return Workload::Load(s.client(), ns, name);
   }
   bool HasLogs() const override { return true; }
+  bool Watchable() const override { return true; }
   WorkloadLogStream Logs(Session& s, const std::string& ns, const std::string& name,
                          const WorkloadLogOptions& request) const override {
     return Load(s, ns, name).StreamLogs(request);
@@ -365,7 +383,8 @@ class WorkloadKind : public SpecKind<typename Workload::SpecType> {
   }
   Json Object(Session& s, const std::string& ns, const std::string& name) const override {
     Workload w = Load(s, ns, name);
-    return KubernetesObject(this->doc_kind(), w.spec().ToJson(), w.Status().ToJson());
+    return KubernetesObject(this->doc_kind(), w.spec().ToJson(),
+                            FieldsToKubernetesJson(w.Status()));
   }
   void Delete(Session& s, const std::string& ns, const std::string& name,
               std::optional<std::chrono::milliseconds> wait) const override {
@@ -383,15 +402,17 @@ class WorkloadKind : public SpecKind<typename Workload::SpecType> {
 
 std::string NameOf(const Json& doc) { return doc.value("name", std::string()); }
 
-// Name rows with the namespace; shared by the kinds listed as references.
+// Name rows with the namespace and the age (kubectl's AGE: -o wide's columns come after it);
+// shared by the kinds listed as references.
 Rows RefRows(const std::vector<WorkloadRef>& refs, const std::vector<std::string>& extra_header,
              const std::function<std::vector<std::string>(const WorkloadRef&)>& extra) {
   Rows rows;
-  std::vector<std::string> header{"NAMESPACE", "NAME"};
+  std::vector<std::string> header{"NAMESPACE", "NAME", "AGE"};
   header.insert(header.end(), extra_header.begin(), extra_header.end());
   rows.push_back(header);
+  const auto now = std::chrono::system_clock::now();
   for (const auto& r : refs) {
-    std::vector<std::string> row{r.namespace_name, r.name};
+    std::vector<std::string> row{r.namespace_name, r.name, Age(r.created, now)};
     if (extra) {
       std::vector<std::string> more;
       try {
@@ -406,6 +427,99 @@ Rows RefRows(const std::vector<WorkloadRef>& refs, const std::vector<std::string
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+// ---- --dry-run=client|server (kubectl's) --------------------------------------------------
+
+// What the option's values mean: "client" renders and sends nothing; "server" sends every
+// write with dryRun=All (the server validates, defaults and admits it, and stores nothing).
+constexpr const char* kDryRunModes[] = {"none", "client", "server"};
+
+std::string DryRunSuffix(const std::string& mode) {
+  return mode == "client" ? " (dry run)" : " (server dry run)";
+}
+
+void AddDryRunOption(CLI::App* verb, KindFlags& f) {
+  verb->add_option("--dry-run", f.dry_run_mode,
+                   "client: check and render, send nothing; server: send every write as a "
+                   "server-side dry run (validated and admitted, nothing stored)")
+      ->check(
+          CLI::IsMember(std::vector<std::string>(std::begin(kDryRunModes), std::end(kDryRunModes))))
+      ->capture_default_str();
+}
+
+// One object through a dry-run server-side apply: the object the server would store. A field
+// the server does not let change (a Job's pod template) is one apply replaces the object for:
+// then the object as rendered, with a note.
+Json DryRunApply(Client& client, const Json& object) {
+  ApplyOptions dry;
+  dry.dry_run = true;
+  dry.force = true;
+  try {
+    return client.Apply(object, dry);
+  } catch (const Invalid& e) {
+    if (std::string(e.what()).find("field is immutable") == std::string::npos) throw;
+    std::cerr << "note: " << object.value("kind", "") << "/" << object["metadata"].value("name", "")
+              << " changes a field that cannot be updated: apply replaces it\n";
+    return object;
+  }
+}
+
+// `apply --dry-run=client|server`: each document's line (`NOUN/NAME applied (dry run)`), or
+// with -o the objects (client: as rendered; server: as the server would store them). The
+// server mode runs the pre-flight first, as apply does (not with --no-preflight).
+void ApplyDryRun(Session& s, const Kind& k, const std::vector<Json>& docs,
+                 const std::string& mode) {
+  const std::string& output = s.globals().output;
+  std::vector<Json> objects;
+  for (const auto& doc : docs) {
+    std::vector<Json> rendered;
+    if (mode == "client") {
+      rendered = k.Render(doc);
+    } else {
+      if (k.namespaced() && !s.globals().no_preflight) {
+        FitResult fit = k.Fits(s, doc);
+        if (!fit.fits) {
+          std::cout.flush();
+          std::cerr << "error: " << k.command() << "/" << NameOf(doc)
+                    << " does not fit; nothing was sent: " << fit.Message() << "\n";
+          throw Reported();
+        }
+      }
+      for (const auto& object : k.RenderForApply(s, doc)) {
+        rendered.push_back(DryRunApply(s.client(), object));
+      }
+    }
+    if (output.empty()) {
+      std::cout << k.command() << "/" << NameOf(doc) << " applied" << DryRunSuffix(mode) << "\n";
+    }
+    objects.insert(objects.end(), rendered.begin(), rendered.end());
+  }
+  if (!output.empty()) PrintObjects(objects, output);
+}
+
+// `delete --dry-run=client|server` of one workload: client reads it (NotFound when it is not
+// there) and sends nothing; server also sends a dry-run DELETE for each object a delete removes
+// (one already gone is skipped), so the server's admission and these credentials' rights
+// answer.
+void DeleteDryRun(Session& s, const Kind& k, const std::string& ns, const std::string& name,
+                  const std::string& mode) {
+  if (mode == "client") {
+    (void)k.Get(s, ns, name);
+    return;
+  }
+  Client& client = s.client();
+  DeleteOptions dry;
+  dry.dry_run = true;
+  for (const auto& object : k.DeletedObjects(s, ns, name)) {
+    const Json& metadata = object["metadata"];
+    if (metadata.value("name", "").empty()) continue;  // a run the server names: none yet
+    try {
+      client.Delete(client.Resolve(object.value("apiVersion", ""), object.value("kind", "")),
+                    metadata.value("namespace", ""), metadata.value("name", ""), dry);
+    } catch (const NotFound&) {
+    }
+  }
 }
 
 class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
@@ -449,11 +563,30 @@ class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
     KindFlags* f = v.f;
     CLI::App* sc = v.add("scale", "Change one role's replica count and apply", [s, f] {
       TFCluster cluster = TFCluster::Load(s->client(), s->Namespace(), f->name);
-      TFApplyOptions options;
-      options.preflight = !s->globals().no_preflight;
-      cluster.Scale(f->role, f->replicas, options);
-      std::cout << "tfcluster/" << f->name << " scaled (" << f->role << "=" << f->replicas << ")\n";
+      const std::string& mode = f->dry_run_mode;
+      if (mode == "client") {
+        // The new spec checked (role, count) and rendered; nothing sent.
+        TFClusterSpec next = cluster.spec();
+        TFRoleSpec* role = f->role == "ps"          ? &next.ps
+                           : f->role == "worker"    ? &next.worker
+                           : f->role == "chief"     ? &next.chief
+                           : f->role == "evaluator" ? &next.evaluator
+                                                    : nullptr;
+        if (role == nullptr) {
+          throw ValidationError("role", f->role, "must be one of chief, ps, worker, evaluator");
+        }
+        role->replicas = f->replicas;
+        (void)RenderTFCluster(next);
+      } else {
+        TFApplyOptions options;
+        options.preflight = !s->globals().no_preflight;
+        options.dry_run = mode == "server";
+        cluster.Scale(f->role, f->replicas, options);
+      }
+      std::cout << "tfcluster/" << f->name << " scaled (" << f->role << "=" << f->replicas << ")"
+                << (mode == "none" ? "" : DryRunSuffix(mode)) << "\n";
     });
+    AddDryRunOption(sc, *f);
     v.name_arg(sc);
     sc->add_option("--role", f->role, "ps, worker, chief or evaluator")->required();
     sc->add_option("--replicas", f->replicas, "New replica count")
@@ -491,13 +624,18 @@ class DevCommand : public WorkloadKind<DevInstance, DevDeleteOptions> {
     }
   }
   Rows List(Session& s, const std::string& ns, bool wide) const override {
-    Rows rows{{"NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY"}};
+    Rows rows{{"NAMESPACE", "NAME", "OWNER", "IMAGE", "RUNNING", "READY", "AGE"}};
     if (wide) rows.front().insert(rows.front().end(), {"PHASE", "NODE", "RESTARTS", "REASON"});
+    const auto now = std::chrono::system_clock::now();
     for (const auto& d :
          DevInstance::List(s.client(), ns, s.globals().owner, s.globals().selector)) {
-      std::vector<std::string> row{
-          d.namespace_name,      d.name, d.owner, d.image, d.running ? "yes" : "no",
-          d.ready ? "yes" : "no"};
+      std::vector<std::string> row{d.namespace_name,
+                                   d.name,
+                                   d.owner,
+                                   d.image,
+                                   d.running ? "yes" : "no",
+                                   d.ready ? "yes" : "no",
+                                   Age(d.created, now)};
       if (wide) {
         DevInstanceStatus st = Load(s, d.namespace_name, d.name).Status();
         row.insert(row.end(), {ToString(st.phase), st.node.empty() ? "-" : st.node,
@@ -695,11 +833,14 @@ class QuotaCommand : public SpecKind<QuotaSpec> {
     QuotaUsage usage = ApplyQuota(s.client(), Read(doc));
     return "quota/" + NameOf(doc) + " applied\n" + FormatUsageTable({usage});
   }
+  // The spec as the server holds it (what `apply -f` takes back).
   Json Get(Session& s, const std::string&, const std::string& name) const override {
-    auto usages = GetQuotaUsage(s.client(), name);
-    if (usages.empty())
-      throw NotFound(ErrorKind::kNotFound, "quota/" + name + " not found", 404, "NotFound");
-    return UsagesJson(usages);
+    return GetQuotaSpec(s.client(), name).ToJson();
+  }
+  // kind Quota: the spec, and the usage of the queue's quotas as its status.
+  Json Object(Session& s, const std::string&, const std::string& name) const override {
+    return KubernetesObject(doc_kind(), Get(s, "", name),
+                            {{"usage", UsagesJson(GetQuotaUsage(s.client(), name))}});
   }
   // -o wide: used/hard of the resources a queue is usually about ("-": not limited).
   static constexpr const char* kWideResources[][2] = {{"CPU", "requests.cpu"},
@@ -748,6 +889,21 @@ class QuotaCommand : public SpecKind<QuotaSpec> {
   WorkloadLogStream Logs(Session&, const std::string&, const std::string&,
                          const WorkloadLogOptions&) const override {
     throw ValidationError("kind", "Quota", "has no logs");
+  }
+  // The ResourceQuota and LimitRange of the queue's own namespace, or the namespace itself.
+  std::vector<Json> DeletedObjects(Session& s, const std::string&,
+                                   const std::string& name) const override {
+    std::vector<Json> out;
+    for (auto& object : RenderQuota(GetQuotaSpec(s.client(), name))) {
+      const std::string kind = object.value("kind", "");
+      const std::string ns =
+          object["metadata"].value("namespace", object["metadata"].value("name", ""));
+      if (ns != name) continue;  // a member's namespace: not deleted with the queue
+      if (delete_namespace ? kind == "Namespace"
+                           : (kind == "ResourceQuota" || kind == "LimitRange"))
+        out.push_back(std::move(object));
+    }
+    return out;
   }
   static Json UsagesJson(const std::vector<QuotaUsage>& usages) {
     Json out = Json::array();
@@ -875,18 +1031,20 @@ Rows Listing(Session& s, const Kind& kind, bool wide) {
 
 void PrintListing(Session& s, const Kind& kind, const Rows& rows) {
   const std::string& output = s.globals().output;
-  // The first workload as an object (only for the formats that print objects): null for a
-  // kind that has none (quotas print their records).
-  Json first = Structured(output) && rows.size() > 1 && kind.namespaced()
-                   ? kind.Object(s, rows[1][0], rows[1][1])
-                   : Json(nullptr);
+  // A row's workload as an object (namespace and name are the first columns; a quota's row
+  // starts with its name).
+  auto object = [&](const std::vector<std::string>& row) {
+    return kind.namespaced() ? kind.Object(s, row[0], row[1]) : kind.Object(s, "", row[0]);
+  };
+  // The first one (only for the formats that print objects): null for a kind that has none.
+  Json first = Structured(output) && rows.size() > 1 ? object(rows[1]) : Json(nullptr);
   if (output == "name") {
     for (const auto& name : NamesOf(kind, rows)) std::cout << kind.command() << "/" << name << "\n";
   } else if (Structured(output) && (rows.size() == 1 || !first.is_null())) {
     // The workloads themselves, as a List (each one read: its spec and status).
     Json items = Json::array();
     for (std::size_t i = 1; i < rows.size(); ++i) {
-      items.push_back(i == 1 ? first : kind.Object(s, rows[i][0], rows[i][1]));
+      items.push_back(i == 1 ? first : object(rows[i]));
     }
     PrintResult("", Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}, output);
   } else if (Structured(output)) {
@@ -936,6 +1094,12 @@ CommandNode TreeOf(const CLI::App& app, const std::vector<std::string>& inherite
     if (opt == app.get_help_ptr()) continue;  // inherited
     for (const auto& s : opt->get_snames()) node.flags.push_back("-" + s);
     for (const auto& l : opt->get_lnames()) node.flags.push_back("--" + l);
+    // A workload's (or a queue's) name argument: completed from the noun's list.
+    const std::string positional = opt->get_positional() ? opt->get_name() : "";
+    if ((positional == "name" || positional == "names") && app.get_parent() != nullptr &&
+        app.get_parent()->get_parent() != nullptr) {
+      node.names_of = app.get_parent()->get_name();
+    }
   }
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     node.children.push_back(TreeOf(*sub, inherited));
@@ -1095,12 +1259,14 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
         [s, k, &f] {
           auto docs = LoadDocuments(*k, f.file, s->Namespace(), s->globals().namespace_name,
                                     /*for_apply=*/true);
+          if (f.dry_run_mode != "none") return ApplyDryRun(*s, *k, docs, f.dry_run_mode);
           for (const auto& doc : docs)
             std::cout << k->Apply(*s, doc, f.show_password) << std::flush;
         })
       ->add_option("-f,--filename", f.file, "Spec file, a directory of them, - for stdin")
       ->required();
   kind.AddApplyFlags(actions.back().first, f);
+  AddDryRunOption(actions.back().first, f);
   if (kind.HasLogs()) {  // the three workloads
     CLI::App* diff = v.add(
         "diff",
@@ -1131,6 +1297,101 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
                    "default; API versions of Kubernetes >= 1.21; no ownerReferences");
 }
 
+// `list --watch` / `get [NAME] --watch`, as kubectl get -w: the workloads now, then a row each
+// time one changes (PHASE Deleted when it is gone), until interrupted. From a Fleet (watches
+// that survive expiry and server restarts): NAMESPACE NAME OWNER PHASE AGE, -o wide adds
+// MESSAGE; -o json one JSON object per change ({"type", "entry"}: the Fleet's change). A row
+// the same as the one printed last for that workload is not printed again.
+[[noreturn]] void WatchListing(Session& s, const Kind& k, const std::string& only_name) {
+  const std::string& output = s.globals().output;
+  if (!k.Watchable()) throw ValidationError("watch", k.command(), "quotas cannot be watched");
+  if (!output.empty() && output != "wide" && output != "json") {
+    throw UsageError("--watch prints a table, -o wide or -o json (one change per line)");
+  }
+  const FleetKind kind = ParseFleetKind(k.doc_kind());
+  const std::string owner = s.globals().owner;
+  FleetOptions options;
+  options.namespace_name = s.ListNamespace();
+  options.label_selector = s.globals().selector;
+  Fleet fleet(s.client(), options);
+  if (!fleet.WaitForSync(std::chrono::minutes(1))) {
+    throw Timeout(ErrorKind::kTimeout, "the workloads' watches did not sync within 1m");
+  }
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<FleetChange> changes;
+  std::optional<FleetError> fatal;
+  fleet.OnChange([&](const FleetChange& c) {
+    std::lock_guard<std::mutex> lock(mutex);
+    changes.push_back(c);
+    changed.notify_one();
+  });
+  fleet.OnError([&](const FleetError& e) {
+    if (!e.failure.fatal) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    fatal = e;
+    changed.notify_one();
+  });
+  const bool wide = output == "wide";
+  std::map<std::pair<std::string, std::string>, std::string> last;  // the row printed last
+  auto show = [&](const FleetEntry& e, FleetChangeType type, bool header) {
+    if (e.kind != kind || (!owner.empty() && e.owner != owner) ||
+        (!only_name.empty() && e.name != only_name)) {
+      return;
+    }
+    if (output == "json") {
+      std::cout << FleetChange{type, e}.ToJson().dump() << "\n" << std::flush;
+      return;
+    }
+    const auto now = std::chrono::system_clock::now();
+    std::vector<std::string> row{
+        e.namespace_name, e.name, e.owner.empty() ? "-" : e.owner,
+        type == FleetChangeType::kRemoved ? "Deleted" : e.phase,
+        e.created == std::chrono::system_clock::time_point{}
+            ? "<unknown>"
+            : HumanDuration(std::chrono::duration_cast<std::chrono::nanoseconds>(now - e.created))};
+    if (wide) row.push_back(e.message.empty() ? "-" : e.message);
+    Rows rows;
+    if (header) {
+      rows.push_back({"NAMESPACE", "NAME", "OWNER", "PHASE", "AGE"});
+      if (wide) rows.front().push_back("MESSAGE");
+    }
+    rows.push_back(row);
+    // Columns as wide as the header's, so rows printed later line up (kubectl does the same).
+    std::string text = FormatTextTable(rows);
+    if (header) {
+      std::cout << text.substr(0, text.find('\n') + 1);
+      text = text.substr(text.find('\n') + 1);
+    }
+    std::string& previous = last[{e.namespace_name, e.name}];
+    if (text == previous) return;
+    previous = text;
+    std::cout << text << std::flush;
+  };
+  bool header = output != "json";
+  for (const auto& e : fleet.Entries()) {
+    show(e, FleetChangeType::kAdded, header);
+    if (e.kind == kind && (owner.empty() || e.owner == owner) &&
+        (only_name.empty() || e.name == only_name)) {
+      header = false;
+    }
+  }
+  if (header) {
+    std::cout << "NAMESPACE  NAME  OWNER  PHASE  AGE" << (wide ? "  MESSAGE" : "") << "\n"
+              << std::flush;
+    header = false;
+  }
+  for (;;) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return !changes.empty() || fatal; });
+    if (fatal) std::rethrow_exception(fatal->failure.error);
+    FleetChange c = std::move(changes.front());
+    changes.pop_front();
+    lock.unlock();
+    show(c.entry, c.type, false);
+  }
+}
+
 void Describe(Session& s, const Kind& k, const std::string& name);  // below
 
 // list, get, status and describe.
@@ -1139,11 +1400,16 @@ void AddReadVerbs(const Verbs& v, const Kind& kind) {
   KindFlags& f = *v.f;
   const Kind* k = &kind;
 
-  auto list = [s, k] { PrintListing(*s, *k, Listing(*s, *k, s->globals().output == "wide")); };
-  v.add("list", "List them (-A: every namespace, -l: by the spec's labels)", list);
+  auto list = [s, k, &f] {
+    if (f.watch) WatchListing(*s, *k, "");
+    PrintListing(*s, *k, Listing(*s, *k, s->globals().output == "wide"));
+  };
+  CLI::App* list_verb =
+      v.add("list", "List them (-A: every namespace, -l: by the spec's labels)", list);
   CLI::App* get =
       v.add("get", "Show one (its stored spec with -o yaml|json), or list them without a name",
             [s, k, &f, list] {
+              if (f.watch) WatchListing(*s, *k, f.name);
               if (f.name.empty()) return list();
               std::string ns = k->namespaced() ? s->Namespace() : "";
               const std::string& output = s->globals().output;
@@ -1162,6 +1428,12 @@ void AddReadVerbs(const Verbs& v, const Kind& kind) {
               }
             });
   get->add_option("name", f.name, "The " + kind.doc_kind() + "'s name");
+  if (kind.Watchable()) {
+    for (CLI::App* verb : {list_verb, get}) {
+      verb->add_flag("-w,--watch", f.watch,
+                     "After the list, a row each time one changes, until interrupted");
+    }
+  }
   v.name_arg(v.add("status", "Status table (-o json|yaml for the fields)", [s, k, &f] {
     k->Status(*s, k->namespaced() ? s->Namespace() : "", f.name, s->globals().output);
   }));
@@ -1271,10 +1543,17 @@ void DeleteWorkloads(Session& s, const Kind& k, const KindFlags& f) {
     if (targets.empty()) std::cerr << "No " << k.doc_kind() << "s found\n";
   }
   bool failed = false;
+  const bool dry = f.dry_run_mode != "none";
   for (const auto& [ns, name] : targets) {
     try {
-      k.Delete(s, ns, name, wait);
-      std::cout << k.command() << "/" << name << " deleted\n" << std::flush;
+      if (dry) {
+        DeleteDryRun(s, k, ns, name, f.dry_run_mode);
+      } else {
+        k.Delete(s, ns, name, wait);
+      }
+      std::cout << k.command() << "/" << name << " deleted"
+                << (dry ? DryRunSuffix(f.dry_run_mode) : "") << "\n"
+                << std::flush;
     } catch (const tfk8s::Error& e) {
       std::cerr << ErrorLine(e) << "\n";
       failed = true;
@@ -1296,6 +1575,7 @@ void AddLifeVerbs(const Verbs& v, const Kind& kind) {
   del->add_option("names", f.names, "The " + kind.doc_kind() + "s' names");
   del->add_option("-f,--filename", f.file,
                   "Spec file, a directory of them, - for stdin: the workloads they describe");
+  AddDryRunOption(del, f);
   if (kind.namespaced()) {
     del->add_flag("--wait", f.wait, "Wait until every object is gone");
     del->add_option("--timeout", f.timeout, "Bound of --wait (e.g. 90s, 5m)")
