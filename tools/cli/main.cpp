@@ -273,8 +273,9 @@ class Kind {
                       const std::string& output) const = 0;
   virtual void Delete(Session& s, const std::string& ns, const std::string& name,
                       std::optional<std::chrono::milliseconds> wait) const = 0;
-  // The objects a delete removes, as (type, namespace, name): what `delete --dry-run=server`
-  // sends dry-run DELETEs for. The workloads: the objects of their stored spec.
+  // The objects a delete removes (their apiVersion, kind and metadata name and namespace are
+  // what counts): what `delete --dry-run=server` sends dry-run DELETEs for. The workloads: the
+  // objects their stored spec renders.
   virtual std::vector<Json> DeletedObjects(Session& s, const std::string& ns,
                                            const std::string& name) const {
     Json doc = Get(s, ns, name);
@@ -466,8 +467,9 @@ Json DryRunApply(Client& client, const Json& object) {
 }
 
 // `apply --dry-run=client|server`: each document's line (`NOUN/NAME applied (dry run)`), or
-// with -o the objects (client: as rendered; server: as the server would store them). The
-// server mode runs the pre-flight first, as apply does (not with --no-preflight).
+// with -o json|yaml|jsonpath=…|custom-columns=… the objects (client: as rendered; server: as the
+// server would store them). The server mode runs the pre-flight first, as apply does (not with
+// --no-preflight).
 void ApplyDryRun(Session& s, const Kind& k, const std::vector<Json>& docs,
                  const std::string& mode) {
   const std::string& output = s.globals().output;
@@ -490,12 +492,12 @@ void ApplyDryRun(Session& s, const Kind& k, const std::vector<Json>& docs,
         rendered.push_back(DryRunApply(s.client(), object));
       }
     }
-    if (output.empty()) {
+    if (!Structured(output)) {
       std::cout << k.command() << "/" << NameOf(doc) << " applied" << DryRunSuffix(mode) << "\n";
     }
     objects.insert(objects.end(), rendered.begin(), rendered.end());
   }
-  if (!output.empty()) PrintObjects(objects, output);
+  if (Structured(output)) PrintObjects(objects, output);
 }
 
 // `delete --dry-run=client|server` of one workload: client reads it (NotFound when it is not
@@ -1310,6 +1312,12 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
   }
   const FleetKind kind = ParseFleetKind(k.doc_kind());
   const std::string owner = s.globals().owner;
+  // Declared before the Fleet, so that its threads (which call back into them) are stopped
+  // before these go.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<FleetChange> changes;
+  std::optional<FleetError> fatal;
   FleetOptions options;
   options.namespace_name = s.ListNamespace();
   options.label_selector = s.globals().selector;
@@ -1317,10 +1325,6 @@ void AddSpecFileVerbs(const Verbs& v, const Kind& kind) {
   if (!fleet.WaitForSync(std::chrono::minutes(1))) {
     throw Timeout(ErrorKind::kTimeout, "the workloads' watches did not sync within 1m");
   }
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<FleetChange> changes;
-  std::optional<FleetError> fatal;
   fleet.OnChange([&](const FleetChange& c) {
     std::lock_guard<std::mutex> lock(mutex);
     changes.push_back(c);
