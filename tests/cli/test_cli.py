@@ -282,6 +282,8 @@ def test_dev_lifecycle_and_no_password_unless_asked():
                                "NODE", "RESTARTS", "REASON"], wide
     assert re.match(r"^%s +lab +alice +\S+ +yes +yes +\d+[smh]\S* +Running +sim-\S+ +0 +-$" % NS, wide[1]), wide
     assert "Running" in run("dev", "status", "lab", "-n", NS).stdout
+    dev_status = json.loads(run("dev", "status", "lab", "-n", NS, "-o", "json").stdout)
+    assert dev_status["readyTools"] and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", dev_status["startedAt"]), dev_status
     assert re.search(r"^\[lab-0\] ", run("dev", "logs", "lab", "-n", NS).stdout, re.M)
     access = run("dev", "access", "lab", "-n", NS).stdout
     assert "jupyter" in access and "password" not in access.lower(), access

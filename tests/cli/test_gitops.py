@@ -195,6 +195,10 @@ def test_get_prints_a_kubernetes_object_that_applies_back_and_templates_read_it(
     assert obj["metadata"] == {"name": "obj", "namespace": NS, "labels": {"team": "a"}}, obj["metadata"]
     assert obj["spec"]["worker"]["replicas"] == 2 and "name" not in obj["spec"]
     assert obj["status"]["phase"] in ("Pending", "Running"), obj["status"]
+    # Kubernetes' shape: the fields only (no text table), camelCase; `status -o json` the same.
+    assert "table" not in obj["status"] and "notReady" not in obj["status"], obj["status"]
+    status = json.loads(run("tfcluster", "status", "obj", "-n", NS, "-o", "json").stdout)
+    assert set(status) == set(obj["status"]) and "table" not in status, status
     # The round trip: what get prints, apply takes (status ignored), changed or not.
     as_yaml = run("tfcluster", "get", "obj", "-n", NS, "-o", "yaml").stdout
     assert run("tfcluster", "apply", "-n", NS, "-f", "-", input=as_yaml).stdout.startswith("tfcluster/obj applied")

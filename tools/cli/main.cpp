@@ -376,7 +376,7 @@ class WorkloadKind : public SpecKind<typename Workload::SpecType> {
                      .timeout = timeout,
                      .on_progress = [](const Status& p) { Progress(ProgressLine(p)); }});
       EndProgress();
-      PrintResult(ResultText(st), st.ToJson(), output);
+      PrintResult(ResultText(st), FieldsToKubernetesJson(st), output);
     }
   }
   Json Get(Session& s, const std::string& ns, const std::string& name) const override {
@@ -557,7 +557,7 @@ class TFClusterCommand : public WorkloadKind<TFCluster, TFDeleteOptions> {
     TFClusterStatus st = TFCluster::StatusOf(s.client(), ns, name);
     PrintResult(
         ToString(st.phase) + (st.message.empty() ? "" : ": " + st.message) + "\n" + st.Table(),
-        st.ToJson(), output);
+        FieldsToKubernetesJson(st), output);
   }
   std::vector<std::string> WaitConditions() const override { return {"ready", "finished"}; }
   void AddOwnVerbs(const Verbs& v) const override {
@@ -650,7 +650,7 @@ class DevCommand : public WorkloadKind<DevInstance, DevDeleteOptions> {
   void Status(Session& s, const std::string& ns, const std::string& name,
               const std::string& output) const override {
     DevInstanceStatus st = Load(s, ns, name).Status();
-    PrintResult(st.Table(), st.ToJson(), output);
+    PrintResult(st.Table(), FieldsToKubernetesJson(st), output);
   }
   std::vector<std::string> WaitConditions() const override { return {"ready"}; }
   void AddOwnVerbs(const Verbs& v) const override {
@@ -762,9 +762,9 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
     rows.push_back({st.exists ? st.schedule : "(on demand)", st.suspended ? "yes" : "no",
                     TimeText(st.last_schedule_time), TimeText(st.next_schedule_time),
                     std::to_string(st.active.size())});
-    Json json = st.ToJson();
+    Json json = FieldsToKubernetesJson(st);
     json["runs"] = Json::array();
-    for (const auto& r : runs) json["runs"].push_back(r.ToJson());
+    for (const auto& r : runs) json["runs"].push_back(FieldsToKubernetesJson(r));
     PrintResult(FormatTextTable(rows) + "\n" + FormatRunTable(runs), json, output);
   }
   std::vector<std::string> WaitConditions() const override { return {"finished"}; }
@@ -813,7 +813,7 @@ class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> 
     v.name_arg(v.add("history", "Its runs", [s, f] {
       auto runs = ScheduledJob::Load(s->client(), s->Namespace(), f->name).History();
       Json json = Json::array();
-      for (const auto& r : runs) json.push_back(r.ToJson());
+      for (const auto& r : runs) json.push_back(FieldsToKubernetesJson(r));
       PrintResult(FormatRunTable(runs), json, s->globals().output);
     }));
     v.name_arg(v.add("suspend", "No new scheduled runs", [s, f] {
