@@ -276,6 +276,22 @@ def test_describe_shows_the_status_and_the_events_of_its_objects():
     assert re.search(r"^LAST SEEN +TYPE +REASON +OBJECT +MESSAGE$", out, re.M), out
     assert re.search(r"^\S+ +Normal +SuccessfulCreate +job/desc-ps-0 +Created pod: desc-ps-0-", out, re.M), out
     assert re.search(r"^\S+ +Normal +Scheduled +pod/desc-worker-0-\S+ ", out, re.M), out
+    # Re-created under the same name: only the new objects' events (matched by UID, as kubectl
+    # describe does), although the old ones' are still in the namespace.
+    run("tfcluster", "delete", "desc", "-n", NS, "--wait", "--timeout", "60s")
+    run("tfcluster", "apply", "-n", NS, "-f", "-", input=CLUSTER.format(name="desc"))
+    deadline = time.monotonic() + 60
+    while True:
+        out = run("tfcluster", "describe", "desc", "-n", NS).stdout
+        created = re.findall(r"job/desc-ps-0 +Created pod: (\S+)", out)
+        if created or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    pods_now = kubectl("get", "pods", "-n", NS, "-l", "tfk8s.io/cluster=desc", "-o", "name").split()
+    assert created and all("pod/" + p in pods_now for p in created), (created, pods_now, out)
+    old_events = kubectl("get", "events", "-n", NS, "--field-selector", "involvedObject.name=desc-ps-0",
+                         "-o", "name").split()
+    assert len(old_events) > len(created), old_events  # the earlier Job's are there, not shown
     run("tfcluster", "delete", "desc", "-n", NS)
     r = run("tfcluster", "describe", "desc", "-n", NS, check=False)
     assert r.returncode == 1 and "TFCluster %s/desc not found" % NS in r.stderr, r

@@ -1474,17 +1474,22 @@ void Describe(Session& s, const Kind& k, const std::string& name) {
             << "\nLabels:     " << (labels.empty() ? "<none>" : labels) << "\n\nStatus:\n"
             << std::flush;
   k.Status(s, ns, name, "");
-  // Which objects are the workload's: what its spec renders, and its pods.
-  Json spec = k.Get(s, ns, name);
-  std::set<std::pair<std::string, std::string>> mine;  // kind, name
-  for (const auto& o : k.Render(spec)) {
-    mine.emplace(Text(o, "kind"), Text(o["metadata"], "name"));
-  }
+  // Which objects are the workload's, as they exist now: those of the kinds its spec renders
+  // and its pods, carrying its name label; events are matched by their UID (as kubectl
+  // describe does), so those of an earlier object of the same name are not its.
+  Client& client = s.client();
   ListOptions by_label;
   by_label.label_selector = k.NameLabel() + "=" + name;
-  Json pods = s.client().ListAll({"", "v1", "Pod", "pods", true}, ns, by_label);
-  for (const auto& pod : pods["items"]) mine.emplace("Pod", Text(pod["metadata"], "name"));
-  Json events = s.client().ListAll({"", "v1", "Event", "events", true}, ns);
+  std::set<std::pair<std::string, std::string>> kinds{{"v1", "Pod"}};  // apiVersion, kind
+  for (const auto& o : k.RenderForApply(s, k.Get(s, ns, name))) {
+    kinds.emplace(Text(o, "apiVersion"), Text(o, "kind"));
+  }
+  std::set<std::string> mine;  // UIDs
+  for (const auto& [api_version, kind] : kinds) {
+    Json items = client.ListAll(client.Resolve(api_version, kind), ns, by_label)["items"];
+    for (const auto& item : items) mine.insert(Text(item["metadata"], "uid"));
+  }
+  Json events = client.ListAll({"", "v1", "Event", "events", true}, ns);
   struct Row {
     std::string when;
     std::vector<std::string> cells;
@@ -1493,7 +1498,7 @@ void Describe(Session& s, const Kind& k, const std::string& name) {
   const auto now = std::chrono::system_clock::now();
   for (const auto& e : events["items"]) {
     const Json about = e.contains("involvedObject") ? e["involvedObject"] : Json::object();
-    if (!mine.count({Text(about, "kind"), Text(about, "name")})) continue;
+    if (!mine.count(Text(about, "uid"))) continue;
     std::string when = Text(e, "lastTimestamp");
     if (when.empty()) when = Text(e, "eventTime");
     if (when.empty()) when = Text(e["metadata"], "creationTimestamp");
