@@ -246,8 +246,10 @@ QuotaSpec QuotaSpecOf(const Json& namespace_object, const Json& resource_quota,
 /// The spec of queue `name` as it stands on the server (QuotaSpecOf of its Namespace,
 /// ResourceQuota and LimitRange, all named `name`): what `tfk8s quota get -o yaml` prints and
 /// ApplyQuota takes back. NotFound ("quota/NAME not found") when the namespace has neither a
-/// ResourceQuota nor a LimitRange of that name. A team queue without hard limits carries no
-/// record of its members: they are then not in the result.
+/// ResourceQuota nor a LimitRange of that name. A member is kept only when its namespace
+/// `<name>-<member>` is the one ApplyQuota made (managed by tfk8s, labelled with the team and
+/// the member): the annotation that lists them is not trusted alone. A team queue without hard
+/// limits carries no record of its members: they are then not in the result.
 QuotaSpec GetQuotaSpec(Client& client, const std::string& name);
 
 /// Options of ApplyQuota.

@@ -493,8 +493,24 @@ QuotaSpec GetQuotaSpec(Client& client, const std::string& name) {
                        " in namespace " + name + ")",
                    404, "NotFound");
   }
-  return QuotaSpecOf(internal::GetChecked(client, kNamespaces, "", name),
-                     quota ? *quota : Json(nullptr), limits ? *limits : Json(nullptr));
+  QuotaSpec spec = QuotaSpecOf(internal::GetChecked(client, kNamespaces, "", name),
+                               quota ? *quota : Json(nullptr), limits ? *limits : Json(nullptr));
+  // The members come from an annotation: each is kept only when its namespace is the one
+  // ApplyQuota made for it (managed by tfk8s, of this team, personal to that member), so an
+  // annotation edited by hand cannot add a member that applying the result would create.
+  std::vector<std::string> members;
+  for (const auto& member : spec.members) {
+    const std::optional<Json> ns =
+        internal::GetOptional(client, kNamespaces, "", spec.name + "-" + member);
+    if (!ns) continue;
+    const Json& labels = At(At(*ns, "metadata"), "labels");
+    if (StringAt(labels, kManagedByLabel) == kManagedByValue &&
+        StringAt(labels, kTeamLabel) == spec.name && StringAt(labels, kOwnerLabel) == member) {
+      members.push_back(member);
+    }
+  }
+  spec.members = std::move(members);
+  return spec;
 }
 
 // ---- usage --------------------------------------------------------------------------------------

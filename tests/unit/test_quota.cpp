@@ -8,6 +8,7 @@
 #include "error_text.hpp"
 #include "fake_transport.hpp"
 #include "tfk8s/quota.hpp"
+#include "tfk8s/testing/fake_cluster.hpp"
 
 using namespace tfk8s;
 using tfk8s::testing::FakeTransport;
@@ -603,6 +604,30 @@ TEST_SUITE("quota") {
     bad["spec"]["hard"]["pods"] = 10;
     CHECK_THROWS_AS(QuotaSpecOf(ns, bad, nullptr), DecodeError);
     CHECK_THROWS_AS(QuotaSpecOf(Json::object(), nullptr, nullptr), DecodeError);
+  }
+
+  TEST_CASE("GetQuotaSpec keeps a member only when its namespace is the one apply made for it") {
+    tfk8s::testing::FakeCluster fake;
+    QuotaSpec spec;
+    spec.name = "vision";
+    spec.labels = {{"team-lead", "dana"}};
+    spec.hard = {{"pods", "10"}};
+    spec.members = {"alice", "bob"};
+    for (const Json& o : RenderQuota(spec)) fake.Add(o);
+    Client client = fake.client("vision");
+    CHECK(GetQuotaSpec(client, "vision").ToJson() == spec.ToJson());
+    // The annotation edited by hand to name a member whose namespace tfk8s did not make (or
+    // that does not exist): not a member, so applying the result creates nothing for it.
+    Json quota = fake.Find("v1", "ResourceQuota", "vision", "vision").value();
+    quota["metadata"]["annotations"]["tfk8s.io/team-namespaces"] =
+        "vision,vision-alice,vision-bob,vision-mallory,vision-eve";
+    fake.Add(quota);
+    fake.Add(
+        {{"apiVersion", "v1"},
+         {"kind", "Namespace"},
+         {"metadata", {{"name", "vision-mallory"}, {"labels", {{"tfk8s.io/team", "vision"}}}}}});
+    CHECK(GetQuotaSpec(client, "vision").members == std::vector<std::string>{"alice", "bob"});
+    CHECK_THROWS_AS(GetQuotaSpec(client, "nlp"), NotFound);
   }
 
   TEST_CASE("ValidateQuotaSpec: members") {
