@@ -173,20 +173,6 @@ class RealNodeError(procs.UpError):
 progress = procs.progress
 
 
-def running_named(names):
-    """"kubelet 123, containerd 456": the processes whose name is one of `names` (diagnostics)."""
-    found = []
-    for comm in glob.glob("/proc/[0-9]*/comm"):
-        try:
-            with open(comm) as f:
-                name = f.read().strip()
-        except OSError:
-            continue
-        if name in names:
-            found.append("%s %s" % (name, comm.split("/")[2]))
-    return ", ".join(sorted(found))
-
-
 def rdir(inst, *parts):
     return inst.p("realnode", *parts)
 
@@ -892,19 +878,10 @@ def restore_host(inst):
                 continue
             # Made by the node (the kubelet's device-plugins socket folder, libcni's result cache,
             # pod logs, shim sockets, ...): it did not exist before `up`. (/var/run is /run.)
-            # A kubelet still exiting re-creates its volume plugin folder as soon as it is gone
-            # (its FlexVolume prober watches it): try again for a few seconds.
-            deadline = time.monotonic() + 10
-            while True:
-                umount_below([os.path.realpath(d) + "/"])
-                shutil.rmtree(os.path.realpath(d), ignore_errors=True)
-                if not os.path.lexists(d) or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
+            umount_below([os.path.realpath(d) + "/"])
+            shutil.rmtree(os.path.realpath(d), ignore_errors=True)
             if os.path.lexists(d):
-                left = running_named(("kubelet", "containerd"))
-                progress("warning: could not remove %s (made by the real node; still running: %s)"
-                         % (d, left or "none"))
+                progress("warning: could not remove %s (made by the real node)" % d)
     shutil.rmtree(HOST_STATE, ignore_errors=True)
 
 
