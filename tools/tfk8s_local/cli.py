@@ -491,6 +491,9 @@ def commands(inst, binp, ports, cm_kc, sched_kc, real=False):
         "--feature-gates=" + FEATURE_GATES,
         "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
         "--concurrent-gc-syncs=40",
+        # Its FlexVolume prober creates this folder when missing; the default is the host's
+        # /usr/libexec/kubernetes/kubelet-plugins/volume/exec, which `down` would then leave.
+        "--flex-volume-plugin-dir=" + inst.p("flexvolume"),
     ] + common
     if real:
         cmds["kube-controller-manager"] += ["--node-monitor-grace-period=%ds" % NODE_MONITOR_GRACE,
