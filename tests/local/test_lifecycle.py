@@ -97,6 +97,16 @@ def test_up_twice_status_down(tool):
         assert os.path.exists(os.path.join(tool.dir, "pki", name)), name
     for c in COMPONENTS:
         assert os.path.exists(os.path.join(tool.dir, "logs", c + ".log"))
+    # Nothing made on the host: the controller-manager's FlexVolume prober creates its folder,
+    # by default /usr/libexec/kubernetes/…, here the instance's own.
+    with open("/proc/%d/cmdline" % pids["kube-controller-manager"], "rb") as f:
+        cm_args = f.read().decode().split("\0")
+    flex = os.path.join(tool.dir, "flexvolume")
+    assert "--flex-volume-plugin-dir=" + flex in cm_args, cm_args
+    deadline = time.monotonic() + 30
+    while not os.path.isdir(flex) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert os.path.isdir(flex)  # the prober ran, and made it there
 
     # A second `up` is harmless: same kubeconfig, same processes.
     t0 = time.monotonic()
