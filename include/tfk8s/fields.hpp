@@ -20,7 +20,6 @@
 /// vector as an array.
 
 #include <chrono>
-#include <ctime>
 #include <optional>
 #include <ratio>
 #include <string>
@@ -49,50 +48,15 @@ template <class S>
 Json FieldsToJson(const S& s);
 template <class S>
 Json FieldsToKubernetesJson(const S& s);
+/// A time as Kubernetes writes it: RFC 3339 in UTC, whole seconds ("2024-05-01T10:00:00Z").
+std::string FormatRfc3339(std::chrono::system_clock::time_point t);
 
 namespace internal {
 
 /// "not_ready" -> "notReady"; a key that is not a snake_case identifier ([a-z0-9_]) as it is.
-inline std::string LowerCamelCase(const std::string& key) {
-  for (char c : key) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return key;
-  }
-  std::string out;
-  bool upper = false;
-  for (char c : key) {
-    if (c == '_') {
-      upper = !out.empty();
-    } else {
-      out += upper && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
-      upper = false;
-    }
-  }
-  return out;
-}
-
+std::string LowerCamelCase(const std::string& key);
 /// `value` with every object key in LowerCamelCase, recursively.
-inline Json CamelCaseKeys(const Json& value) {
-  if (value.is_array()) {
-    Json out = Json::array();
-    for (const auto& v : value) out.push_back(CamelCaseKeys(v));
-    return out;
-  }
-  if (!value.is_object()) return value;
-  Json out = Json::object();
-  for (const auto& [k, v] : value.items()) out[LowerCamelCase(k)] = CamelCaseKeys(v);
-  return out;
-}
-
-/// A time as Kubernetes writes it: RFC 3339 in UTC, whole seconds ("2024-05-01T10:00:00Z").
-inline std::string Rfc3339Utc(std::chrono::system_clock::time_point t) {
-  const std::time_t seconds =
-      std::chrono::system_clock::to_time_t(std::chrono::floor<std::chrono::seconds>(t));
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
+Json CamelCaseKeys(const Json& value);
 
 template <class T>
 struct IsOptional : std::false_type {};
@@ -145,7 +109,7 @@ Json KubernetesFieldJson(const T& value) {
   } else if constexpr (requires { value.ToJson(); }) {
     return CamelCaseKeys(value.ToJson());
   } else if constexpr (std::is_same_v<T, std::chrono::system_clock::time_point>) {
-    return Rfc3339Utc(value);
+    return FormatRfc3339(value);
   } else if constexpr (IsOptional<T>::value) {
     return value ? KubernetesFieldJson(*value) : Json(nullptr);
   } else if constexpr (IsVector<T>::value) {

@@ -10,6 +10,7 @@
 #include "tfk8s/error.hpp"
 #include "tfk8s/validation.hpp"
 #include "util/json_parse.hpp"
+#include "workloads/cron.hpp"
 #include "workloads/server_shape.hpp"
 
 namespace tfk8s::internal {
@@ -66,6 +67,39 @@ void SortRefs(std::vector<WorkloadRef>* refs) {
 }  // namespace tfk8s::internal
 
 namespace tfk8s {
+
+std::string FormatRfc3339(std::chrono::system_clock::time_point t) {
+  return internal::FormatTimestamp(std::chrono::floor<std::chrono::seconds>(t));
+}
+
+std::string internal::LowerCamelCase(const std::string& key) {
+  for (char c : key) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return key;
+  }
+  std::string out;
+  bool upper = false;
+  for (char c : key) {
+    if (c == '_') {
+      upper = !out.empty();
+    } else {
+      out += upper && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+      upper = false;
+    }
+  }
+  return out;
+}
+
+Json internal::CamelCaseKeys(const Json& value) {
+  if (value.is_array()) {
+    Json out = Json::array();
+    for (const auto& v : value) out.push_back(CamelCaseKeys(v));
+    return out;
+  }
+  if (!value.is_object()) return value;
+  Json out = Json::object();
+  for (const auto& [k, v] : value.items()) out[LowerCamelCase(k)] = CamelCaseKeys(v);
+  return out;
+}
 
 Json WorkloadRef::ToJson() const {
   return {{"namespace", namespace_name},

@@ -700,13 +700,7 @@ class DevCommand : public WorkloadKind<DevInstance, DevDeleteOptions> {
 };
 
 std::string TimeText(const std::optional<std::chrono::system_clock::time_point>& t) {
-  if (!t) return "-";
-  std::time_t tt = std::chrono::system_clock::to_time_t(*t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return t ? FormatRfc3339(*t) : "-";
 }
 
 class JobCommand : public WorkloadKind<ScheduledJob, ScheduledJobDeleteOptions> {
