@@ -138,7 +138,16 @@ bool LeaderElector::TryAcquireOrRenew() {
     }
   }
   if (seen.holder == config_.identity) {
-    mine.acquire_time = seen.acquire_time;
+    // A renewal keeps the term's acquireTime. Taking our own Lease back after missing the
+    // renew deadline (the work stopped) begins a new term: a new acquireTime, which is how a
+    // reader of the Lease tells it from an unbroken one (the holder, and so the transitions,
+    // stay the same).
+    bool renewing;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      renewing = holding_ && now < renewed_at_ + config_.renew_deadline;
+    }
+    if (renewing) mine.acquire_time = seen.acquire_time;
     mine.lease_transitions = seen.lease_transitions;
   } else {
     mine.lease_transitions = seen.lease_transitions + 1;

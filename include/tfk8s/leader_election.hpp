@@ -60,7 +60,9 @@ class LeaderElector {
 
   /// One step: acquires the Lease (creating it when absent) or renews it; whether this
   /// candidate holds it now. API errors other than a lost race (Conflict, AlreadyExists) are
-  /// thrown; they count as a failed renewal for IsLeader().
+  /// thrown; they count as a failed renewal for IsLeader(). A renewal keeps the Lease's
+  /// acquireTime; every acquisition, also of a Lease still in this candidate's name after it
+  /// missed the renew deadline (a new term), writes a new one.
   bool TryAcquireOrRenew();
   /// Whether this candidate holds the Lease and renewed it within the renew deadline.
   [[nodiscard]] bool IsLeader() const;

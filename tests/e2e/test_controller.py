@@ -297,16 +297,22 @@ def test_installed_controller_is_scraped_and_culls_by_policy(
         assert _by_owner(prometheus.query(gpu_query)) == {
             k: float(v) for k, v in expected_gpus.items()}
         # Leader-only counters start from zero at each leadership term: the cull is counted
-        # only while the replica that made it still leads. A machine loaded enough for a renew
-        # to miss its deadline hands the Lease over; then the logs below still show the one
-        # decision, made by whichever replica led then.
+        # only while the replica that made it still leads in the same term. A machine loaded
+        # enough for a renew to miss its deadline ends the term: the Lease passes to the other
+        # replica (leaseTransitions) or back to the same one (a new acquireTime); then the logs
+        # below still show the one decision, made by whichever replica led then.
         now = client.get("coordination.k8s.io/v1", "Lease", "tfk8s-controller", CONTROLLER_NS)
         failed_over = now["spec"].get("leaseTransitions", 0) != lease["spec"].get("leaseTransitions", 0)
-        if failed_over:
-            print(f"e2e: the Lease changed hands during the test: {now['spec']}")
+        new_term = failed_over or now["spec"].get("acquireTime") != lease["spec"].get("acquireTime")
+        if new_term:
+            print(f"e2e: a new leadership term began during the test: {lease['spec']} -> "
+                  f"{now['spec']}")
         else:
             assert _by_owner(prometheus.query(
-                "tfk8s_cull_decisions_total{outcome='stopped'}")) == {"": 1.0}, now["spec"]
+                "tfk8s_cull_decisions_total{outcome='stopped'}")) == {"": 1.0}, (
+                    lease["spec"], now["spec"], prometheus.target_health(),
+                    [line for line in _log_lines(client)
+                     if line.get("msg") in ("leading", "stopped leading", "cull")])
 
         # Exactly one "stopped" decision across both replicas' logs, the leader's.
         culls = [(line, pod) for pod in _controller_pods(client)

@@ -158,6 +158,21 @@ TEST_CASE("leader election: a leader whose renewals fail steps down within the r
     CHECK_THROWS_AS(a.elector.TryAcquireOrRenew(), ServerError);
     CHECK(a.elector.IsLeader() == (i < 4));
   }
+  // Its next successful attempt takes the Lease back (still its own, so no transition) and
+  // begins a new term: a new acquireTime, which renewals then keep.
+  const LeaderElectionRecord first = Stored(fake);
+  a.Advance(seconds(2));
+  std::this_thread::sleep_for(milliseconds(2));  // a later wall clock
+  REQUIRE(a.elector.TryAcquireOrRenew());
+  CHECK(a.elector.IsLeader());
+  const LeaderElectionRecord again = Stored(fake);
+  CHECK(again.holder == "a");
+  CHECK(again.lease_transitions == first.lease_transitions);
+  CHECK(again.acquire_time > first.acquire_time);
+  a.Advance(seconds(2));
+  std::this_thread::sleep_for(milliseconds(2));
+  REQUIRE(a.elector.TryAcquireOrRenew());
+  CHECK(Stored(fake).acquire_time == again.acquire_time);
   // (A renewal that loses a race, Conflict on the update, returns false without throwing:
   // the racing candidates below.)
 }
