@@ -139,9 +139,9 @@ bool LeaderElector::TryAcquireOrRenew() {
   }
   if (seen.holder == config_.identity) {
     // A renewal keeps the term's acquireTime. Taking our own Lease back after missing the
-    // renew deadline (the work stopped) begins a new term: a new acquireTime, which is how a
-    // reader of the Lease tells it from an unbroken one (the holder, and so the transitions,
-    // stay the same).
+    // renew deadline (or after Run() ended the term) begins a new term: a new acquireTime,
+    // which is how a reader of the Lease tells it from an unbroken one (the holder, and so the
+    // transitions, stay the same).
     bool renewing;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -261,6 +261,12 @@ bool LeaderElector::Run(const std::atomic<bool>& stop, const Callbacks& callback
   }
   watchdog.join();
   work.join();
+  {
+    // The term is over, even if a renewal still hanging when the deadline passed has since
+    // been written: winning the Lease back begins a new term (a new acquireTime).
+    std::lock_guard<std::mutex> lock(mu_);
+    holding_ = false;
+  }
   if (stop.load()) {
     try {
       Release();

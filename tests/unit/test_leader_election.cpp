@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <regex>
 #include <string>
 #include <thread>
@@ -280,6 +282,54 @@ TEST_CASE("leader election: Run stops the work once renewals miss the renew dead
   // it stops at the renew deadline, 2 s after the last renewal, unless the machine stalls).
   CHECK(lost_at - failing_since < milliseconds(3000));
   CHECK(Stored(fake).holder == "runner");  // not released: it could not write
+}
+
+TEST_CASE(
+    "leader election: Run's next term writes a new acquireTime, also when the last renewal "
+    "still looks recent") {
+  testing::FakeCluster fake;
+  WithLeases(fake);
+  // The elector's steady clock is the real one plus an offset the test moves.
+  auto offset = std::make_shared<std::atomic<int>>(0);  // milliseconds
+  LeaderElectionConfig config =
+      RunnerConfig(milliseconds(3000), milliseconds(2000), milliseconds(200));
+  config.clock = [offset] { return Steady::now() + milliseconds(offset->load()); };
+  LeaderElector elector(fake.client(), config);
+  std::atomic<bool> stop{false}, again{false};
+  std::atomic<int> terms{0}, ended{0};
+  std::thread run([&] {
+    LeaderElector::Callbacks cb;
+    cb.started = [&](const std::atomic<bool>& lost) {
+      ++terms;
+      while (!lost.load()) std::this_thread::sleep_for(milliseconds(5));
+    };
+    cb.stopped = [&] { ++ended; };
+    while (!stop.load()) {
+      elector.Run(stop, cb);
+      while (!again.load() && !stop.load()) std::this_thread::sleep_for(milliseconds(5));
+    }
+  });
+  auto wait_until = [](const std::function<bool()>& done) {
+    const auto until = Steady::now() + seconds(10);
+    while (!done() && Steady::now() < until) std::this_thread::sleep_for(milliseconds(5));
+    return done();
+  };
+  REQUIRE(wait_until([&] { return terms.load() == 1; }));
+  const LeaderElectionRecord first = Stored(fake);
+  // The deadline passes on the elector's clock (as while a renewal request hangs): the term
+  // ends. Then the clock is back where the last renewal is recent again, as the time a hung
+  // renewal records when it is written after all.
+  offset->store(2500);
+  REQUIRE(wait_until([&] { return ended.load() == 1; }));
+  offset->store(0);
+  again.store(true);
+  REQUIRE(wait_until([&] { return terms.load() == 2; }));
+  const LeaderElectionRecord second = Stored(fake);
+  CHECK(second.holder == "runner");
+  CHECK(second.lease_transitions == first.lease_transitions);
+  CHECK(second.acquire_time != first.acquire_time);
+  stop.store(true);
+  run.join();
 }
 
 TEST_CASE("leader election: the configuration is checked before anything is sent") {
